@@ -1,0 +1,172 @@
+// Package agent is the side of cnibench that runs where the traffic is: in a
+// lab namespace today, in a pod on a real cluster later. An agent serves every
+// engine's data ports and a small control API (HTTP + JSON) through which the
+// CLI asks it to run the client side of a test. The same binary is CLI and
+// agent, as with fortio.
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/internal/version"
+)
+
+// API paths and headers of the control protocol.
+const (
+	PathHealth     = "/v1/health"
+	PathRun        = "/v1/run"
+	HeaderChecksum = "X-Cnibench-Sha256"
+	TokenEnv       = "CNIBENCH_AGENT_TOKEN" // the token travels in the environment, not argv
+)
+
+// Config says where the agent listens.
+type Config struct {
+	// Control is "unix:/path/to.sock" or "tcp:host:port".
+	Control string
+	// Token authenticates the CLI (Authorization: Bearer ...). Empty disables
+	// authentication; only sensible for a unix socket in a root-only dir.
+	Token string
+	// Bind is the address the engine servers listen on ("" = all).
+	Bind string
+}
+
+// Health is the answer of PathHealth.
+type Health struct {
+	OK      bool   `json:"ok"`
+	Version string `json:"version"`
+	PID     int    `json:"pid"`
+}
+
+// Serve runs the engine servers and the control API until ctx is done.
+func Serve(ctx context.Context, cfg Config) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	srv := &engine.Server{Bind: cfg.Bind}
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- srv.Serve(ctx) }()
+
+	ln, err := listenControl(cfg.Control)
+	if err != nil {
+		return err
+	}
+	h := &handler{token: cfg.Token}
+	hs := &http.Server{Handler: h.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serveErr <- fmt.Errorf("control API: %w", err)
+		}
+	}()
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	cancel()
+	shutdownCtx, done := context.WithTimeout(context.Background(), 2*time.Second)
+	defer done()
+	_ = hs.Shutdown(shutdownCtx)
+	return err
+}
+
+func listenControl(control string) (net.Listener, error) {
+	network, addr, ok := strings.Cut(control, ":")
+	if !ok || (network != "unix" && network != "tcp") || addr == "" {
+		return nil, fmt.Errorf("--control %q: want unix:/path or tcp:host:port", control)
+	}
+	if network == "unix" {
+		_ = os.Remove(addr) // a stale socket from a killed agent
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("control API: %w", err)
+	}
+	if network == "unix" {
+		_ = os.Chmod(addr, 0o600)
+	}
+	return ln, nil
+}
+
+type handler struct {
+	token string
+	busy  sync.Mutex // one client run at a time: runs must not disturb each other
+}
+
+func (h *handler) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+PathHealth, h.health)
+	mux.HandleFunc("POST "+PathRun, h.run)
+	return h.authenticate(mux)
+}
+
+func (h *handler) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.token != "" {
+			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) != 1 {
+				http.Error(w, "bad or missing agent token", http.StatusUnauthorized)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *handler) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, Health{OK: true, Version: version.Get().Version, PID: os.Getpid()})
+}
+
+func (h *handler) run(w http.ResponseWriter, r *http.Request) {
+	var o engine.Options
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		http.Error(w, "bad options: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := o.Validate(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !h.busy.TryLock() {
+		http.Error(w, "agent is already running a test", http.StatusConflict)
+		return
+	}
+	defer h.busy.Unlock()
+	res, err := engine.Run(r.Context(), o)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// writeJSON sends v with a SHA-256 of the body, so the client can tell a
+// truncated or corrupted document from a real one.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	sum := sha256.Sum256(b)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(HeaderChecksum, hex.EncodeToString(sum[:]))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Compares cnibench's engines with the C tools on the same lab path and
+# pinning, interleaved (ours, theirs, ours, theirs ...), and prints medians and
+# ratios. Path: pod-to-pod other-node (node0-pod0 -> node1-pod0); clients on
+# CPU 0, servers on CPU 1. CPU per transaction is read from the client pod's
+# cgroup (process and kernel work charged to it).
+#
+#   sudo bench/engines.sh            # ROUNDS=5 DUR=5 by default
+#   ROUNDS=3 DUR=3 sudo bench/engines.sh
+#
+# Needs: ./bin/cnibench (scripts/build.sh), iperf3, qperf, sockperf, jq.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-5}
+DUR=${DUR:-5}
+LAB=bench$$
+cnb="./bin/cnibench --lab $LAB"
+SRV=198.19.1.10
+for t in iperf3 qperf sockperf jq taskset; do
+  command -v $t >/dev/null || { echo "bench: $t missing (apt-get install iperf3 qperf sockperf jq util-linux)" >&2; exit 1; }
+done
+[ -x bin/cnibench ] || ./scripts/build.sh
+
+cleanup() { $cnb lab down >/dev/null 2>&1 || true; }
+trap cleanup EXIT INT TERM
+$cnb lab up --nodes 2 --pods-per-node 1 >/dev/null
+cg=$(jq -r '.cgroup_root' /run/cnibench/$LAB/state.json)
+cpu_us() { awk '/^usage_usec/{print $2}' "$cg/node0-pod0/cpu.stat"; }
+cli() { $cnb lab exec node0-pod0 -- taskset -c 0 "$@"; }
+
+# Servers, pinned to CPU 1, inside node1-pod0 (lab down kills them).
+$cnb lab exec node1-pod0 -- taskset -c 1 ./bin/cnibench server >/dev/null 2>&1 &
+$cnb lab exec node1-pod0 -- taskset -c 1 iperf3 -s -D >/dev/null
+$cnb lab exec node1-pod0 -- taskset -c 1 qperf >/dev/null 2>&1 &
+$cnb lab exec node1-pod0 -- taskset -c 1 sockperf server -i $SRV -p 11111 >/dev/null 2>&1 &
+$cnb lab exec node1-pod0 -- taskset -c 1 sockperf server --tcp -i $SRV -p 11112 >/dev/null 2>&1 &
+sleep 1
+
+declare -A vals cpu
+add() { vals[$1]+="$2 "; cpu[$1]+="${3:-0} "; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END{if(NR==0){print 0}else if(NR%2){print a[(NR+1)/2]}else{print (a[NR/2]+a[NR/2+1])/2}}'; }
+
+# measure NAME UNIT-EXTRACTOR CMD...: runs CMD, records its value and the
+# client cgroup's CPU µs per unit of work (if the extractor prints "value ops").
+measure() {
+  local name=$1 extract=$2; shift 2
+  local c0 c1 out v ops extra
+  c0=$(cpu_us); out=$(cli "$@" 2>&1) || { echo "bench: $name failed: $out" >&2; return 0; }; c1=$(cpu_us)
+  read -r v ops extra < <(echo "$out" | $extract)
+  [ -n "${extra:-}" ] && vals[${name}_extra]+="$extra "
+  local per=0
+  [ -n "${ops:-}" ] && [ "${ops%.*}" -gt 0 ] 2>/dev/null && per=$(echo "($c1-$c0)/$ops" | bc -l)
+  add "$name" "$v" "$per"
+}
+
+ours_tput()   { jq -r '"\(.throughput_bits_per_sec/1e9)"'; }
+# UDP extractors print: delivered Gbit/s, packets, loss % (the receiver's view).
+ours_udp()    { jq -r '"\(.throughput_bits_per_sec/1e9) \(.packets_sent) \(.loss_percent // 0)"'; }
+ours_rr()     { jq -r '"\(.rate_per_sec) \(.transactions)"'; }
+iperf_tput()  { jq -r '"\(.end.sum_received.bits_per_second/1e9)"'; }
+iperf_udp()   { jq -r '"\(.end.sum.bits_per_second/1e9) \(.end.sum.packets) \(.end.sum.lost_percent)"'; }
+# qperf prints one-way latency (half the round trip): rate = 1 / (2 × latency).
+qperf_rr()    { awk -v d=$DUR '/latency/{v=$3; if($4=="ms")v*=1000; if($4=="ns")v/=1000; r=1e6/(2*v); printf "%f %d\n", r, r*d}'; }
+# sockperf ping-pong: ReceivedMessages over RunTime.
+sockperf_rr() { awk -F'[=; ]+' '/\[Valid Duration\]/{for(i=1;i<=NF;i++){if($i=="RunTime")t=$(i+1); if($i=="ReceivedMessages")n=$(i+1)}; sub("sec","",t); printf "%f %d\n", n/t, n}'; }
+
+command -v bc >/dev/null || { echo "bench: bc missing (apt-get install bc)" >&2; exit 1; }
+for r in $(seq "$ROUNDS"); do
+  echo "round $r/$ROUNDS ..." >&2
+  measure ours_tcp1   ours_tput  ./bin/cnibench client TCP_STREAM $SRV --duration ${DUR}s --warmup 1s --json
+  measure iperf_tcp1  iperf_tput iperf3 -c $SRV -t $DUR -O 1 -J
+  measure ours_tcp4   ours_tput  ./bin/cnibench client TCP_STREAM $SRV --streams 4 --duration ${DUR}s --warmup 1s --json
+  measure iperf_tcp4  iperf_tput iperf3 -c $SRV -P 4 -t $DUR -O 1 -J
+  measure ours_udp    ours_udp   ./bin/cnibench client UDP_STREAM $SRV --message-size 1400 --duration ${DUR}s --warmup 1s --json
+  measure iperf_udp   iperf_udp  iperf3 -c $SRV -u -b 0 -l 1400 -t $DUR -O 1 -J
+  measure ours_tcprr  ours_rr    ./bin/cnibench client TCP_RR $SRV --duration ${DUR}s --warmup 1s --json
+  measure qperf_tcprr qperf_rr   qperf -t $DUR $SRV tcp_lat
+  measure ours_udprr  ours_rr    ./bin/cnibench client UDP_RR $SRV --duration ${DUR}s --warmup 1s --json
+  measure qperf_udprr qperf_rr   qperf -t $DUR $SRV udp_lat
+  measure ours_tcprr14 ours_rr   ./bin/cnibench client TCP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 1s --json
+  measure sockperf_tcprr sockperf_rr sockperf ping-pong --tcp -i $SRV -p 11112 -m 14 -t $DUR
+  measure ours_udprr14 ours_rr   ./bin/cnibench client UDP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 1s --json
+  measure sockperf_udprr sockperf_rr sockperf ping-pong -i $SRV -p 11111 -m 14 -t $DUR
+done
+
+printf '\n%-34s %14s %14s %8s %18s\n' "comparison (median of $ROUNDS)" "cnibench" "C tool" "ratio" "CPU µs/op ours/C"
+row() { # label ours theirs unit
+  local a b ca cb
+  a=$(echo "${vals[$2]:-}" | median); b=$(echo "${vals[$3]:-}" | median)
+  ca=$(echo "${cpu[$2]:-}" | median); cb=$(echo "${cpu[$3]:-}" | median)
+  local ratio="n/a"; [ "$(echo "$b > 0" | bc -l)" = 1 ] && ratio=$(printf '%.3f' "$(echo "$a/$b" | bc -l)")
+  local cpucol="-"; [ "$(echo "$cb > 0" | bc -l)" = 1 ] && cpucol=$(printf '%.2f/%.2f' "$ca" "$cb")
+  printf '%-34s %14.2f %14.2f %8s %18s\n' "$1 ($4)" "$a" "$b" "$ratio" "$cpucol"
+}
+row "TCP_STREAM 1 vs iperf3"          ours_tcp1   iperf_tcp1  Gbit/s
+row "TCP_STREAM 4 vs iperf3 -P 4"     ours_tcp4   iperf_tcp4  Gbit/s
+row "UDP_STREAM 1400 B vs iperf3 -u"  ours_udp    iperf_udp   Gbit/s
+row "UDP_STREAM loss vs iperf3 -u"    ours_udp_extra iperf_udp_extra %
+row "TCP_RR 1 B vs qperf tcp_lat"     ours_tcprr  qperf_tcprr tps
+row "UDP_RR 1 B vs qperf udp_lat"     ours_udprr  qperf_udprr tps
+row "TCP_RR 14 B vs sockperf --tcp"   ours_tcprr14 sockperf_tcprr tps
+row "UDP_RR 14 B vs sockperf"         ours_udprr14 sockperf_udprr tps
+echo
+echo "machine: $(nproc) CPUs, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo), kernel $(uname -r), $(date -u +%Y-%m-%d)"

@@ -1,0 +1,113 @@
+// Package e2e drives the built cnibench binary as a user would, on the real
+// kernel, as root: full runs on the lab, bad input, signals and crashes.
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cnibench-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "cnibench")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/cnibench")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build failed:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// lab is one test's lab name and state dir, torn down at the end.
+type lab struct {
+	t        *testing.T
+	name     string
+	stateDir string
+}
+
+func newLab(t *testing.T) *lab {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("lab tests need root")
+	}
+	l := &lab{t: t, name: fmt.Sprintf("e%d", rand.Intn(1e6)), stateDir: t.TempDir()}
+	t.Cleanup(func() {
+		out, err := l.cmd("lab", "down").CombinedOutput()
+		if err != nil {
+			t.Errorf("lab down: %v: %s", err, out)
+		}
+	})
+	return l
+}
+
+func (l *lab) cmd(args ...string) *exec.Cmd {
+	return exec.Command(binary, append([]string{"--lab", l.name, "--state-dir", l.stateDir}, args...)...)
+}
+
+// run runs cnibench and returns stdout, stderr and the exit code.
+func (l *lab) run(args ...string) (string, string, int) {
+	c := l.cmd(args...)
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		l.t.Fatalf("cnibench %v: %v", args, err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// leftovers lists lab objects that still exist: namespaces, cgroups,
+// state, processes of ours.
+func (l *lab) leftovers() []string {
+	var left []string
+	prefix := "cnb-" + l.name + "-"
+	if ents, err := os.ReadDir("/run/netns"); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), prefix) {
+				left = append(left, "netns "+e.Name())
+			}
+		}
+	}
+	for _, root := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		if _, err := os.Stat(filepath.Join(root, "cnb-"+l.name)); err == nil {
+			left = append(left, "cgroup "+filepath.Join(root, "cnb-"+l.name))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(l.stateDir, l.name)); err == nil {
+		left = append(left, "state "+filepath.Join(l.stateDir, l.name))
+	}
+	if out, _ := exec.Command("pgrep", "-f", l.stateDir+"/"+l.name+"/").Output(); len(bytes.TrimSpace(out)) > 0 {
+		left = append(left, "processes "+strings.Join(strings.Fields(string(out)), ","))
+	}
+	return left
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if ok() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}

@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/lab"
+)
+
+func newLabCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Manage the local lab: a cluster of network namespaces on this machine",
+	}
+	cmd.AddCommand(newLabUpCmd(g), newLabDownCmd(g), newLabStatusCmd(g), newLabExecCmd(g))
+	return cmd
+}
+
+func newLabUpCmd(g *globals) *cobra.Command {
+	cfg := lab.Config{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Create the lab (nodes, pods, underlay, routes) and leave it running",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			for _, name := range []string{"nodes", "pods-per-node"} {
+				if v, _ := f.GetInt(name); f.Changed(name) && v < 1 {
+					return fmt.Errorf("--%s must be at least 1, got %d", name, v)
+				}
+			}
+			if err := lab.RequirePrivileges(); err != nil {
+				return err
+			}
+			cfg.Name, cfg.StateDir = g.labName, g.stateDir
+			l, err := lab.Up(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "lab %q is up: %d nodes × %d pods (take it down with 'cnibench lab down')\n", l.Config.Name, len(l.Nodes), l.Config.PodsPerNode)
+			s, err := l.Status()
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), s)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&cfg.Nodes, "nodes", 2, "number of nodes")
+	cmd.Flags().IntVar(&cfg.PodsPerNode, "pods-per-node", 2, "pods on each node")
+	return cmd
+}
+
+func newLabDownCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Remove every object of the lab, also what a crashed run left (idempotent)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := lab.RequirePrivileges(); err != nil {
+				return err
+			}
+			removed, err := lab.Down(g.stateDir, g.labName)
+			if err != nil {
+				return err
+			}
+			if len(removed) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "lab %q: nothing to remove\n", g.labName)
+				return nil
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "lab %q: removed %d objects\n", g.labName, len(removed))
+			return nil
+		},
+	}
+}
+
+func newLabStatusCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the lab's nodes, pods, addresses and what runs in them",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := lab.Load(g.stateDir, g.labName)
+			if errors.Is(err, lab.ErrNotFound) {
+				return fmt.Errorf("lab %q is not up (start it with 'cnibench lab up')", g.labName)
+			}
+			if err != nil {
+				return err
+			}
+			s, err := l.Status()
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), s)
+			return nil
+		},
+	}
+}
+
+func newLabExecCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "exec NAME -- CMD [ARGS...]",
+		Short: "Run a command inside a lab node's or pod's network namespace",
+		Example: `  cnibench lab exec node1-pod0 -- iperf3 -s
+  cnibench lab exec node0-pod0 -- iperf3 -c 198.19.1.10
+  cnibench lab exec node0 -- ip route`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
+				return errors.New("usage: cnibench lab exec NAME -- CMD [ARGS...]")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := lab.RequirePrivileges(); err != nil {
+				return err
+			}
+			l, err := lab.Load(g.stateDir, g.labName)
+			if errors.Is(err, lab.ErrNotFound) {
+				return fmt.Errorf("lab %q is not up (start it with 'cnibench lab up')", g.labName)
+			}
+			if err != nil {
+				return err
+			}
+			ep, err := l.Endpoint(args[0])
+			if err != nil {
+				return err
+			}
+			path, err := exec.LookPath(args[1])
+			if err != nil {
+				return fmt.Errorf("%s: %v", args[1], err)
+			}
+			c := exec.Command(path, args[2:]...)
+			c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+			if err := l.Start(ep, c, nil); err != nil {
+				return err
+			}
+			err = c.Wait()
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				if code := ee.ExitCode(); code > 0 {
+					return exitError(code)
+				}
+				return fmt.Errorf("%s: %s", strings.Join(args[1:], " "), ee)
+			}
+			return err
+		},
+	}
+}

@@ -1,0 +1,69 @@
+// Package cli is cnibench's thin command line: it parses flags into the
+// library packages' Options and prints what they return.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// global flags shared by lab and run commands.
+type globals struct {
+	labName  string
+	stateDir string
+}
+
+// Execute runs the command line and returns the process exit code.
+func Execute() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot()
+	if err := root.ExecuteContext(ctx); err != nil {
+		if ee, ok := err.(exitError); ok {
+			return int(ee)
+		}
+		fmt.Fprintln(os.Stderr, "cnibench: "+oneLine(err.Error()))
+		return 1
+	}
+	return 0
+}
+
+// exitError carries a child's exit code through cobra without a message.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "cnibench",
+		Short: "Kubernetes network datapath benchmark: local lab or real clusters",
+		Long: `cnibench measures Kubernetes network datapaths: throughput, request/response
+latency and connection rates on the placement matrix (pod-to-pod, host-to-host;
+same node, other node). Its default target is a local lab: a multi-node cluster
+built from Linux network namespaces on this machine (needs root).
+
+  cnibench run                    run the quick suite on the lab, write a report
+  cnibench lab up|down|status     manage the lab by hand
+  cnibench lab exec node0-pod0 -- iperf3 -s`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.labName, "lab", "default", "lab name; every lab object is prefixed cnb-<name>-")
+	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", "/run/cnibench", "where lab state and agent sockets live")
+	root.AddCommand(newRunCmd(g), newLabCmd(g), newServerCmd(), newClientCmd(), newAgentCmd(), newVersionCmd())
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%s: %v (see '%s --help')", c.CommandPath(), err, c.CommandPath())
+	})
+	return root
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}

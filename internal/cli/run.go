@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/report"
+	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite"
+	labtarget "github.com/cnibench/cnibench/target/lab"
+)
+
+func newRunCmd(g *globals) *cobra.Command {
+	var (
+		o          suite.Options
+		target     string
+		tests      string
+		placements string
+		out        string
+		mode       string
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the benchmark suite and write results.json and summary.md",
+		Long: `Run the suite on a target (default: the local lab). If the lab is not up, it is
+brought up for the run and taken down afterwards; a lab you started with
+'cnibench lab up' is used and left running. Every sample is written to
+DIR/results.json as soon as it finishes; Ctrl-C stops cleanly and keeps them.
+
+Tests: ` + strings.Join(suite.TestNames(), ", ") + `
+Placements: ` + strings.Join(suite.AllPlacements, ", ") + `
+Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if target != "lab" {
+				return fmt.Errorf("--target %q: only \"lab\" is available in this build", target)
+			}
+			flags := cmd.Flags()
+			for _, name := range []string{"rounds", "streams"} {
+				if v, _ := flags.GetInt(name); flags.Changed(name) && v < 1 {
+					return fmt.Errorf("--%s must be at least 1, got %d", name, v)
+				}
+			}
+			for _, name := range []string{"duration"} {
+				if v, _ := flags.GetDuration(name); flags.Changed(name) && v <= 0 {
+					return fmt.Errorf("--%s must be positive, got %s", name, v)
+				}
+			}
+			o.Tests = splitList(tests)
+			o.Placements = splitList(placements)
+			o.Mode = engine.Mode(mode)
+			plan, err := o.Resolve()
+			if err != nil {
+				return err
+			}
+			if err := lab.RequirePrivileges(); err != nil {
+				return err
+			}
+			runID := newRunID()
+			if out == "" {
+				out = filepath.Join("cnibench-results", runID)
+			}
+			return runSuite(cmd, g, plan, runID, out)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&target, "target", "lab", "where to run: lab")
+	f.StringVar(&o.Profile, "profile", "quick", "quick or standard")
+	f.StringVar(&tests, "tests", "", "comma-separated tests (default: the profile's)")
+	f.StringVar(&placements, "placements", "", "comma-separated placements (default: all)")
+	f.DurationVar(&o.Duration, "duration", 0, "measured time per sample (default: the profile's)")
+	f.DurationVar(&o.Warmup, "warmup", 0, "unmeasured time before each sample (default: the profile's)")
+	f.IntVar(&o.Rounds, "rounds", 0, "rounds of the whole plan (default: the profile's)")
+	f.IntVar(&o.Streams, "streams", 0, "flows of the *_MULTI tests (default 4)")
+	f.StringVar(&mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
+	f.StringVar(&out, "out", "", "results directory (default cnibench-results/<run id>)")
+	return cmd
+}
+
+func runSuite(cmd *cobra.Command, g *globals, plan *suite.Plan, runID, out string) (err error) {
+	ctx := cmd.Context()
+	w := cmd.ErrOrStderr()
+	_, statErr := os.Stat(out)
+	if err := results.CheckWritable(out); err != nil {
+		return err
+	}
+	createdOut := os.IsNotExist(statErr)
+	fmt.Fprintf(w, "cnibench run %s: profile %s, %d samples, about %s of measurement\n",
+		runID, plan.Profile, plan.Samples(), plan.Estimate().Round(time.Second))
+
+	tgt, err := labtarget.Open(ctx, labtarget.Config{
+		Lab:        lab.Config{Name: g.labName, StateDir: g.stateDir},
+		Placements: plan.Placements,
+		RunID:      runID,
+		Progress:   w,
+	})
+	if err != nil {
+		if createdOut {
+			_ = os.Remove(out) // only if still empty: nothing half-made
+		}
+		return err
+	}
+	defer func() {
+		if cerr := tgt.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+
+	runner := &suite.Runner{Target: tgt, Plan: plan, OutDir: out, RunID: runID, Progress: w}
+	run, runErr := runner.Run(ctx)
+	if run != nil && len(run.Results) > 0 {
+		fmt.Fprintln(cmd.OutOrStdout())
+		if err := report.Table(cmd.OutOrStdout(), run); err != nil {
+			return err
+		}
+		if err := report.WriteSummary(out, run); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\nresults: %s\nsummary: %s\n", filepath.Join(out, results.FileName), filepath.Join(out, report.SummaryFile))
+	}
+	if errors.Is(runErr, ctx.Err()) && ctx.Err() != nil {
+		return fmt.Errorf("interrupted: completed samples are in %s", filepath.Join(out, results.FileName))
+	}
+	return runErr
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func newRunID() string {
+	return time.Now().UTC().Format("20060102-150405") + fmt.Sprintf("-%04x", os.Getpid()&0xffff)
+}

@@ -1,0 +1,131 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/netnsx"
+)
+
+// Endpoints returns every node and pod: node0, node0-pod0, node0-pod1, node1, ...
+func (l *Lab) Endpoints() []Endpoint {
+	var out []Endpoint
+	for _, n := range l.Nodes {
+		out = append(out, Endpoint{Name: n.Name, Kind: "node", Node: n.Name, Netns: n.Netns, IP: n.IP, Cgroup: n.Cgroup})
+		for _, p := range n.Pods {
+			out = append(out, Endpoint{Name: p.Name, Kind: "pod", Node: p.Node, Netns: p.Netns, IP: p.IP, Cgroup: p.Cgroup})
+		}
+	}
+	return out
+}
+
+// Endpoint returns the node ("node0") or pod ("node0-pod1") called name.
+func (l *Lab) Endpoint(name string) (Endpoint, error) {
+	for _, ep := range l.Endpoints() {
+		if ep.Name == name {
+			return ep, nil
+		}
+	}
+	valid := "none"
+	if n := len(l.Nodes); n > 0 {
+		valid = fmt.Sprintf("node0..node%d", n-1)
+		if p := len(l.Nodes[0].Pods); p > 0 {
+			valid += fmt.Sprintf(", node<i>-pod0..node<i>-pod%d", p-1)
+		}
+	}
+	return Endpoint{}, fmt.Errorf("lab %q has no endpoint %q (valid: %s)", l.Config.Name, name, valid)
+}
+
+// Start starts cmd inside ep's network namespace, inside ep's cgroup (when
+// the lab has cgroup v2) and pinned to cpus if non-empty. Only the child is
+// moved; the caller must Wait for cmd as usual. SysProcAttr.Pdeathsig is not
+// supported (see netnsx.StartIn); Down kills whatever is left.
+func (l *Lab) Start(ep Endpoint, cmd *exec.Cmd, cpus []int) error {
+	if !strings.HasPrefix(ep.Netns, l.Prefix) {
+		return fmt.Errorf("endpoint %q: netns %q is not part of lab %q", ep.Name, ep.Netns, l.Config.Name)
+	}
+	if _, err := os.Stat(ep.NetnsPath()); err != nil {
+		return fmt.Errorf("endpoint %q: netns %s is missing", ep.Name, ep.NetnsPath())
+	}
+	if ep.Cgroup != "" {
+		if _, err := os.Stat(ep.Cgroup); err != nil {
+			return fmt.Errorf("endpoint %q: cgroup %s is missing", ep.Name, ep.Cgroup)
+		}
+	}
+	if err := netnsx.StartIn(ep.NetnsPath(), ep.Cgroup, cpus, cmd); err != nil {
+		return fmt.Errorf("endpoint %q: start %s: %w", ep.Name, cmd.Path, err)
+	}
+	return nil
+}
+
+// Status describes the lab: nodes, pods, addresses, whether each namespace
+// is present, and the processes running in each endpoint.
+func (l *Lab) Status() (string, error) {
+	ids := map[netnsx.ID]string{}
+	present := map[string]bool{}
+	for _, ns := range l.namespaces() {
+		if id, err := netnsx.IDOf(netnsx.Path(ns)); err == nil {
+			ids[id] = ns
+			present[ns] = true
+		}
+	}
+	byNS, err := netnsx.PidsIn(ids)
+	if err != nil {
+		return "", err
+	}
+	procs := func(ns, cg string) string {
+		set := map[int]bool{}
+		for _, p := range byNS[ns] {
+			set[p] = true
+		}
+		if cg != "" {
+			for _, p := range cgroupProcs(cg) {
+				set[p] = true
+			}
+		}
+		if len(set) == 0 {
+			return "-"
+		}
+		pids := make([]int, 0, len(set))
+		for p := range set {
+			pids = append(pids, p)
+		}
+		sort.Ints(pids)
+		parts := make([]string, len(pids))
+		for i, p := range pids {
+			parts[i] = fmt.Sprintf("%d(%s)", p, netnsx.Comm(p))
+		}
+		return strings.Join(parts, ",")
+	}
+	state := func(ns string) string {
+		if present[ns] {
+			return "present"
+		}
+		return "MISSING"
+	}
+	var b strings.Builder
+	pods := 0
+	if len(l.Nodes) > 0 {
+		pods = len(l.Nodes[0].Pods)
+	}
+	fmt.Fprintf(&b, "lab %s: %d nodes x %d pods, routing %s, mtu %d, created %s\n",
+		l.Config.Name, len(l.Nodes), pods, l.Routing, l.MTU, l.Created.Format("2006-01-02 15:04:05 MST"))
+	cg := l.CgroupRoot
+	if cg == "" {
+		cg = "none (no cgroup v2)"
+	}
+	fmt.Fprintf(&b, "cgroup: %s\n", cg)
+	fmt.Fprintf(&b, "underlay: netns %s %s\n", l.Underlay, state(l.Underlay))
+	for _, n := range l.Nodes {
+		fmt.Fprintf(&b, "%-14s %-15s pods %-16s netns %s %s  procs %s\n",
+			n.Name, n.IP, n.PodCIDR, n.Netns, state(n.Netns), procs(n.Netns, n.Cgroup))
+		for _, p := range n.Pods {
+			fmt.Fprintf(&b, "  %-12s %-15s %-21s netns %s %s  procs %s\n",
+				p.Name, p.IP, "", p.Netns, state(p.Netns), procs(p.Netns, p.Cgroup))
+		}
+	}
+	return b.String(), nil
+}

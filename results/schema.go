@@ -1,0 +1,111 @@
+// Package results defines cnibench's results document (results.json): a
+// versioned schema that keeps every sample, with its encoded latency
+// histogram, so that reports and comparisons are computed from data alone.
+// See docs/results-schema.md for the field-by-field description.
+package results
+
+import (
+	"time"
+
+	"github.com/cnibench/cnibench/engine"
+)
+
+// SchemaVersion is bumped on any incompatible change to Run.
+const SchemaVersion = 1
+
+// Status of a run, as last written.
+const (
+	StatusRunning     = "running"
+	StatusComplete    = "complete"
+	StatusInterrupted = "interrupted" // Ctrl-C / SIGTERM: completed samples are kept
+	StatusFailed      = "failed"
+)
+
+// Run is the whole results document.
+type Run struct {
+	SchemaVersion int         `json:"schema_version"`
+	RunID         string      `json:"run_id"`
+	Status        string      `json:"status"`
+	Error         string      `json:"error,omitempty"`
+	Start         time.Time   `json:"start"`
+	End           time.Time   `json:"end,omitempty"`
+	Tool          Tool        `json:"tool"`
+	Environment   Environment `json:"environment"`
+	Target        Target      `json:"target"`
+	Plan          Plan        `json:"plan"`
+	Results       []Result    `json:"results"`
+}
+
+// Tool identifies the binary that produced the run.
+type Tool struct {
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go_version"`
+}
+
+// Environment describes the machine the run was driven from.
+type Environment struct {
+	Hostname    string `json:"hostname"`
+	Kernel      string `json:"kernel"`
+	OS          string `json:"os"`
+	CPUModel    string `json:"cpu_model"`
+	CPUCount    int    `json:"cpu_count"`
+	MemoryBytes uint64 `json:"memory_bytes"`
+}
+
+// Target describes where the traffic ran: its kind ("lab", later "k8s")
+// and target-specific provenance (for the lab: topology, routing, MTU,
+// sysctls applied inside lab namespaces, CPU pinning).
+type Target struct {
+	Kind    string         `json:"kind"`
+	Details map[string]any `json:"details"`
+}
+
+// Plan is what was asked for, after defaults were filled in.
+type Plan struct {
+	Profile    string          `json:"profile"`
+	Tests      []string        `json:"tests"`
+	Placements []string        `json:"placements"`
+	Rounds     int             `json:"rounds"`
+	Duration   engine.Duration `json:"duration"`
+	Warmup     engine.Duration `json:"warmup"`
+	Streams    int             `json:"streams"` // the N of the *_MULTI tests
+	Mode       engine.Mode     `json:"mode"`
+}
+
+// Placement is one cell of the placement matrix, as in cilium connectivity
+// perf: Path (pod-to-pod, host-to-host, pod-to-service) × Node (same-node,
+// other-node).
+type Placement struct {
+	Path   string `json:"path"`
+	Node   string `json:"node"`
+	Client string `json:"client"` // endpoint name, e.g. node0-pod0
+	Server string `json:"server"`
+	// ServerAddr is the address the client dialled.
+	ServerAddr string `json:"server_addr"`
+}
+
+// Name is "path/node", e.g. "pod-to-pod/other-node".
+func (p Placement) Name() string { return p.Path + "/" + p.Node }
+
+// Result is one test on one placement, with every sample taken.
+type Result struct {
+	Test      string         `json:"test"` // suite test name, e.g. TCP_STREAM_MULTI
+	Placement Placement      `json:"placement"`
+	Options   engine.Options `json:"options"`
+	Samples   []Sample       `json:"samples"`
+}
+
+// Sample is one measurement (one round of one test on one placement).
+type Sample struct {
+	Round  int            `json:"round"`
+	Start  time.Time      `json:"start"`
+	End    time.Time      `json:"end"`
+	Error  string         `json:"error,omitempty"`
+	Engine *engine.Result `json:"engine,omitempty"`
+	// CPU used by the client's and server's endpoint (pod or node cgroup)
+	// over the whole sample, including kernel work charged to them.
+	ClientCPUSec float64 `json:"client_cpu_sec"`
+	ServerCPUSec float64 `json:"server_cpu_sec"`
+}

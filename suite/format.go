@@ -1,0 +1,26 @@
+package suite
+
+import (
+	"fmt"
+
+	"github.com/cnibench/cnibench/results"
+)
+
+// SampleLine is the one-line progress summary of a sample.
+func SampleLine(test string, s results.Sample) string {
+	if s.Error != "" {
+		return "FAILED: " + s.Error
+	}
+	e := s.Engine
+	if e == nil {
+		return "no result"
+	}
+	if e.Latency != nil && e.Transactions > 0 {
+		return fmt.Sprintf("%10.0f /s  p50 %7.1f µs  p99 %7.1f µs", e.RatePerSec, e.Latency.P50Us, e.Latency.P99Us)
+	}
+	line := fmt.Sprintf("%8.2f Gbit/s", e.ThroughputBitsSec/1e9)
+	if e.PacketsSent > 0 {
+		line += fmt.Sprintf("  loss %5.2f%%  (offered %.2f Gbit/s)", e.LossPercent, e.OfferedBitsSec/1e9)
+	}
+	return line
+}

@@ -1,0 +1,142 @@
+package suite
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/results"
+)
+
+// Options is what the user asked for; zero values mean "the profile's".
+type Options struct {
+	Profile    string        `json:"profile"`
+	Tests      []string      `json:"tests,omitempty"`
+	Placements []string      `json:"placements,omitempty"`
+	Duration   time.Duration `json:"duration,omitempty"`
+	Warmup     time.Duration `json:"warmup,omitempty"`
+	Rounds     int           `json:"rounds,omitempty"`
+	Streams    int           `json:"streams,omitempty"`
+	Mode       engine.Mode   `json:"mode,omitempty"`
+}
+
+// Plan is Options resolved against a profile and validated.
+type Plan struct {
+	results.Plan
+	Specs []TestSpec
+}
+
+// Resolve fills defaults from the profile and checks every value, returning
+// a one-line error naming the first bad one.
+func (o Options) Resolve() (*Plan, error) {
+	if o.Profile == "" {
+		o.Profile = "quick"
+	}
+	prof, err := LookupProfile(o.Profile)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Plan: results.Plan{
+		Profile:  prof.Name,
+		Rounds:   prof.Rounds,
+		Duration: engine.Duration(prof.Duration),
+		Warmup:   engine.Duration(prof.Warmup),
+		Streams:  prof.Streams,
+		Mode:     engine.Blocking,
+	}}
+	switch {
+	case o.Rounds < 0:
+		return nil, fmt.Errorf("--rounds must be at least 1, got %d", o.Rounds)
+	case o.Rounds > 0:
+		p.Rounds = o.Rounds
+	}
+	switch {
+	case o.Streams < 0:
+		return nil, fmt.Errorf("--streams must be at least 1, got %d", o.Streams)
+	case o.Streams > 1024:
+		return nil, fmt.Errorf("--streams must be at most 1024, got %d", o.Streams)
+	case o.Streams > 0:
+		p.Streams = o.Streams
+	}
+	switch {
+	case o.Duration < 0:
+		return nil, fmt.Errorf("--duration must be positive, got %s", o.Duration)
+	case o.Duration > 0 && o.Duration < 100*time.Millisecond:
+		return nil, fmt.Errorf("--duration must be at least 100ms, got %s", o.Duration)
+	case o.Duration > 0:
+		p.Duration = engine.Duration(o.Duration)
+	}
+	switch {
+	case o.Warmup < 0:
+		return nil, fmt.Errorf("--warmup must not be negative, got %s", o.Warmup)
+	case o.Warmup > 0:
+		p.Warmup = engine.Duration(o.Warmup)
+	}
+	switch o.Mode {
+	case "":
+	case engine.Blocking, engine.BusyPoll:
+		p.Mode = o.Mode
+	default:
+		return nil, fmt.Errorf("--mode %q: want blocking or busy-poll", o.Mode)
+	}
+
+	tests := o.Tests
+	if len(tests) == 0 {
+		tests = prof.Tests
+	}
+	seen := map[string]bool{}
+	for _, name := range tests {
+		spec, err := LookupTest(name)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[spec.Name] {
+			seen[spec.Name] = true
+			p.Specs = append(p.Specs, spec)
+			p.Tests = append(p.Tests, spec.Name)
+		}
+	}
+	placements := o.Placements
+	if len(placements) == 0 {
+		placements = prof.Placements
+	}
+	seen = map[string]bool{}
+	for _, name := range placements {
+		pl, err := LookupPlacement(name)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[pl] {
+			seen[pl] = true
+			p.Placements = append(p.Placements, pl)
+		}
+	}
+	return p, nil
+}
+
+// EngineOptions builds the engine options of one test on one server address.
+func (p *Plan) EngineOptions(spec TestSpec, host string) engine.Options {
+	o := engine.Options{
+		Test:     spec.Engine,
+		Host:     host,
+		Duration: p.Duration,
+		Warmup:   p.Warmup,
+		Streams:  1,
+	}
+	if spec.Multi {
+		o.Streams = p.Streams
+	}
+	switch spec.Engine {
+	case engine.TCPRR, engine.UDPRR, engine.TCPCRR:
+		o.Mode = p.Mode
+	}
+	return o
+}
+
+// Samples is the number of measurements the plan takes.
+func (p *Plan) Samples() int { return p.Rounds * len(p.Specs) * len(p.Placements) }
+
+// Estimate is the plan's expected measuring time, without setup.
+func (p *Plan) Estimate() time.Duration {
+	return time.Duration(p.Samples()) * time.Duration(p.Duration+p.Warmup)
+}

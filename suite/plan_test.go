@@ -1,0 +1,69 @@
+package suite
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/engine"
+)
+
+func TestResolveQuickDefaults(t *testing.T) {
+	p, err := Options{}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Profile != "quick" || p.Rounds != 1 || len(p.Placements) != 3 {
+		t.Fatalf("quick plan = %+v", p.Plan)
+	}
+	want := []string{"TCP_STREAM", "TCP_STREAM_MULTI", "UDP_STREAM", "TCP_RR", "UDP_RR", "TCP_CRR"}
+	if strings.Join(p.Tests, ",") != strings.Join(want, ",") {
+		t.Fatalf("tests = %v, want %v", p.Tests, want)
+	}
+	// The quick profile must fit in 3 minutes with room for lab setup.
+	if est := p.Estimate(); est > 150*time.Second {
+		t.Fatalf("quick profile measures for %s, too long for < 3 min", est)
+	}
+}
+
+func TestResolveOverridesAndDedup(t *testing.T) {
+	p, err := Options{Profile: "standard", Tests: []string{"tcp_rr", "TCP_RR", "tcp_stream_multi"}, Placements: []string{"pod-to-pod/other-node"}, Rounds: 2, Streams: 8, Duration: time.Second, Mode: engine.BusyPoll}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(p.Tests, ",") != "TCP_RR,TCP_STREAM_MULTI" || p.Rounds != 2 || p.Samples() != 4 {
+		t.Fatalf("plan = %+v", p.Plan)
+	}
+	rr := p.EngineOptions(p.Specs[0], "198.19.1.10")
+	if rr.Mode != engine.BusyPoll || rr.Streams != 1 || rr.Test != engine.TCPRR {
+		t.Fatalf("rr options = %+v", rr)
+	}
+	multi := p.EngineOptions(p.Specs[1], "198.19.1.10")
+	if multi.Streams != 8 || multi.Mode != "" {
+		t.Fatalf("multi options = %+v", multi)
+	}
+}
+
+func TestResolveRejectsBadInput(t *testing.T) {
+	cases := map[string]struct {
+		o    Options
+		want string
+	}{
+		"profile":   {Options{Profile: "fast"}, `unknown profile "fast"`},
+		"test":      {Options{Tests: []string{"TCP_FOO"}}, `unknown test "TCP_FOO"`},
+		"placement": {Options{Placements: []string{"pod-to-moon"}}, `unknown placement "pod-to-moon"`},
+		"rounds":    {Options{Rounds: -1}, "--rounds must be at least 1"},
+		"streams":   {Options{Streams: -3}, "--streams must be at least 1"},
+		"duration":  {Options{Duration: time.Millisecond}, "--duration must be at least 100ms"},
+		"mode":      {Options{Mode: "spin"}, `--mode "spin"`},
+	}
+	for name, c := range cases {
+		_, err := c.o.Resolve()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", name, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error is not one line: %q", name, err)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package suite
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Profile is a named default plan.
+type Profile struct {
+	Name       string
+	About      string
+	Tests      []string
+	Placements []string
+	Duration   time.Duration
+	Warmup     time.Duration
+	Rounds     int
+	Streams    int
+}
+
+// Profiles: quick answers in under 3 minutes on 2 cores; standard repeats
+// rounds so the statistics have something to work with.
+var Profiles = []Profile{
+	{
+		Name:       "quick",
+		About:      "every engine on every placement once, 4 s each (< 3 min)",
+		Tests:      []string{"TCP_STREAM", "TCP_STREAM_MULTI", "UDP_STREAM", "TCP_RR", "UDP_RR", "TCP_CRR"},
+		Placements: AllPlacements,
+		Duration:   4 * time.Second,
+		Warmup:     1 * time.Second,
+		Rounds:     1,
+		Streams:    4,
+	},
+	{
+		Name:       "standard",
+		About:      "every test on every placement, 10 s each, 3 interleaved rounds",
+		Tests:      TestNames(),
+		Placements: AllPlacements,
+		Duration:   10 * time.Second,
+		Warmup:     2 * time.Second,
+		Rounds:     3,
+		Streams:    4,
+	},
+}
+
+// LookupProfile finds a profile by name.
+func LookupProfile(name string) (Profile, error) {
+	var names []string
+	for _, p := range Profiles {
+		if p.Name == strings.ToLower(strings.TrimSpace(name)) {
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	return Profile{}, fmt.Errorf("unknown profile %q (known: %s)", name, strings.Join(names, ", "))
+}

@@ -1,0 +1,24 @@
+package suite
+
+import (
+	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/results"
+)
+
+// Target is where the suite's traffic runs: the local lab, or (later) a
+// Kubernetes cluster. The runner only needs to know which endpoints make a
+// placement, how to reach their agents, and what CPU they used.
+type Target interface {
+	// Kind is "lab" or "k8s".
+	Kind() string
+	// Details is the target's provenance for the results document.
+	Details() map[string]any
+	// Placement maps a placement name to its client and server endpoints,
+	// or says why this target cannot host it.
+	Placement(name string) (results.Placement, error)
+	// Agent returns the control client of the agent on an endpoint.
+	Agent(endpoint string) (*agent.Client, error)
+	// CPUSeconds is the CPU time an endpoint has used so far (its cgroup's
+	// usage), or an error when the target cannot account it.
+	CPUSeconds(endpoint string) (float64, error)
+}

@@ -1,0 +1,319 @@
+// Package labtarget runs the suite on the local lab: it brings the lab up if
+// it is not there (and takes it down again afterwards), starts one agent per
+// endpoint the plan needs, inside that endpoint's namespace and cgroup, with
+// clients and servers pinned to different CPUs, and maps placements onto
+// lab endpoints.
+package labtarget
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite"
+)
+
+// Config of the lab target.
+type Config struct {
+	Lab        lab.Config
+	Placements []string
+	RunID      string
+	Progress   io.Writer
+	// Executable is the cnibench binary started as agent; "" = this one.
+	Executable string
+}
+
+// Target is an open lab with running agents. Close it.
+type Target struct {
+	cfg        Config
+	lab        *lab.Lab
+	created    bool
+	agents     map[string]*agentProc
+	clientCPUs []int
+	serverCPUs []int
+	dir        string
+}
+
+type agentProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	client *agent.Client
+	exited chan struct{}
+}
+
+// placementEndpoints maps each placement onto lab endpoints (client, server).
+var placementEndpoints = map[string][2]string{
+	suite.PodToPodSameNode:   {"node0-pod0", "node0-pod1"},
+	suite.PodToPodOtherNode:  {"node0-pod0", "node1-pod0"},
+	suite.HostToHostOtherNod: {"node0", "node1"},
+}
+
+// Open brings the lab up if needed and starts the agents the placements need.
+func Open(ctx context.Context, cfg Config) (t *Target, err error) {
+	if err := lab.RequirePrivileges(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Lab.Validate(); err != nil {
+		return nil, err
+	}
+	t = &Target{cfg: cfg, agents: map[string]*agentProc{}}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	l, err := lab.Load(cfg.Lab.StateDir, cfg.Lab.Name)
+	switch {
+	case err == nil:
+		t.progress("using the running lab %q (%d nodes); it is left running afterwards\n", l.Config.Name, len(l.Nodes))
+	case errors.Is(err, lab.ErrNotFound):
+		t.progress("bringing up lab %q: %d nodes × %d pods ...", cfg.Lab.Name, cfg.Lab.Nodes, cfg.Lab.PodsPerNode)
+		start := time.Now()
+		l, err = lab.Up(ctx, cfg.Lab)
+		if err != nil {
+			t.progress(" failed\n")
+			return t, err
+		}
+		t.created = true
+		t.progress(" done in %s\n", time.Since(start).Round(time.Millisecond))
+	default:
+		return t, err
+	}
+	t.lab = l
+
+	// Clients on CPU 0, servers on CPU 1, as the C tools are pinned in
+	// bench/; with one CPU nothing is pinned.
+	if n := runtime.NumCPU(); n >= 2 {
+		t.clientCPUs, t.serverCPUs = []int{0}, []int{1}
+	}
+	t.dir = filepath.Join(cfg.Lab.StateDir, cfg.Lab.Name, "agents", cfg.RunID)
+	if err := os.MkdirAll(t.dir, 0o700); err != nil {
+		return t, fmt.Errorf("agent directory: %w", err)
+	}
+	// An endpoint that is a client in any placement is pinned as a client.
+	isClient := map[string]bool{}
+	var order []string
+	for _, name := range cfg.Placements {
+		eps, ok := placementEndpoints[name]
+		if !ok {
+			return t, fmt.Errorf("placement %s is not available on the lab target", name)
+		}
+		for i, ep := range eps {
+			if _, err := l.Endpoint(ep); err != nil {
+				return t, fmt.Errorf("placement %s needs %s: %w", name, ep, err)
+			}
+			if _, seen := isClient[ep]; !seen {
+				order = append(order, ep)
+			}
+			isClient[ep] = isClient[ep] || i == 0
+		}
+	}
+	t.progress("starting %d agents ...", len(order))
+	for _, ep := range order {
+		cpus := t.serverCPUs
+		if isClient[ep] {
+			cpus = t.clientCPUs
+		}
+		if err := t.startAgent(ctx, ep, cpus); err != nil {
+			t.progress(" failed\n")
+			return t, err
+		}
+	}
+	t.progress(" ready\n")
+	return t, nil
+}
+
+func (t *Target) startAgent(ctx context.Context, name string, cpus []int) error {
+	ep, err := t.lab.Endpoint(name)
+	if err != nil {
+		return err
+	}
+	exe := t.cfg.Executable
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("find own binary to start agents: %w", err)
+		}
+	}
+	token, err := randomToken()
+	if err != nil {
+		return err
+	}
+	sock := filepath.Join(t.dir, name+".sock")
+	logf, err := os.Create(filepath.Join(t.dir, name+".log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "agent", "--control", "unix:"+sock, "--exit-on-stdin-eof")
+	cmd.Env = append(os.Environ(), agent.TokenEnv+"="+token)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := t.lab.Start(ep, cmd, cpus); err != nil {
+		return fmt.Errorf("start agent on %s: %w", name, err)
+	}
+	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	t.agents[name] = p
+	p.client, err = agent.NewClient(name, "unix:"+sock, token)
+	if err != nil {
+		return err
+	}
+	if err := p.client.WaitReady(ctx, 10*time.Second); err != nil {
+		return fmt.Errorf("%w (agent log: %s)", err, tail(filepath.Join(t.dir, name+".log")))
+	}
+	return nil
+}
+
+// Kind implements suite.Target.
+func (t *Target) Kind() string { return "lab" }
+
+// Details implements suite.Target: the lab's topology and settings.
+func (t *Target) Details() map[string]any {
+	l := t.lab
+	return map[string]any{
+		"lab":                l.Config.Name,
+		"nodes":              len(l.Nodes),
+		"pods_per_node":      l.Config.PodsPerNode,
+		"routing":            l.Routing,
+		"mtu":                l.MTU,
+		"sysctls":            l.Sysctls,
+		"cgroup_root":        l.CgroupRoot,
+		"client_cpus":        cpuList(t.clientCPUs),
+		"server_cpus":        cpuList(t.serverCPUs),
+		"lab_created_by_run": t.created,
+		"topology":           l.Nodes,
+	}
+}
+
+// Placement implements suite.Target.
+func (t *Target) Placement(name string) (results.Placement, error) {
+	eps, ok := placementEndpoints[name]
+	if !ok {
+		return results.Placement{}, fmt.Errorf("placement %s is not available on the lab target", name)
+	}
+	srv, err := t.lab.Endpoint(eps[1])
+	if err != nil {
+		return results.Placement{}, err
+	}
+	path, node, _ := strings.Cut(name, "/")
+	return results.Placement{Path: path, Node: node, Client: eps[0], Server: eps[1], ServerAddr: srv.IP}, nil
+}
+
+// Agent implements suite.Target.
+func (t *Target) Agent(endpoint string) (*agent.Client, error) {
+	p, ok := t.agents[endpoint]
+	if !ok {
+		return nil, fmt.Errorf("no agent runs on %s", endpoint)
+	}
+	select {
+	case <-p.exited:
+		return nil, fmt.Errorf("agent on %s has exited (log: %s)", endpoint, tail(filepath.Join(t.dir, endpoint+".log")))
+	default:
+	}
+	return p.client, nil
+}
+
+// CPUSeconds implements suite.Target from the endpoint's cgroup cpu.stat.
+func (t *Target) CPUSeconds(endpoint string) (float64, error) {
+	ep, err := t.lab.Endpoint(endpoint)
+	if err != nil {
+		return 0, err
+	}
+	if ep.Cgroup == "" {
+		return 0, errors.New("cgroup v2 unavailable: no CPU accounting")
+	}
+	b, err := os.ReadFile(filepath.Join(ep.Cgroup, "cpu.stat"))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+			us, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return us / 1e6, err
+		}
+	}
+	return 0, errors.New("cpu.stat has no usage_usec")
+}
+
+// Close stops the agents and, if Open brought the lab up, takes it down.
+func (t *Target) Close() error {
+	for _, p := range t.agents {
+		_ = p.stdin.Close() // the agent exits on stdin EOF
+	}
+	for _, p := range t.agents {
+		select {
+		case <-p.exited:
+		case <-time.After(3 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	}
+	t.agents = map[string]*agentProc{}
+	if t.dir != "" {
+		_ = os.RemoveAll(t.dir)
+	}
+	if t.created && t.lab != nil {
+		t.progress("taking lab %q down ...", t.lab.Config.Name)
+		if _, err := lab.Down(t.cfg.Lab.StateDir, t.lab.Config.Name); err != nil {
+			t.progress(" failed\n")
+			return err
+		}
+		t.progress(" done\n")
+		t.created = false
+	}
+	return nil
+}
+
+func (t *Target) progress(format string, a ...any) {
+	if t.cfg.Progress != nil {
+		fmt.Fprintf(t.cfg.Progress, format, a...)
+	}
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func cpuList(cpus []int) string {
+	if len(cpus) == 0 {
+		return "unpinned"
+	}
+	var s []string
+	for _, c := range cpus {
+		s = append(s, strconv.Itoa(c))
+	}
+	return strings.Join(s, ",")
+}
+
+// tail returns the last line(s) of a log for error messages.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return "empty"
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = "…" + s[len(s)-300:]
+	}
+	return s
+}

@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	os.Chmod(dir, 0o755) // TestNoRootOneLineError runs the binary as nobody
 	binary = filepath.Join(dir, "cnibench")
 	build := exec.Command("go", "build", "-o", binary, "../cmd/cnibench")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
@@ -45,12 +46,18 @@ func newLab(t *testing.T) *lab {
 	if os.Geteuid() != 0 {
 		t.Skip("lab tests need root")
 	}
-	l := &lab{t: t, name: fmt.Sprintf("e%d", rand.Intn(1e6)), stateDir: t.TempDir()}
+	// A short state dir: agent sockets live there and sun_path is 108 bytes.
+	stateDir, err := os.MkdirTemp("", "cnb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lab{t: t, name: fmt.Sprintf("e%d", rand.Intn(1e6)), stateDir: stateDir}
 	t.Cleanup(func() {
 		out, err := l.cmd("lab", "down").CombinedOutput()
 		if err != nil {
 			t.Errorf("lab down: %v: %s", err, out)
 		}
+		os.RemoveAll(stateDir)
 	})
 	return l
 }

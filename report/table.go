@@ -43,8 +43,8 @@ func Table(w io.Writer, run *results.Run) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	if len(rr) > 0 {
+		tw := newTabWriter(w)
 		fmt.Fprintln(tw, "Test\tPlacement\tSamples\tRate/s\tMin µs\tP50 µs\tP90 µs\tP99 µs\tP99.9 µs\tMax µs\tCPU µs/op (cli+srv)\t")
 		for _, r := range rr {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t", r.res.Test, r.res.Placement.Name(), samplesCell(r.sum))
@@ -54,9 +54,13 @@ func Table(w io.Writer, run *results.Run) error {
 				fmt.Fprintf(tw, "-\t-\t-\t-\t-\t-\t-\t-\t\n")
 			}
 		}
-		fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t")
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
 	}
 	if len(streams) > 0 {
+		tw := newTabWriter(w)
 		fmt.Fprintln(tw, "Test\tPlacement\tSamples\tStreams\tGbit/s\tOffered Gbit/s\tLoss %\tCPU s/GB (cli+srv)\t")
 		for _, r := range streams {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t", r.res.Test, r.res.Placement.Name(), samplesCell(r.sum), r.res.Options.Streams)
@@ -71,8 +75,13 @@ func Table(w io.Writer, run *results.Run) error {
 				fmt.Fprintf(tw, "-\t-\t-\t-\t\n")
 			}
 		}
+		return tw.Flush()
 	}
-	return tw.Flush()
+	return nil
+}
+
+func newTabWriter(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 }
 
 func samplesCell(s results.Summary) string {

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/results"
@@ -39,6 +41,7 @@ type Config struct {
 // Target is an open lab with running agents. Close it.
 type Target struct {
 	cfg        Config
+	lockFile   *os.File
 	lab        *lab.Lab
 	created    bool
 	agents     map[string]*agentProc
@@ -99,9 +102,18 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 	if n := runtime.NumCPU(); n >= 2 {
 		t.clientCPUs, t.serverCPUs = []int{0}, []int{1}
 	}
-	t.dir = filepath.Join(cfg.Lab.StateDir, cfg.Lab.Name, "agents", cfg.RunID)
+	// One run at a time per lab: agents listen on fixed ports in the lab's
+	// namespaces, and two runs would measure each other anyway.
+	if err := t.lock(); err != nil {
+		return t, err
+	}
+	t.dir = filepath.Join(cfg.Lab.StateDir, cfg.Lab.Name, "agents")
 	if err := os.MkdirAll(t.dir, 0o700); err != nil {
 		return t, fmt.Errorf("agent directory: %w", err)
+	}
+	// A unix socket path must fit in sun_path (108 bytes with its NUL).
+	if longest := filepath.Join(t.dir, "node15-pod31.sock"); len(longest) > 107 {
+		return t, fmt.Errorf("--state-dir %s is too long for agent sockets (%d bytes, max 107 for %s): use a shorter one", cfg.Lab.StateDir, len(longest), longest)
 	}
 	// An endpoint that is a client in any placement is pinned as a client.
 	isClient := map[string]bool{}
@@ -268,6 +280,7 @@ func (t *Target) Close() error {
 	if t.dir != "" {
 		_ = os.RemoveAll(t.dir)
 	}
+	t.unlock()
 	if t.created && t.lab != nil {
 		t.progress("taking lab %q down ...", t.lab.Config.Name)
 		if _, err := lab.Down(t.cfg.Lab.StateDir, t.lab.Config.Name); err != nil {
@@ -278,6 +291,30 @@ func (t *Target) Close() error {
 		t.created = false
 	}
 	return nil
+}
+
+// lock takes the lab's run lock (flock on a file beside its state, released
+// by the kernel if this process dies).
+func (t *Target) lock() error {
+	path := filepath.Join(t.cfg.Lab.StateDir, t.cfg.Lab.Name, "run.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("lab run lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return fmt.Errorf("lab %q is busy with another run: wait for it or use another --lab", t.cfg.Lab.Name)
+	}
+	t.lockFile = f
+	return nil
+}
+
+func (t *Target) unlock() {
+	if t.lockFile != nil {
+		_ = unix.Flock(int(t.lockFile.Fd()), unix.LOCK_UN)
+		_ = t.lockFile.Close()
+		t.lockFile = nil
+	}
 }
 
 func (t *Target) progress(format string, a ...any) {

@@ -22,22 +22,19 @@ func newLabCmd(g *globals) *cobra.Command {
 }
 
 func newLabUpCmd(g *globals) *cobra.Command {
-	cfg := lab.Config{}
+	var lf labFlags
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Create the lab (nodes, pods, underlay, routes) and leave it running",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := cmd.Flags()
-			for _, name := range []string{"nodes", "pods-per-node"} {
-				if v, _ := f.GetInt(name); f.Changed(name) && v < 1 {
-					return fmt.Errorf("--%s must be at least 1, got %d", name, v)
-				}
+			cfg, err := lf.config(cmd.Flags(), g)
+			if err != nil {
+				return err
 			}
 			if err := lab.RequirePrivileges(); err != nil {
 				return err
 			}
-			cfg.Name, cfg.StateDir = g.labName, g.stateDir
 			l, err := lab.Up(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -51,8 +48,7 @@ func newLabUpCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&cfg.Nodes, "nodes", 2, "number of nodes")
-	cmd.Flags().IntVar(&cfg.PodsPerNode, "pods-per-node", 2, "pods on each node")
+	lf.register(cmd.Flags())
 	return cmd
 }
 

@@ -26,6 +26,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		placements string
 		out        string
 		mode       string
+		lf         labFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -61,6 +62,10 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 			if err != nil {
 				return err
 			}
+			labCfg, err := lf.config(flags, g)
+			if err != nil {
+				return err
+			}
 			if err := lab.RequirePrivileges(); err != nil {
 				return err
 			}
@@ -68,7 +73,7 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 			if out == "" {
 				out = filepath.Join("cnibench-results", runID)
 			}
-			return runSuite(cmd, g, plan, runID, out)
+			return runSuite(cmd, labCfg, plan, runID, out)
 		},
 	}
 	f := cmd.Flags()
@@ -82,10 +87,11 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 	f.IntVar(&o.Streams, "streams", 0, "flows of the *_MULTI tests (default 4)")
 	f.StringVar(&mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
 	f.StringVar(&out, "out", "", "results directory (default cnibench-results/<run id>)")
+	lf.register(f)
 	return cmd
 }
 
-func runSuite(cmd *cobra.Command, g *globals, plan *suite.Plan, runID, out string) (err error) {
+func runSuite(cmd *cobra.Command, labCfg lab.Config, plan *suite.Plan, runID, out string) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	_, statErr := os.Stat(out)
@@ -97,7 +103,7 @@ func runSuite(cmd *cobra.Command, g *globals, plan *suite.Plan, runID, out strin
 		runID, plan.Profile, plan.Samples(), plan.Estimate().Round(time.Second))
 
 	tgt, err := labtarget.Open(ctx, labtarget.Config{
-		Lab:        lab.Config{Name: g.labName, StateDir: g.stateDir},
+		Lab:        labCfg,
 		Placements: plan.Placements,
 		RunID:      runID,
 		Progress:   w,

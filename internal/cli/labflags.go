@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cnibench/cnibench/lab"
+)
+
+// labFlags are the lab settings shared by `lab up` and `run` (which brings a
+// lab up when none is running).
+type labFlags struct {
+	nodes, podsPerNode int
+	sysctls            []string
+}
+
+func (f *labFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&f.nodes, "nodes", 2, "lab nodes (when the lab is created)")
+	fs.IntVar(&f.podsPerNode, "pods-per-node", 2, "pods on each lab node (when the lab is created)")
+	fs.StringArrayVar(&f.sysctls, "sysctl", nil, "KEY=VALUE net.* sysctl set inside every lab namespace, on top of the defaults (repeatable)")
+}
+
+// config checks the flags and builds the lab config.
+func (f *labFlags) config(fs *pflag.FlagSet, g *globals) (lab.Config, error) {
+	cfg := lab.Config{Name: g.labName, StateDir: g.stateDir, Nodes: f.nodes, PodsPerNode: f.podsPerNode}
+	for _, name := range []string{"nodes", "pods-per-node"} {
+		if v, _ := fs.GetInt(name); fs.Changed(name) && v < 1 {
+			return cfg, fmt.Errorf("--%s must be at least 1, got %d", name, v)
+		}
+	}
+	if len(f.sysctls) > 0 {
+		cfg.Sysctls = lab.DefaultSysctls()
+		for _, kv := range f.sysctls {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || strings.TrimSpace(k) == "" {
+				return cfg, fmt.Errorf("--sysctl %q: want KEY=VALUE, e.g. net.ipv4.tcp_tw_reuse=1", kv)
+			}
+			cfg.Sysctls[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return cfg, cfg.Validate()
+}

@@ -46,7 +46,8 @@ const (
 	// these semantics, so it is the default.
 	Blocking Mode = "blocking"
 	// BusyPoll spins on non-blocking recv(): lower latency, one CPU burnt per
-	// flow. Only on explicit request.
+	// flow. Only on explicit request. Only the client spins: the server
+	// always blocks, as netserver does.
 	BusyPoll Mode = "busy-poll"
 )
 
@@ -67,6 +68,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
+
+// maxUDPRRSize keeps a UDP_RR request (and its setup probe, one byte
+// longer) within one UDP datagram.
+const maxUDPRRSize = 65000
 
 // Options configures one client run of one test.
 type Options struct {
@@ -169,6 +174,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Test == UDPStream && (o.MessageSize < 32 || o.MessageSize > 65000) {
 		return fmt.Errorf("UDP_STREAM: message size %d out of range 32..65000", o.MessageSize)
+	}
+	if o.Test == UDPRR && o.MessageSize > maxUDPRRSize {
+		return fmt.Errorf("UDP_RR: message size %d out of range 1..%d", o.MessageSize, maxUDPRRSize)
 	}
 	if o.RateBitsPerSec < 0 {
 		return fmt.Errorf("%s: rate must not be negative", o.Test)

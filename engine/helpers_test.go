@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+)
+
+// startServer runs a Server on 127.0.0.1 with every test on a free port and
+// stops it (checking that Serve returns promptly and cleanly) at cleanup.
+func startServer(t *testing.T, dropEvery uint64) *Server {
+	t.Helper()
+	s := &Server{Bind: "127.0.0.1", Ports: map[Test]int{}, dropEvery: dropEvery}
+	for _, tt := range Tests {
+		s.Ports[tt] = 0
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	select {
+	case <-s.Ready():
+	case err := <-done:
+		cancel()
+		t.Fatalf("Serve: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve returned %v after cancel", err)
+			}
+		case <-time.After(3 * time.Second):
+			t.Errorf("Serve did not return within 3s of cancel")
+		}
+	})
+	return s
+}
+
+// opts builds loopback options for test tt against s.
+func opts(s *Server, tt Test, d time.Duration) Options {
+	return Options{Test: tt, Host: "127.0.0.1", Port: s.Port(tt), Duration: Duration(d)}
+}
+
+func run(t *testing.T, o Options) *Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := Run(ctx, o)
+	if err != nil {
+		t.Fatalf("Run(%s): %v", o.Test, err)
+	}
+	if r.Test != o.Test || r.Seconds <= 0 {
+		t.Fatalf("Run(%s): bad result header: test %s seconds %g", o.Test, r.Test, r.Seconds)
+	}
+	return r
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("read /proc/self/fd: %v", err)
+	}
+	return len(ents)
+}

@@ -1,0 +1,31 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/cnibench/cnibench/stats"
+)
+
+// fillRR merges the flows' latency histograms (never their percentiles).
+func fillRR(rc *runCtx, r *Result) error {
+	r.Mode = rc.o.Mode
+	total := stats.NewHistogram()
+	for i := range rc.flows {
+		f := &rc.flows[i]
+		r.Transactions += f.trans
+		if f.hist != nil {
+			if dropped := total.Merge(f.hist); dropped > 0 {
+				return fmt.Errorf("%s: merge histograms: %d values out of range", rc.o.Test, dropped)
+			}
+		}
+	}
+	if r.Seconds > 0 {
+		r.RatePerSec = float64(r.Transactions) / r.Seconds
+	}
+	lat, err := stats.Summarize(total)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rc.o.Test, err)
+	}
+	r.Latency = lat
+	return nil
+}

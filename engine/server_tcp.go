@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Limits on what a hello may ask of the server.
+const (
+	maxMsgSize = 1 << 30
+	maxWarmup  = 24 * time.Hour
+)
+
+// tcpWorker is one server thread: accept a connection, serve it to the end
+// with blocking calls, repeat. It spawns a new worker whenever it was the
+// last idle one, so a client never waits on a busy thread; spare workers
+// beyond maxSpare exit.
+func (s *Server) tcpWorker(l *listener, errc chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	buf := make([]byte, tcpServerBuf)
+	var y yielder
+	for {
+		y.tick()
+		l.idle.Add(1)
+		fd, err := accept(l.fd)
+		idle := l.idle.Add(-1)
+		if s.closing.Load() {
+			if err == nil {
+				_ = unix.Close(fd)
+			}
+			return
+		}
+		if err != nil {
+			if retryable(err) {
+				continue
+			}
+			fail(errc, fmt.Errorf("%s server: accept on %s: %w", l.test, l.addr, err))
+			return
+		}
+		if idle == 0 {
+			s.spawn(l, s.tcpWorker, errc)
+		}
+		if !s.conns.add(fd) {
+			return
+		}
+		serveTCPConn(l.test, fd, buf)
+		s.conns.close(fd)
+		if l.idle.Load() > maxSpare {
+			return
+		}
+	}
+}
+
+// accept is accept4(2) without a peer address (no allocation).
+func accept(lfd int) (int, error) {
+	fd, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(lfd), 0, 0, unix.SOCK_CLOEXEC, 0, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}
+
+// serveTCPConn reads the hello (possibly with the first request behind it)
+// and runs the test it names; a hello for another test is dropped.
+func serveTCPConn(t Test, fd int, buf []byte) {
+	n := 0
+	for n < hdrLen {
+		m, err := blocking.recv(fd, buf[n:])
+		if err != nil {
+			return
+		}
+		n += m
+	}
+	t0 := time.Now()
+	h, err := parseTCPHello(buf[:hdrLen])
+	size := int(h.msgSize)
+	if err != nil || h.test != t || size < 1 || size > maxMsgSize {
+		return
+	}
+	extra := n - hdrLen
+	switch t {
+	case TCPStream:
+		serveStream(fd, buf, extra, t0.Add(min(time.Duration(h.warmupNs), maxWarmup)))
+	case TCPRR:
+		if extra > size || unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) != nil {
+			return
+		}
+		var y yielder
+		for {
+			y.tick()
+			if err := readN(fd, buf, size-extra); err != nil {
+				return
+			}
+			extra = 0
+			if err := writeN(fd, buf, size); err != nil {
+				return
+			}
+		}
+	case TCPCRR:
+		if extra > size || readN(fd, buf, size-extra) != nil || writeN(fd, buf, size) != nil {
+			return
+		}
+		// Wait for the client's FIN: the client closes first, as with
+		// netperf, so TIME_WAIT stays on the client.
+		for {
+			if _, err := blocking.recv(fd, buf); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// serveStream counts the bytes that arrive from warmEnd on, until EOF, and
+// answers with the count and the time from warmEnd to EOF.
+func serveStream(fd int, buf []byte, extra int, warmEnd time.Time) {
+	var count int64
+	counting := !time.Now().Before(warmEnd)
+	if counting {
+		count = int64(extra)
+	}
+	var y yielder
+	for {
+		y.tick()
+		n, err := recvFlags(fd, buf, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return // broken connection: no trailer, the client reports it
+		}
+		if n == 0 {
+			break
+		}
+		if !counting && !time.Now().Before(warmEnd) {
+			counting = true
+		}
+		if counting {
+			count += int64(n)
+		}
+	}
+	ns := max(time.Since(warmEnd), 0)
+	var trailer [trailLen]byte
+	binary.BigEndian.PutUint64(trailer[0:], uint64(count))
+	binary.BigEndian.PutUint64(trailer[8:], uint64(ns))
+	_ = blocking.send(fd, trailer[:])
+}

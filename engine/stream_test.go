@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestTCPStream(t *testing.T) {
+	s := startServer(t, 0)
+	o := opts(s, TCPStream, 400*time.Millisecond)
+	o.Streams = 2
+	r := run(t, o)
+	if r.BytesReceived <= 0 || r.ThroughputBitsSec <= 0 {
+		t.Fatalf("no traffic: %+v", r)
+	}
+	// The receiver's interval is the measured one, plus drain time.
+	if r.ReceiverSecondsRaw < 0.35 || r.ReceiverSecondsRaw > 0.8 {
+		t.Errorf("receiver seconds %.3f, want about 0.4", r.ReceiverSecondsRaw)
+	}
+	// Everything sent in the interval arrives, give or take one write in
+	// flight per stream at each end.
+	if ratio := float64(r.BytesReceived) / float64(r.BytesSent); ratio < 0.95 || ratio > 1.05 {
+		t.Errorf("received/sent = %d/%d = %.3f, want ~1", r.BytesReceived, r.BytesSent, ratio)
+	}
+	want := float64(r.BytesReceived) * 8 / r.ReceiverSecondsRaw
+	if math.Abs(r.ThroughputBitsSec-want) > 1 {
+		t.Errorf("throughput %g, want bytes*8/receiver seconds = %g", r.ThroughputBitsSec, want)
+	}
+	if r.ClientCPUUserSec+r.ClientCPUSysSec <= 0 {
+		t.Errorf("no client CPU recorded")
+	}
+}
+
+// Without the warmup cut, the server would count warmup bytes too: about
+// twice what was sent in the measured interval, over twice the time.
+func TestTCPStreamWarmupExcluded(t *testing.T) {
+	s := startServer(t, 0)
+	o := opts(s, TCPStream, 300*time.Millisecond)
+	o.Warmup = Duration(300 * time.Millisecond)
+	r := run(t, o)
+	if r.ReceiverSecondsRaw < 0.25 || r.ReceiverSecondsRaw > 0.5 {
+		t.Errorf("receiver seconds %.3f, want about 0.3 (warmup excluded)", r.ReceiverSecondsRaw)
+	}
+	if ratio := float64(r.BytesReceived) / float64(r.BytesSent); ratio < 0.8 || ratio > 1.25 {
+		t.Errorf("received/sent = %.3f, want ~1 (warmup excluded)", ratio)
+	}
+}
+
+func TestUDPStreamPaced(t *testing.T) {
+	s := startServer(t, 0)
+	for _, streams := range []int{1, 3} {
+		o := opts(s, UDPStream, 500*time.Millisecond)
+		o.Streams = streams
+		o.MessageSize = 1000
+		o.RateBitsPerSec = 20e6
+		r := run(t, o)
+		// 20 Mbit/s for 0.5 s of 1000-byte datagrams: 1250.
+		if r.PacketsSent < 1100 || r.PacketsSent > 1400 {
+			t.Errorf("streams=%d: sent %d datagrams, want ~1250", streams, r.PacketsSent)
+		}
+		if r.BytesSent != r.PacketsSent*1000 || r.BytesReceived != r.PacketsReceived*1000 {
+			t.Errorf("streams=%d: bytes %d/%d inconsistent with packets %d/%d", streams,
+				r.BytesSent, r.BytesReceived, r.PacketsSent, r.PacketsReceived)
+		}
+		if r.PacketsReceived > r.PacketsSent || r.LossPercent > 5 {
+			t.Errorf("streams=%d: received %d of %d (loss %.2f%%), want ~0%% at a paced 20 Mbit/s",
+				streams, r.PacketsReceived, r.PacketsSent, r.LossPercent)
+		}
+		if math.Abs(r.OfferedBitsSec-20e6) > 2e6 {
+			t.Errorf("streams=%d: offered %.3g bit/s, want 20e6", streams, r.OfferedBitsSec)
+		}
+		if r.ThroughputBitsSec > r.OfferedBitsSec || r.ThroughputBitsSec < 0.9*r.OfferedBitsSec {
+			t.Errorf("streams=%d: throughput %.3g vs offered %.3g", streams, r.ThroughputBitsSec, r.OfferedBitsSec)
+		}
+	}
+}
+
+// A server that drops every 10th datagram must show 10% loss end to end.
+func TestUDPStreamLoss(t *testing.T) {
+	s := startServer(t, 10)
+	o := opts(s, UDPStream, 400*time.Millisecond)
+	o.RateBitsPerSec = 30e6
+	r := run(t, o)
+	if r.PacketsSent < 500 {
+		t.Fatalf("only %d datagrams sent", r.PacketsSent)
+	}
+	if r.LossPercent < 9.5 || r.LossPercent > 11.5 {
+		t.Errorf("loss %.2f%% (%d of %d received), want ~10%%", r.LossPercent, r.PacketsReceived, r.PacketsSent)
+	}
+	if want := lossPercent(r.PacketsSent, r.PacketsReceived); r.LossPercent != want {
+		t.Errorf("loss %.3f, want %.3f", r.LossPercent, want)
+	}
+}
+
+// Warmup datagrams use another session: counting them would make the
+// server receive about twice what was sent.
+func TestUDPStreamWarmupExcluded(t *testing.T) {
+	s := startServer(t, 0)
+	o := opts(s, UDPStream, 300*time.Millisecond)
+	o.Warmup = Duration(300 * time.Millisecond)
+	o.MessageSize = 1000
+	o.RateBitsPerSec = 20e6
+	r := run(t, o)
+	if r.PacketsSent < 600 || r.PacketsSent > 900 {
+		t.Errorf("sent %d, want ~750 (measured interval only)", r.PacketsSent)
+	}
+	if r.PacketsReceived > r.PacketsSent || r.PacketsReceived < r.PacketsSent*9/10 {
+		t.Errorf("received %d of %d sent, want about all and never more", r.PacketsReceived, r.PacketsSent)
+	}
+}
+
+func TestUDPStreamUnpaced(t *testing.T) {
+	s := startServer(t, 0)
+	o := opts(s, UDPStream, 300*time.Millisecond)
+	r := run(t, o)
+	if r.PacketsSent == 0 || r.PacketsReceived == 0 || r.PacketsReceived > r.PacketsSent {
+		t.Errorf("sent %d received %d", r.PacketsSent, r.PacketsReceived)
+	}
+	if r.LossPercent < 0 || r.LossPercent > 100 {
+		t.Errorf("loss %g out of range", r.LossPercent)
+	}
+}

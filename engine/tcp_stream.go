@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// tcpStreamFlow writes MessageSize buffers back to back on one blocking
+// socket, as iperf3 does: one preallocated buffer, no copies, default socket
+// buffers. The server counts what arrives after the warmup and, once the
+// client shuts its write side, returns its count in a trailer.
+func tcpStreamFlow(rc *runCtx, f *flow) error {
+	fd, err := rc.dialTCP(f)
+	if !rc.ready(err) {
+		return err
+	}
+	buf := make([]byte, max(rc.o.MessageSize, hdrLen))
+	// The hello carries the time left until measStart, so the server starts
+	// counting when the client does (give or take one-way latency).
+	warm := max(time.Until(rc.measStart), 0)
+	h := tcpHello{test: TCPStream, session: rc.session, msgSize: uint32(rc.o.MessageSize),
+		stream: uint32(f.id), warmupNs: uint64(warm)}
+	h.put(buf)
+	if err := blocking.send(fd, buf[:hdrLen]); err != nil {
+		return rc.failed(f, "send to", err)
+	}
+	msg := buf[:rc.o.MessageSize]
+	var y yielder
+	for !rc.stop.Load() {
+		y.tick()
+		err := blocking.send(fd, msg)
+		end := time.Now()
+		if err != nil {
+			return rc.failed(f, "send to", err)
+		}
+		if end.After(rc.measEnd) {
+			break
+		}
+		if !end.Before(rc.measStart) {
+			f.bytesSent += int64(len(msg))
+		}
+	}
+	if err := unix.Shutdown(fd, unix.SHUT_WR); err != nil {
+		return rc.failed(f, "shutdown", err)
+	}
+	var trailer [trailLen]byte
+	if err := blocking.readFull(fd, trailer[:]); err != nil {
+		if rc.aborted.Load() {
+			return nil
+		}
+		return fmt.Errorf("%s: stream %d: no byte count from server %s: %w", rc.o.Test, f.id, rc.addr, err)
+	}
+	f.srvBytes = int64(binary.BigEndian.Uint64(trailer[0:]))
+	f.srvNs = int64(binary.BigEndian.Uint64(trailer[8:]))
+	return nil
+}
+
+// fillTCPStream uses the receiver's view, as iperf3's "receiver" line: the
+// bytes the server counted, over the longest server-side receive interval
+// (warmup end to EOF, so data still in flight at the end is included with
+// the time it took to arrive).
+func fillTCPStream(rc *runCtx, r *Result) error {
+	var maxNs int64
+	for i := range rc.flows {
+		f := &rc.flows[i]
+		r.BytesSent += f.bytesSent
+		r.BytesReceived += f.srvBytes
+		maxNs = max(maxNs, f.srvNs)
+	}
+	r.ReceiverSecondsRaw = float64(maxNs) / 1e9
+	if maxNs > 0 {
+		r.ThroughputBitsSec = float64(r.BytesReceived) * 8 / r.ReceiverSecondsRaw
+	}
+	return nil
+}

@@ -10,6 +10,7 @@
 #
 # Needs: ./bin/cnibench (scripts/build.sh), iperf3, qperf, sockperf, jq.
 set -euo pipefail
+trap 'echo "bench: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 DUR=${DUR:-5}
@@ -30,15 +31,16 @@ cli() { $cnb lab exec node0-pod0 -- taskset -c 0 "$@"; }
 
 # Servers, pinned to CPU 1, inside node1-pod0 (lab down kills them).
 $cnb lab exec node1-pod0 -- taskset -c 1 ./bin/cnibench server >/dev/null 2>&1 &
-$cnb lab exec node1-pod0 -- taskset -c 1 iperf3 -s -D >/dev/null
+$cnb lab exec node1-pod0 -- taskset -c 1 iperf3 -s -p 5301 -D >/dev/null
 $cnb lab exec node1-pod0 -- taskset -c 1 qperf >/dev/null 2>&1 &
 $cnb lab exec node1-pod0 -- taskset -c 1 sockperf server -i $SRV -p 11111 >/dev/null 2>&1 &
 $cnb lab exec node1-pod0 -- taskset -c 1 sockperf server --tcp -i $SRV -p 11112 >/dev/null 2>&1 &
 sleep 1
+cli ./bin/cnibench client TCP_RR $SRV --duration 200ms --warmup 0s >/dev/null || { echo "bench: cnibench server is not answering" >&2; exit 1; }
 
 declare -A vals cpu
 add() { vals[$1]+="$2 "; cpu[$1]+="${3:-0} "; }
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END{if(NR==0){print 0}else if(NR%2){print a[(NR+1)/2]}else{print (a[NR/2]+a[NR/2+1])/2}}'; }
+median() { tr ' ' '\n' | awk 'NF' | sort -g | awk '{a[NR]=$1} END{if(NR==0){print 0}else if(NR%2){print a[(NR+1)/2]}else{print (a[NR/2]+a[NR/2+1])/2}}'; }
 
 # measure NAME UNIT-EXTRACTOR CMD...: runs CMD, records its value and the
 # client cgroup's CPU µs per unit of work (if the extractor prints "value ops").
@@ -53,11 +55,13 @@ measure() {
   add "$name" "$v" "$per"
 }
 
-ours_tput()   { jq -r '"\(.throughput_bits_per_sec/1e9)"'; }
+# Extractors print: value [units of work for CPU accounting [extra]].
+# Streams: Gbit/s and MB delivered (the receiver's count).
+ours_tput()   { jq -r '"\(.throughput_bits_per_sec/1e9) \(.bytes_received/1e6|floor)"'; }
 # UDP extractors print: delivered Gbit/s, packets, loss % (the receiver's view).
 ours_udp()    { jq -r '"\(.throughput_bits_per_sec/1e9) \(.packets_sent) \(.loss_percent // 0)"'; }
 ours_rr()     { jq -r '"\(.rate_per_sec) \(.transactions)"'; }
-iperf_tput()  { jq -r '"\(.end.sum_received.bits_per_second/1e9)"'; }
+iperf_tput()  { jq -r '"\(.end.sum_received.bits_per_second/1e9) \(.end.sum_received.bytes/1e6|floor)"'; }
 iperf_udp()   { jq -r '"\(.end.sum.bits_per_second/1e9) \(.end.sum.packets) \(.end.sum.lost_percent)"'; }
 # qperf prints one-way latency (half the round trip): rate = 1 / (2 × latency).
 qperf_rr()    { awk -v d=$DUR '/latency/{v=$3; if($4=="ms")v*=1000; if($4=="ns")v/=1000; r=1e6/(2*v); printf "%f %d\n", r, r*d}'; }
@@ -68,11 +72,11 @@ command -v bc >/dev/null || { echo "bench: bc missing (apt-get install bc)" >&2;
 for r in $(seq "$ROUNDS"); do
   echo "round $r/$ROUNDS ..." >&2
   measure ours_tcp1   ours_tput  ./bin/cnibench client TCP_STREAM $SRV --duration ${DUR}s --warmup 1s --json
-  measure iperf_tcp1  iperf_tput iperf3 -c $SRV -t $DUR -O 1 -J
+  measure iperf_tcp1  iperf_tput iperf3 -c $SRV -p 5301 -t $DUR -O 1 -J
   measure ours_tcp4   ours_tput  ./bin/cnibench client TCP_STREAM $SRV --streams 4 --duration ${DUR}s --warmup 1s --json
-  measure iperf_tcp4  iperf_tput iperf3 -c $SRV -P 4 -t $DUR -O 1 -J
+  measure iperf_tcp4  iperf_tput iperf3 -c $SRV -p 5301 -P 4 -t $DUR -O 1 -J
   measure ours_udp    ours_udp   ./bin/cnibench client UDP_STREAM $SRV --message-size 1400 --duration ${DUR}s --warmup 1s --json
-  measure iperf_udp   iperf_udp  iperf3 -c $SRV -u -b 0 -l 1400 -t $DUR -O 1 -J
+  measure iperf_udp   iperf_udp  iperf3 -c $SRV -p 5301 -u -b 0 -l 1400 -t $DUR -O 1 -J
   measure ours_tcprr  ours_rr    ./bin/cnibench client TCP_RR $SRV --duration ${DUR}s --warmup 1s --json
   measure qperf_tcprr qperf_rr   qperf -t $DUR $SRV tcp_lat
   measure ours_udprr  ours_rr    ./bin/cnibench client UDP_RR $SRV --duration ${DUR}s --warmup 1s --json
@@ -83,14 +87,15 @@ for r in $(seq "$ROUNDS"); do
   measure sockperf_udprr sockperf_rr sockperf ping-pong -i $SRV -p 11111 -m 14 -t $DUR
 done
 
-printf '\n%-34s %14s %14s %8s %18s\n' "comparison (median of $ROUNDS)" "cnibench" "C tool" "ratio" "CPU µs/op ours/C"
+printf '\n%-38s %10s %10s %8s %18s\n' "comparison (median of $ROUNDS)" "cnibench" "C tool" "ratio" "CPU µs/op ours/C"
+echo "(op: MB delivered for TCP streams, packet sent for UDP streams, transaction for RR)"
 row() { # label ours theirs unit
   local a b ca cb
   a=$(echo "${vals[$2]:-}" | median); b=$(echo "${vals[$3]:-}" | median)
   ca=$(echo "${cpu[$2]:-}" | median); cb=$(echo "${cpu[$3]:-}" | median)
   local ratio="n/a"; [ "$(echo "$b > 0" | bc -l)" = 1 ] && ratio=$(printf '%.3f' "$(echo "$a/$b" | bc -l)")
   local cpucol="-"; [ "$(echo "$cb > 0" | bc -l)" = 1 ] && cpucol=$(printf '%.2f/%.2f' "$ca" "$cb")
-  printf '%-34s %14.2f %14.2f %8s %18s\n' "$1 ($4)" "$a" "$b" "$ratio" "$cpucol"
+  printf '%-38s %10.2f %10.2f %8s %18s\n' "$1 ($4)" "$a" "$b" "$ratio" "$cpucol"
 }
 row "TCP_STREAM 1 vs iperf3"          ours_tcp1   iperf_tcp1  Gbit/s
 row "TCP_STREAM 4 vs iperf3 -P 4"     ours_tcp4   iperf_tcp4  Gbit/s

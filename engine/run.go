@@ -31,12 +31,15 @@ type engine struct {
 	// than let flows finish their current message (RR tests, where the
 	// in-flight transaction does not count anyway).
 	hardStop bool
-	finish   func(ctx context.Context, rc *runCtx) error
-	fill     func(rc *runCtx, r *Result) error
+	// netpoll: the flow uses Go's netpoller instead of a blocking socket on
+	// a locked OS thread, so its goroutine must not be locked.
+	netpoll bool
+	finish  func(ctx context.Context, rc *runCtx) error
+	fill    func(rc *runCtx, r *Result) error
 }
 
 var engines = map[Test]engine{
-	TCPStream: {flow: tcpStreamFlow, fill: fillTCPStream},
+	TCPStream: {flow: tcpStreamFlow, netpoll: true, fill: fillTCPStream},
 	UDPStream: {flow: udpStreamFlow, finish: udpStreamReport, fill: fillUDPStream},
 	TCPRR:     {flow: tcpRRFlow, hardStop: true, fill: fillRR},
 	UDPRR:     {flow: udpRRFlow, hardStop: true, fill: fillRR},
@@ -151,8 +154,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
+			if !eng.netpoll {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
 			f.err = eng.flow(rc, f)
 		}()
 	}

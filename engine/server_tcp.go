@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
 	"runtime"
 	"time"
 
@@ -85,7 +87,24 @@ func serveTCPConn(t Test, fd int, buf []byte) {
 	extra := n - hdrLen
 	switch t {
 	case TCPStream:
-		serveStream(fd, buf, extra, t0.Add(min(time.Duration(h.warmupNs), maxWarmup)))
+		// Served by the netpoller (see netConn); this locked worker thread
+		// parks until the stream ends, holding no P meanwhile.
+		// Wake the reader for 32 KiB at a time rather than every segment:
+		// with several streams on one CPU the receiver otherwise spends its
+		// time in wakeups (measured: 99% CPU for 20 Gbit/s vs 75-85% with).
+		// EOF still wakes it with less.
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, 32<<10)
+		c, err := netConn(fd)
+		if err != nil {
+			return
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			serveStream(c, buf, extra, t0.Add(min(time.Duration(h.warmupNs), maxWarmup)))
+		}()
+		<-done
+		c.Close()
 	case TCPRR:
 		if extra > size || unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) != nil {
 			return
@@ -117,24 +136,19 @@ func serveTCPConn(t Test, fd int, buf []byte) {
 
 // serveStream counts the bytes that arrive from warmEnd on, until EOF, and
 // answers with the count and the time from warmEnd to EOF.
-func serveStream(fd int, buf []byte, extra int, warmEnd time.Time) {
+func serveStream(c net.Conn, buf []byte, extra int, warmEnd time.Time) {
 	var count int64
 	counting := !time.Now().Before(warmEnd)
 	if counting {
 		count = int64(extra)
 	}
-	var y yielder
 	for {
-		y.tick()
-		n, err := recvFlags(fd, buf, 0)
-		if err == unix.EINTR {
-			continue
+		n, err := c.Read(buf)
+		if err == io.EOF {
+			break
 		}
 		if err != nil {
 			return // broken connection: no trailer, the client reports it
-		}
-		if n == 0 {
-			break
 		}
 		if !counting && !time.Now().Before(warmEnd) {
 			counting = true
@@ -147,5 +161,5 @@ func serveStream(fd int, buf []byte, extra int, warmEnd time.Time) {
 	var trailer [trailLen]byte
 	binary.BigEndian.PutUint64(trailer[0:], uint64(count))
 	binary.BigEndian.PutUint64(trailer[8:], uint64(ns))
-	_ = blocking.send(fd, trailer[:])
+	_, _ = c.Write(trailer[:])
 }

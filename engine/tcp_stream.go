@@ -3,20 +3,30 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// tcpStreamFlow writes MessageSize buffers back to back on one blocking
-// socket, as iperf3 does: one preallocated buffer, no copies, default socket
-// buffers. The server counts what arrives after the warmup and, once the
-// client shuts its write side, returns its count in a trailer.
+// tcpStreamFlow writes MessageSize buffers back to back, as iperf3 does:
+// one preallocated buffer, no copies, default socket buffers, all streams
+// multiplexed by the netpoller (see netConn). The server counts what arrives
+// after the warmup and, once the client shuts its write side, returns its
+// count in a trailer.
 func tcpStreamFlow(rc *runCtx, f *flow) error {
 	fd, err := rc.dialTCP(f)
+	var c net.Conn
+	if err == nil {
+		if c, err = netConn(fd); err != nil {
+			err = rc.failed(f, "set up connection to", err)
+		}
+	}
 	if !rc.ready(err) {
 		return err
 	}
+	defer c.Close()
 	buf := make([]byte, max(rc.o.MessageSize, hdrLen))
 	// The hello carries the time left until measStart, so the server starts
 	// counting when the client does (give or take one-way latency).
@@ -24,14 +34,12 @@ func tcpStreamFlow(rc *runCtx, f *flow) error {
 	h := tcpHello{test: TCPStream, session: rc.session, msgSize: uint32(rc.o.MessageSize),
 		stream: uint32(f.id), warmupNs: uint64(warm)}
 	h.put(buf)
-	if err := blocking.send(fd, buf[:hdrLen]); err != nil {
+	if _, err := c.Write(buf[:hdrLen]); err != nil {
 		return rc.failed(f, "send to", err)
 	}
 	msg := buf[:rc.o.MessageSize]
-	var y yielder
 	for !rc.stop.Load() {
-		y.tick()
-		err := blocking.send(fd, msg)
+		_, err := c.Write(msg)
 		end := time.Now()
 		if err != nil {
 			return rc.failed(f, "send to", err)
@@ -47,7 +55,7 @@ func tcpStreamFlow(rc *runCtx, f *flow) error {
 		return rc.failed(f, "shutdown", err)
 	}
 	var trailer [trailLen]byte
-	if err := blocking.readFull(fd, trailer[:]); err != nil {
+	if _, err := io.ReadFull(c, trailer[:]); err != nil {
 		if rc.aborted.Load() {
 			return nil
 		}

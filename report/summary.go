@@ -44,7 +44,13 @@ func Summary(w io.Writer, run *results.Run) error {
 	fmt.Fprintf(w, "| | |\n|---|---|\n")
 	fmt.Fprintf(w, "| Tool | %s %s (%s, %s) |\n", run.Tool.Name, run.Tool.Version, short(run.Tool.Commit), run.Tool.GoVersion)
 	fmt.Fprintf(w, "| Machine | %s, %d CPUs, %.1f GiB, kernel %s, %s |\n", e.CPUModel, e.CPUCount, float64(e.MemoryBytes)/(1<<30), e.Kernel, e.OS)
-	fmt.Fprintf(w, "| Target | %s%s |\n", run.Target.Kind, details(run.Target.Details))
+	if len(run.Scenarios) > 1 {
+		for _, sc := range run.Scenarios {
+			fmt.Fprintf(w, "| Scenario %s | %s%s |\n", sc.Name, sc.Target.Kind, details(sc.Target.Details))
+		}
+	} else {
+		fmt.Fprintf(w, "| Target | %s%s |\n", run.Target.Kind, details(run.Target.Details))
+	}
 	p := run.Plan
 	fmt.Fprintf(w, "| Plan | profile %s, %d round(s), %s per sample after %s warmup, RR mode %s, N=%d for *_MULTI |\n\n",
 		p.Profile, p.Rounds, time.Duration(p.Duration), time.Duration(p.Warmup), p.Mode, p.Streams)
@@ -54,9 +60,9 @@ func Summary(w io.Writer, run *results.Run) error {
 		fmt.Fprintf(w, "| Test | Placement | Samples | Rate/s | Min | P50 | P90 | P99 | P99.9 | Max | CPU µs/op client+server |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range rr {
 			if l := r.sum.Latency; l != nil && r.sum.Samples > r.sum.Failed {
-				fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n", r.res.Test, r.res.Placement.Name(), samplesCell(r.sum), r.sum.RatePerSec, l.MinUs, l.P50Us, l.P90Us, l.P99Us, l.P999Us, l.MaxUs, cpuCell(r.sum.ClientCPUPerOp, r.sum.ServerCPUPerOp))
+				fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n", r.res.Test, r.where, samplesCell(r.sum), r.sum.RatePerSec, l.MinUs, l.P50Us, l.P90Us, l.P99Us, l.P999Us, l.MaxUs, cpuCell(r.sum.ClientCPUPerOp, r.sum.ServerCPUPerOp))
 			} else {
-				fmt.Fprintf(w, "| %s | %s | %s | failed: %s | | | | | | | |\n", r.res.Test, r.res.Placement.Name(), samplesCell(r.sum), oneLine(r.sum.FirstSampleErr))
+				fmt.Fprintf(w, "| %s | %s | %s | failed: %s | | | | | | | |\n", r.res.Test, r.where, samplesCell(r.sum), oneLine(r.sum.FirstSampleErr))
 			}
 		}
 		fmt.Fprintln(w)
@@ -71,9 +77,9 @@ func Summary(w io.Writer, run *results.Run) error {
 					offered = fmt.Sprintf("%.2f", r.sum.OfferedBits/1e9)
 					loss = fmt.Sprintf("%.2f", r.sum.LossPercent)
 				}
-				fmt.Fprintf(w, "| %s | %s | %s | %d | %.2f | %s | %s | %s |\n", r.res.Test, r.res.Placement.Name(), samplesCell(r.sum), r.res.Options.Streams, r.sum.ThroughputBits/1e9, offered, loss, cpuCell(r.sum.ClientCPUPerGB, r.sum.ServerCPUPerGB))
+				fmt.Fprintf(w, "| %s | %s | %s | %d | %.2f | %s | %s | %s |\n", r.res.Test, r.where, samplesCell(r.sum), r.res.Options.Streams, r.sum.ThroughputBits/1e9, offered, loss, cpuCell(r.sum.ClientCPUPerGB, r.sum.ServerCPUPerGB))
 			} else {
-				fmt.Fprintf(w, "| %s | %s | %s | %d | failed: %s | | | |\n", r.res.Test, r.res.Placement.Name(), samplesCell(r.sum), r.res.Options.Streams, oneLine(r.sum.FirstSampleErr))
+				fmt.Fprintf(w, "| %s | %s | %s | %d | failed: %s | | | |\n", r.res.Test, r.where, samplesCell(r.sum), r.res.Options.Streams, oneLine(r.sum.FirstSampleErr))
 			}
 		}
 		fmt.Fprintln(w)

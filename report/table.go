@@ -14,8 +14,9 @@ import (
 
 // row is one Result with its summary.
 type row struct {
-	res results.Result
-	sum results.Summary
+	res   results.Result
+	sum   results.Summary
+	where string // placement, with the scenario in front when there are several
 }
 
 func summarize(run *results.Run) (streams, rr []row, err error) {
@@ -24,10 +25,14 @@ func summarize(run *results.Run) (streams, rr []row, err error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s %s: %w", r.Test, r.Placement.Name(), err)
 		}
+		where := r.Placement.Name()
+		if len(run.Scenarios) > 1 {
+			where = r.Scenario + ": " + where
+		}
 		if isRequestReply(r.Test) {
-			rr = append(rr, row{r, s})
+			rr = append(rr, row{r, s, where})
 		} else {
-			streams = append(streams, row{r, s})
+			streams = append(streams, row{r, s, where})
 		}
 	}
 	return streams, rr, nil
@@ -47,7 +52,7 @@ func Table(w io.Writer, run *results.Run) error {
 		tw := newTabWriter(w)
 		fmt.Fprintln(tw, "Test\tPlacement\tSamples\tRate/s\tMin µs\tP50 µs\tP90 µs\tP99 µs\tP99.9 µs\tMax µs\tCPU µs/op (cli+srv)\t")
 		for _, r := range rr {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t", r.res.Test, r.res.Placement.Name(), samplesCell(r.sum))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t", r.res.Test, r.where, samplesCell(r.sum))
 			if l := r.sum.Latency; l != nil && r.sum.Samples > r.sum.Failed {
 				fmt.Fprintf(tw, "%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t\n", r.sum.RatePerSec, l.MinUs, l.P50Us, l.P90Us, l.P99Us, l.P999Us, l.MaxUs, cpuCell(r.sum.ClientCPUPerOp, r.sum.ServerCPUPerOp))
 			} else {
@@ -63,7 +68,7 @@ func Table(w io.Writer, run *results.Run) error {
 		tw := newTabWriter(w)
 		fmt.Fprintln(tw, "Test\tPlacement\tSamples\tStreams\tGbit/s\tOffered Gbit/s\tLoss %\tCPU s/GB (cli+srv)\t")
 		for _, r := range streams {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t", r.res.Test, r.res.Placement.Name(), samplesCell(r.sum), r.res.Options.Streams)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t", r.res.Test, r.where, samplesCell(r.sum), r.res.Options.Streams)
 			if r.sum.Samples > r.sum.Failed {
 				offered, loss := "-", "-"
 				if r.sum.OfferedBits > 0 {

@@ -31,9 +31,12 @@ type Run struct {
 	End           time.Time   `json:"end,omitempty"`
 	Tool          Tool        `json:"tool"`
 	Environment   Environment `json:"environment"`
-	Target        Target      `json:"target"`
-	Plan          Plan        `json:"plan"`
-	Results       []Result    `json:"results"`
+	// Target is the first scenario's target, for readers of one-scenario
+	// runs; Scenarios lists every scenario with its own target.
+	Target    Target     `json:"target"`
+	Scenarios []Scenario `json:"scenarios"`
+	Plan      Plan       `json:"plan"`
+	Results   []Result   `json:"results"`
 }
 
 // Tool identifies the binary that produced the run.
@@ -62,6 +65,13 @@ type Target struct {
 	Details map[string]any `json:"details"`
 }
 
+// Scenario is one datapath configuration of a run (e.g. native routing,
+// VXLAN), measured on its own target.
+type Scenario struct {
+	Name   string `json:"name"`
+	Target Target `json:"target"`
+}
+
 // Plan is what was asked for, after defaults were filled in.
 type Plan struct {
 	Profile    string          `json:"profile"`
@@ -70,8 +80,12 @@ type Plan struct {
 	Rounds     int             `json:"rounds"`
 	Duration   engine.Duration `json:"duration"`
 	Warmup     engine.Duration `json:"warmup"`
-	Streams    int             `json:"streams"` // the N of the *_MULTI tests
-	Mode       engine.Mode     `json:"mode"`
+	// Order of one round: every scenario, test and placement, scenarios
+	// innermost so that A and B alternate (A B A B, not A A B B) and drift
+	// on a shared machine hits them alike.
+	Order   string      `json:"order"`
+	Streams int         `json:"streams"` // the N of the *_MULTI tests
+	Mode    engine.Mode `json:"mode"`
 }
 
 // Placement is one cell of the placement matrix, as in cilium connectivity
@@ -91,6 +105,7 @@ func (p Placement) Name() string { return p.Path + "/" + p.Node }
 
 // Result is one test on one placement, with every sample taken.
 type Result struct {
+	Scenario  string         `json:"scenario"`
 	Test      string         `json:"test"` // suite test name, e.g. TCP_STREAM_MULTI
 	Placement Placement      `json:"placement"`
 	Options   engine.Options `json:"options"`

@@ -10,14 +10,20 @@ import (
 	"github.com/cnibench/cnibench/results"
 )
 
-// Runner runs a plan on a target and keeps the results document on disk up
-// to date after every sample.
+// Scenario is one named datapath configuration and the target it runs on.
+type Scenario struct {
+	Name   string
+	Target Target
+}
+
+// Runner runs a plan on one or more scenarios and keeps the results
+// document on disk up to date after every sample.
 type Runner struct {
-	Target   Target
-	Plan     *Plan
-	OutDir   string
-	RunID    string
-	Progress io.Writer // one line per sample; nil for silence
+	Scenarios []Scenario
+	Plan      *Plan
+	OutDir    string
+	RunID     string
+	Progress  io.Writer // one line per sample; nil for silence
 }
 
 // Run takes every sample of the plan. On ctx cancellation it stops after
@@ -31,50 +37,68 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 		Start:         time.Now().UTC(),
 		Tool:          results.CurrentTool(),
 		Environment:   results.CollectEnvironment(),
-		Target:        results.Target{Kind: r.Target.Kind(), Details: r.Target.Details()},
 		Plan:          r.Plan.Plan,
 	}
-	// One Result per (test, placement), filled round by round.
-	index := map[[2]string]int{}
+	if len(r.Scenarios) == 0 {
+		return nil, errors.New("no scenario to run")
+	}
+	run.Plan.Order = "rounds, then tests, then placements, then scenarios (interleaved)"
+	for _, sc := range r.Scenarios {
+		run.Scenarios = append(run.Scenarios, results.Scenario{Name: sc.Name,
+			Target: results.Target{Kind: sc.Target.Kind(), Details: sc.Target.Details()}})
+	}
+	run.Target = run.Scenarios[0].Target
+	// One Result per (test, placement, scenario), filled round by round.
+	type key struct{ test, placement, scenario string }
+	index := map[key]int{}
 	for _, spec := range r.Plan.Specs {
 		for _, name := range r.Plan.Placements {
-			pl, err := r.Target.Placement(name)
-			if err != nil {
-				return r.finish(run, err)
+			for _, sc := range r.Scenarios {
+				pl, err := sc.Target.Placement(name)
+				if err != nil {
+					return r.finish(run, fmt.Errorf("scenario %s: %w", sc.Name, err))
+				}
+				index[key{spec.Name, name, sc.Name}] = len(run.Results)
+				run.Results = append(run.Results, results.Result{
+					Scenario:  sc.Name,
+					Test:      spec.Name,
+					Placement: pl,
+					Options:   r.Plan.EngineOptions(spec, pl.ServerAddr),
+				})
 			}
-			index[[2]string{spec.Name, name}] = len(run.Results)
-			run.Results = append(run.Results, results.Result{
-				Test:      spec.Name,
-				Placement: pl,
-				Options:   r.Plan.EngineOptions(spec, pl.ServerAddr),
-			})
 		}
 	}
 	if err := results.Save(r.OutDir, run); err != nil {
 		return run, err
 	}
 
-	total, done := r.Plan.Samples(), 0
+	total, done := r.Plan.Samples()*len(r.Scenarios), 0
 	for round := 1; round <= r.Plan.Rounds; round++ {
 		for _, spec := range r.Plan.Specs {
 			for _, name := range r.Plan.Placements {
-				if ctx.Err() != nil {
-					return r.finish(run, ctx.Err())
+				for _, sc := range r.Scenarios {
+					if ctx.Err() != nil {
+						return r.finish(run, ctx.Err())
+					}
+					res := &run.Results[index[key{spec.Name, name, sc.Name}]]
+					done++
+					label := name
+					if len(r.Scenarios) > 1 {
+						label = sc.Name + " " + name
+					}
+					r.progress("[%d/%d] round %d %-16s %-30s ", done, total, round, spec.Name, label)
+					sample := r.sample(ctx, sc.Target, round, res)
+					if ctx.Err() != nil {
+						// An abandoned sample measured nothing worth keeping.
+						r.progress("interrupted\n")
+						return r.finish(run, ctx.Err())
+					}
+					res.Samples = append(res.Samples, sample)
+					if err := results.Save(r.OutDir, run); err != nil {
+						return run, err
+					}
+					r.progress("%s\n", SampleLine(res.Test, sample))
 				}
-				res := &run.Results[index[[2]string{spec.Name, name}]]
-				done++
-				r.progress("[%d/%d] round %d %-16s %-24s ", done, total, round, spec.Name, name)
-				sample := r.sample(ctx, round, res)
-				if ctx.Err() != nil {
-					// An abandoned sample measured nothing worth keeping.
-					r.progress("interrupted\n")
-					return r.finish(run, ctx.Err())
-				}
-				res.Samples = append(res.Samples, sample)
-				if err := results.Save(r.OutDir, run); err != nil {
-					return run, err
-				}
-				r.progress("%s\n", SampleLine(res.Test, sample))
 			}
 		}
 	}
@@ -83,21 +107,21 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 
 // sample takes one measurement; failures are recorded in the sample, not
 // fatal, so one broken path does not lose the rest of the suite.
-func (r *Runner) sample(ctx context.Context, round int, res *results.Result) results.Sample {
+func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results.Result) results.Sample {
 	s := results.Sample{Round: round, Start: time.Now().UTC()}
-	client, err := r.Target.Agent(res.Placement.Client)
+	client, err := tgt.Agent(res.Placement.Client)
 	if err != nil {
 		s.Error, s.End = err.Error(), time.Now().UTC()
 		return s
 	}
-	c0, cerr0 := r.Target.CPUSeconds(res.Placement.Client)
-	s0, serr0 := r.Target.CPUSeconds(res.Placement.Server)
+	c0, cerr0 := tgt.CPUSeconds(res.Placement.Client)
+	s0, serr0 := tgt.CPUSeconds(res.Placement.Server)
 	timeout := time.Duration(res.Options.Duration+res.Options.Warmup) + 30*time.Second
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	out, err := client.Run(rctx, res.Options)
 	cancel()
-	c1, cerr1 := r.Target.CPUSeconds(res.Placement.Client)
-	s1, serr1 := r.Target.CPUSeconds(res.Placement.Server)
+	c1, cerr1 := tgt.CPUSeconds(res.Placement.Client)
+	s1, serr1 := tgt.CPUSeconds(res.Placement.Server)
 	s.End = time.Now().UTC()
 	if err != nil {
 		s.Error = err.Error()
@@ -118,7 +142,7 @@ func (r *Runner) finish(run *results.Run, cause error) (*results.Run, error) {
 	switch {
 	case cause == nil:
 		run.Status = results.StatusComplete
-	case errors.Is(cause, context.Canceled):
+	case errors.Is(cause, context.Canceled), errors.Is(cause, context.DeadlineExceeded):
 		run.Status = results.StatusInterrupted
 		run.Error = "interrupted"
 	default:

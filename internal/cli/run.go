@@ -26,6 +26,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		placements string
 		out        string
 		mode       string
+		scenarios  string
 		lf         labFlags
 	)
 	cmd := &cobra.Command{
@@ -66,6 +67,23 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 			if err != nil {
 				return err
 			}
+			// One scenario per lab: without --scenarios, the --lab lab as it
+			// is (or as the flags create it).
+			labs := []namedLab{{name: labCfg.Name, cfg: labCfg}}
+			if names := splitList(scenarios); len(names) > 0 {
+				labs = nil
+				seen := map[string]bool{}
+				for _, n := range names {
+					cfg, err := labtarget.ScenarioConfig(n, labCfg)
+					if err != nil {
+						return err
+					}
+					if !seen[cfg.Name] {
+						seen[cfg.Name] = true
+						labs = append(labs, namedLab{name: cfg.Name, cfg: cfg})
+					}
+				}
+			}
 			if err := lab.RequirePrivileges(); err != nil {
 				return err
 			}
@@ -73,7 +91,7 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 			if out == "" {
 				out = filepath.Join("cnibench-results", runID)
 			}
-			return runSuite(cmd, labCfg, plan, runID, out)
+			return runSuite(cmd, labs, plan, runID, out)
 		},
 	}
 	f := cmd.Flags()
@@ -87,11 +105,18 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 	f.IntVar(&o.Streams, "streams", 0, "flows of the *_MULTI tests (default 4)")
 	f.StringVar(&mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
 	f.StringVar(&out, "out", "", "results directory (default cnibench-results/<run id>)")
+	f.StringVar(&scenarios, "scenarios", "", "comma-separated lab scenarios run side by side, rounds interleaved: "+strings.Join(labtarget.ScenarioNames(), ", ")+" (each in its own lab named after it)")
 	lf.register(f)
 	return cmd
 }
 
-func runSuite(cmd *cobra.Command, labCfg lab.Config, plan *suite.Plan, runID, out string) (err error) {
+// namedLab is one scenario's lab.
+type namedLab struct {
+	name string
+	cfg  lab.Config
+}
+
+func runSuite(cmd *cobra.Command, labs []namedLab, plan *suite.Plan, runID, out string) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	_, statErr := os.Stat(out)
@@ -99,28 +124,35 @@ func runSuite(cmd *cobra.Command, labCfg lab.Config, plan *suite.Plan, runID, ou
 		return err
 	}
 	createdOut := os.IsNotExist(statErr)
-	fmt.Fprintf(w, "cnibench run %s: profile %s, %d samples, about %s of measurement\n",
-		runID, plan.Profile, plan.Samples(), plan.Estimate().Round(time.Second))
+	n := len(labs)
+	fmt.Fprintf(w, "cnibench run %s: profile %s, %d scenario(s), %d samples, about %s of measurement\n",
+		runID, plan.Profile, n, plan.Samples()*n, (plan.Estimate() * time.Duration(n)).Round(time.Second))
 
-	tgt, err := labtarget.Open(ctx, labtarget.Config{
-		Lab:        labCfg,
-		Placements: plan.Placements,
-		RunID:      runID,
-		Progress:   w,
-	})
-	if err != nil {
-		if createdOut {
-			_ = os.Remove(out) // only if still empty: nothing half-made
-		}
-		return err
-	}
+	var scs []suite.Scenario
 	defer func() {
-		if cerr := tgt.Close(); cerr != nil && err == nil {
-			err = cerr
+		for _, sc := range scs {
+			if cerr := sc.Target.(*labtarget.Target).Close(); cerr != nil && err == nil {
+				err = cerr
+			}
 		}
 	}()
+	for _, l := range labs {
+		tgt, err := labtarget.Open(ctx, labtarget.Config{
+			Lab:        l.cfg,
+			Placements: plan.Placements,
+			RunID:      runID,
+			Progress:   w,
+		})
+		if err != nil {
+			if createdOut {
+				_ = os.Remove(out) // only if still empty: nothing half-made
+			}
+			return err
+		}
+		scs = append(scs, suite.Scenario{Name: l.name, Target: tgt})
+	}
 
-	runner := &suite.Runner{Target: tgt, Plan: plan, OutDir: out, RunID: runID, Progress: w}
+	runner := &suite.Runner{Scenarios: scs, Plan: plan, OutDir: out, RunID: runID, Progress: w}
 	run, runErr := runner.Run(ctx)
 	if run != nil && len(run.Results) > 0 {
 		fmt.Fprintln(cmd.OutOrStdout())

@@ -1,0 +1,123 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/results"
+)
+
+// loopTarget is a target whose every endpoint is one real agent on
+// 127.0.0.1: enough to check how the runner orders and records samples.
+type loopTarget struct {
+	client *agent.Client
+	calls  *[]string
+	name   string
+}
+
+func (t loopTarget) Kind() string            { return "loopback" }
+func (t loopTarget) Details() map[string]any { return map[string]any{"name": t.name} }
+func (t loopTarget) Placement(name string) (results.Placement, error) {
+	path, node, _ := strings.Cut(name, "/")
+	return results.Placement{Path: path, Node: node, Client: "c", Server: "s", ServerAddr: "127.0.0.1"}, nil
+}
+func (t loopTarget) Agent(string) (*agent.Client, error) {
+	*t.calls = append(*t.calls, t.name)
+	return t.client, nil
+}
+func (t loopTarget) CPUSeconds(string) (float64, error) { return 0, errors.New("no accounting") }
+
+func startAgent(t *testing.T) *agent.Client {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	sock := filepath.Join(t.TempDir(), "a.sock")
+	done := make(chan error, 1)
+	go func() { done <- agent.Serve(ctx, agent.Config{Control: "unix:" + sock, Token: "secret", Bind: "127.0.0.1"}) }()
+	t.Cleanup(func() { cancel(); <-done })
+	c, err := agent.NewClient("loop", "unix:"+sock, "secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Scenarios alternate within every round (A B A B), results.json holds
+// every sample, and each result is tagged with its scenario.
+func TestRunnerInterleavesScenarios(t *testing.T) {
+	c := startAgent(t)
+	var calls []string
+	plan, err := Options{Tests: []string{"TCP_RR", "UDP_RR"}, Placements: []string{"pod-to-pod/same-node"}, Rounds: 2, Duration: 150 * time.Millisecond}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Warmup = 0
+	out := t.TempDir()
+	r := &Runner{
+		Scenarios: []Scenario{{"a", loopTarget{c, &calls, "a"}}, {"b", loopTarget{c, &calls, "b"}}},
+		Plan:      plan, OutDir: out, RunID: "test",
+	}
+	run, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(calls, ""); got != "abababab" {
+		t.Fatalf("sample order %q, want abababab (2 rounds × 2 tests, scenarios alternating)", got)
+	}
+	disk, err := results.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if disk.Status != results.StatusComplete || len(disk.Scenarios) != 2 || len(disk.Results) != 4 {
+		t.Fatalf("results on disk: status %s, %d scenarios, %d results", disk.Status, len(disk.Scenarios), len(disk.Results))
+	}
+	for _, res := range run.Results {
+		if len(res.Samples) != 2 {
+			t.Errorf("%s %s: %d samples, want 2", res.Scenario, res.Test, len(res.Samples))
+		}
+		for _, s := range res.Samples {
+			if s.Error != "" || s.Engine == nil || s.Engine.Transactions == 0 {
+				t.Errorf("%s %s: bad sample %+v", res.Scenario, res.Test, s)
+			}
+		}
+	}
+	if run.Results[0].Scenario != "a" || run.Results[1].Scenario != "b" {
+		t.Errorf("results not tagged by scenario: %q %q", run.Results[0].Scenario, run.Results[1].Scenario)
+	}
+}
+
+// A cancelled run is marked interrupted and keeps what it completed.
+func TestRunnerInterrupted(t *testing.T) {
+	c := startAgent(t)
+	var calls []string
+	plan, err := Options{Tests: []string{"TCP_RR"}, Placements: []string{"pod-to-pod/same-node"}, Rounds: 100, Duration: 100 * time.Millisecond}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Warmup = 0
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 450*time.Millisecond)
+	defer cancel()
+	r := &Runner{Scenarios: []Scenario{{"a", loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: out, RunID: "test"}
+	if _, err := r.Run(ctx); err == nil {
+		t.Fatal("cancelled run returned no error")
+	}
+	disk, err := results.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(disk.Results[0].Samples)
+	if disk.Status != results.StatusInterrupted {
+		t.Fatalf("status %s", disk.Status)
+	}
+	if n < 1 || n >= 100 {
+		t.Fatalf("%d samples kept", n)
+	}
+}

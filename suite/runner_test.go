@@ -37,7 +37,9 @@ func startAgent(t *testing.T) *agent.Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	sock := filepath.Join(t.TempDir(), "a.sock")
 	done := make(chan error, 1)
-	go func() { done <- agent.Serve(ctx, agent.Config{Control: "unix:" + sock, Token: "secret", Bind: "127.0.0.1"}) }()
+	go func() {
+		done <- agent.Serve(ctx, agent.Config{Control: "unix:" + sock, Token: "secret", Bind: "127.0.0.1"})
+	}()
 	t.Cleanup(func() { cancel(); <-done })
 	c, err := agent.NewClient("loop", "unix:"+sock, "secret")
 	if err != nil {

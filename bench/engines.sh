@@ -3,7 +3,9 @@
 # pinning, interleaved (ours, theirs, ours, theirs ...), and prints medians and
 # ratios. Path: pod-to-pod other-node (node0-pod0 -> node1-pod0); clients on
 # CPU 0, servers on CPU 1. CPU per transaction is read from the client pod's
-# cgroup (process and kernel work charged to it).
+# cgroup (process and kernel work charged to it) over the whole client run,
+# so our RR runs use no warmup (qperf and sockperf have none either):
+# otherwise our warmup's CPU would be divided by the measured transactions.
 #
 #   sudo bench/engines.sh            # ROUNDS=5 DUR=5 by default
 #   ROUNDS=3 DUR=3 sudo bench/engines.sh
@@ -77,13 +79,13 @@ for r in $(seq "$ROUNDS"); do
   measure iperf_tcp4  iperf_tput iperf3 -c $SRV -p 5301 -P 4 -t $DUR -O 1 -J
   measure ours_udp    ours_udp   ./bin/cnibench client UDP_STREAM $SRV --message-size 1400 --duration ${DUR}s --warmup 1s --json
   measure iperf_udp   iperf_udp  iperf3 -c $SRV -p 5301 -u -b 0 -l 1400 -t $DUR -O 1 -J
-  measure ours_tcprr  ours_rr    ./bin/cnibench client TCP_RR $SRV --duration ${DUR}s --warmup 1s --json
+  measure ours_tcprr  ours_rr    ./bin/cnibench client TCP_RR $SRV --duration ${DUR}s --warmup 0s --json
   measure qperf_tcprr qperf_rr   qperf -t $DUR $SRV tcp_lat
-  measure ours_udprr  ours_rr    ./bin/cnibench client UDP_RR $SRV --duration ${DUR}s --warmup 1s --json
+  measure ours_udprr  ours_rr    ./bin/cnibench client UDP_RR $SRV --duration ${DUR}s --warmup 0s --json
   measure qperf_udprr qperf_rr   qperf -t $DUR $SRV udp_lat
-  measure ours_tcprr14 ours_rr   ./bin/cnibench client TCP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 1s --json
+  measure ours_tcprr14 ours_rr   ./bin/cnibench client TCP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 0s --json
   measure sockperf_tcprr sockperf_rr sockperf ping-pong --tcp -i $SRV -p 11112 -m 14 -t $DUR
-  measure ours_udprr14 ours_rr   ./bin/cnibench client UDP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 1s --json
+  measure ours_udprr14 ours_rr   ./bin/cnibench client UDP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 0s --json
   measure sockperf_udprr sockperf_rr sockperf ping-pong -i $SRV -p 11111 -m 14 -t $DUR
 done
 

@@ -22,6 +22,7 @@ type Config struct {
 	Nodes       int               `json:"nodes"`         // default 2, range 1..16
 	PodsPerNode int               `json:"pods_per_node"` // default 2, range 1..32
 	Sysctls     map[string]string `json:"sysctls"`       // applied in every node and pod namespace; nil = DefaultSysctls()
+	Routing     string            `json:"routing"`       // "native" (default) or "vxlan": how pod traffic crosses nodes
 	StateDir    string            `json:"-"`             // default "/run/cnibench"
 }
 
@@ -90,6 +91,12 @@ func (c *Config) Validate() error {
 		if strings.ContainsAny(v, "\n\r") || strings.TrimSpace(v) == "" {
 			return fmt.Errorf("lab config: sysctls value for %q must be a non-empty single line, got %q", k, v)
 		}
+	}
+	if c.Routing == "" {
+		c.Routing = RoutingNative
+	}
+	if c.Routing != RoutingNative && c.Routing != RoutingVXLAN {
+		return fmt.Errorf("lab config: routing must be %q or %q, got %q", RoutingNative, RoutingVXLAN, c.Routing)
 	}
 	if c.StateDir == "" {
 		c.StateDir = DefaultStateDir

@@ -119,9 +119,16 @@ func (l *Lab) Status() (string, error) {
 	}
 	fmt.Fprintf(&b, "cgroup: %s\n", cg)
 	fmt.Fprintf(&b, "underlay: netns %s %s\n", l.Underlay, state(l.Underlay))
+	if l.Routing == RoutingVXLAN {
+		fmt.Fprintf(&b, "overlay: %s vni %d udp port %d, mtu %d (underlay %d)\n", VXLANDev, VXLANVNI, VXLANPort, VXLANMTU, MTU)
+	}
 	for _, n := range l.Nodes {
-		fmt.Fprintf(&b, "%-14s %-15s pods %-16s netns %s %s  procs %s\n",
-			n.Name, n.IP, n.PodCIDR, n.Netns, state(n.Netns), procs(n.Netns, n.Cgroup))
+		vtep := ""
+		if n.VTEP != "" {
+			vtep = fmt.Sprintf("  vtep %s %s", n.VTEP, n.VTEPMAC)
+		}
+		fmt.Fprintf(&b, "%-14s %-15s pods %-16s netns %s %s  procs %s%s\n",
+			n.Name, n.IP, n.PodCIDR, n.Netns, state(n.Netns), procs(n.Netns, n.Cgroup), vtep)
 		for _, p := range n.Pods {
 			fmt.Fprintf(&b, "  %-12s %-15s %-21s netns %s %s  procs %s\n",
 				p.Name, p.IP, "", p.Netns, state(p.Netns), procs(p.Netns, p.Cgroup))

@@ -11,7 +11,42 @@
 //     with routes "169.254.1.1 dev eth0 scope link" and
 //     "198.18.0.0/15 via 169.254.1.1"; the node end of its veth, cnbp<j>, has
 //     proxy_arp=1 and the node has a /32 route to the pod;
-//   - native routing: node i routes 198.19.j.0/24 via 198.18.0.(10+j).
+//   - routing "native" (default): node i routes 198.19.j.0/24 via
+//     198.18.0.(10+j) on eth0; every MTU is 1500;
+//   - routing "vxlan" (overlay, like Flannel's vxlan backend and Cilium's
+//     tunnel mode): see below.
+//
+// VXLAN overlay. Each node has a VXLAN device cnb_vxlan: VNI 1 (Flannel's
+// default; Cilium puts the source security identity in the VNI, which a lab
+// has no use for), UDP destination port 8472 (the Linux default, used by
+// Flannel and Cilium; IANA's 4789 would behave the same), local address =
+// the node IP, lower device eth0, no multicast group, learning off. Its MAC
+// is fixed, 02:cb:00:00:00:<i>, and its address, the VTEP IP, is
+// 198.19.i.0/32, the first address of the node's pod CIDR (as Flannel gives
+// flannel.1 the .0 of the node's subnet; Cilium gives cilium_host an address
+// of the pod CIDR too). For every peer j, node i has
+//
+//	198.19.j.0/24 via 198.19.j.0 dev cnb_vxlan onlink src 198.19.i.0
+//	neigh 198.19.j.0 lladdr 02:cb:00:00:00:<j> dev cnb_vxlan PERMANENT
+//	fdb 02:cb:00:00:00:<j> dev cnb_vxlan dst 198.18.0.(10+j) self permanent
+//
+// exactly Flannel's scheme: routes need no ARP across the overlay, and each
+// frame goes to exactly one peer. There are no all-zeros (BUM) FDB entries:
+// nothing needs broadcast or multicast, and without them a frame for an
+// unknown MAC is dropped instead of being replicated to every peer (the
+// tests check that a third node's cnb_vxlan sees none of a pair's traffic).
+//
+// What is tunnelled: traffic to another node's pod CIDR, i.e. pod to remote
+// pod (source IP preserved) and node to remote pod (source = the node's VTEP
+// IP, as with Flannel and Cilium, so the replies come back through the
+// tunnel too). Traffic to a node IP is not: node to node stays on the
+// underlay (as with Cilium, host traffic is not tunnelled), and so does pod
+// to remote node, whose replies come back through the tunnel.
+//
+// MTU in vxlan mode: eth0 and the underlay stay at 1500; cnb_vxlan and both
+// ends of every pod veth are 1450 (1500 minus 50 bytes of outer IPv4, UDP,
+// VXLAN and Ethernet headers), so pods never send packets that would need
+// fragmenting; Lab.MTU records the pod MTU.
 //
 // Nothing has a default route, and nothing is ever created in, or moved
 // through, the host's root network namespace.
@@ -40,8 +75,14 @@ const (
 	LabRange      = "198.18.0.0/15" // everything routable in a lab
 	GatewayIP     = "169.254.1.1"   // pods' next hop, answered by proxy ARP
 	UnderlayBr    = "cnbbr0"        // bridge in the underlay namespace
-	MTU           = 1500
-	RoutingNative = "native"
+	MTU           = 1500            // underlay MTU, and pod MTU with native routing
+	RoutingNative = "native"        // Config.Routing: plain routing over the underlay
+	RoutingVXLAN  = "vxlan"         // Config.Routing: VXLAN overlay between nodes
+	VXLANDev      = "cnb_vxlan"
+	VXLANVNI      = 1
+	VXLANPort     = 8472
+	VXLANOverhead = 50 // outer IPv4 (20) + UDP (8) + VXLAN (8) + inner Ethernet (14)
+	VXLANMTU      = MTU - VXLANOverhead
 
 	stateFile     = "state.json"
 	creatingFile  = "creating"
@@ -59,8 +100,8 @@ type Lab struct {
 	Prefix     string            `json:"prefix"`   // "cnb-<name>-"
 	Underlay   string            `json:"underlay"` // netns name of the underlay bridge namespace
 	Nodes      []Node            `json:"nodes"`
-	Routing    string            `json:"routing"` // "native"
-	MTU        int               `json:"mtu"`
+	Routing    string            `json:"routing"`     // "native" | "vxlan"
+	MTU        int               `json:"mtu"`         // pod MTU: 1500 native, 1450 vxlan
 	CgroupRoot string            `json:"cgroup_root"` // cgroup v2 dir of this lab, "" if cgroup v2 unavailable
 	Sysctls    map[string]string `json:"sysctls"`     // applied value, or "unsupported"
 	Created    time.Time         `json:"created"`
@@ -68,11 +109,13 @@ type Lab struct {
 
 // Node is one node namespace.
 type Node struct {
-	Name    string `json:"name"`     // "node0"
-	Netns   string `json:"netns"`    // "cnb-<lab>-node0"
-	IP      string `json:"ip"`       // "198.18.0.10"
-	PodCIDR string `json:"pod_cidr"` // "198.19.0.0/24"
-	Cgroup  string `json:"cgroup"`   // cgroup v2 dir, "" without cgroup v2
+	Name    string `json:"name"`               // "node0"
+	Netns   string `json:"netns"`              // "cnb-<lab>-node0"
+	IP      string `json:"ip"`                 // "198.18.0.10"
+	PodCIDR string `json:"pod_cidr"`           // "198.19.0.0/24"
+	Cgroup  string `json:"cgroup"`             // cgroup v2 dir, "" without cgroup v2
+	VTEP    string `json:"vtep,omitempty"`     // vxlan: address of cnb_vxlan, "198.19.0.0"
+	VTEPMAC string `json:"vtep_mac,omitempty"` // vxlan: MAC of cnb_vxlan, "02:cb:00:00:00:00"
 	Pods    []Pod  `json:"pods"`
 }
 
@@ -121,20 +164,28 @@ func RequirePrivileges() error {
 func nodeIP(i int) string     { return fmt.Sprintf("198.18.0.%d", 10+i) }
 func podCIDR(i int) string    { return fmt.Sprintf("198.19.%d.0/24", i) }
 func podIP(i, j int) string   { return fmt.Sprintf("198.19.%d.%d", i, 10+j) }
+func vtepIP(i int) string     { return fmt.Sprintf("198.19.%d.0", i) }
+func vtepMAC(i int) string    { return fmt.Sprintf("02:cb:00:00:00:%02x", i) }
 func nodeName(i int) string   { return fmt.Sprintf("node%d", i) }
 func podName(i, j int) string { return fmt.Sprintf("node%d-pod%d", i, j) }
 
 // plan fills in the names and addresses of a lab for cfg (already validated).
 func plan(cfg Config, cgroupRoot string) *Lab {
 	p := Prefix(cfg.Name)
+	if cfg.Routing == "" {
+		cfg.Routing = RoutingNative
+	}
 	l := &Lab{
 		Config:     cfg,
 		Prefix:     p,
 		Underlay:   p + "underlay",
-		Routing:    RoutingNative,
+		Routing:    cfg.Routing,
 		MTU:        MTU,
 		CgroupRoot: cgroupRoot,
 		Sysctls:    map[string]string{},
+	}
+	if l.Routing == RoutingVXLAN {
+		l.MTU = VXLANMTU
 	}
 	cg := func(n string) string {
 		if cgroupRoot == "" {
@@ -144,6 +195,9 @@ func plan(cfg Config, cgroupRoot string) *Lab {
 	}
 	for i := 0; i < cfg.Nodes; i++ {
 		n := Node{Name: nodeName(i), Netns: p + nodeName(i), IP: nodeIP(i), PodCIDR: podCIDR(i), Cgroup: cg(nodeName(i))}
+		if l.Routing == RoutingVXLAN {
+			n.VTEP, n.VTEPMAC = vtepIP(i), vtepMAC(i)
+		}
 		for j := 0; j < cfg.PodsPerNode; j++ {
 			n.Pods = append(n.Pods, Pod{Name: podName(i, j), Node: n.Name, Netns: p + podName(i, j), IP: podIP(i, j), Cgroup: cg(podName(i, j))})
 		}
@@ -436,14 +490,20 @@ func (l *Lab) build(ctx context.Context) error {
 		if err := nc.h.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Dst: host32(GatewayIP), Scope: netlink.SCOPE_LINK}); err != nil {
 			return fmt.Errorf("%s: gateway route: %w", n.Name, err)
 		}
-		// Native routing to the other nodes' pod CIDRs.
-		for k, other := range l.Nodes {
-			if k == i {
-				continue
+		// Routes to the other nodes' pod CIDRs.
+		if l.Routing == RoutingVXLAN {
+			if err := l.buildVXLAN(nc.h, i, eth0); err != nil {
+				return fmt.Errorf("%s: %w", n.Name, err)
 			}
-			_, dst, _ := net.ParseCIDR(other.PodCIDR)
-			if err := nc.h.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Dst: dst, Gw: net.ParseIP(other.IP).To4()}); err != nil {
-				return fmt.Errorf("%s: route %s via %s: %w", n.Name, other.PodCIDR, other.IP, err)
+		} else {
+			for k, other := range l.Nodes {
+				if k == i {
+					continue
+				}
+				_, dst, _ := net.ParseCIDR(other.PodCIDR)
+				if err := nc.h.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Dst: dst, Gw: net.ParseIP(other.IP).To4()}); err != nil {
+					return fmt.Errorf("%s: route %s via %s: %w", n.Name, other.PodCIDR, other.IP, err)
+				}
 			}
 		}
 		// Pods.
@@ -456,9 +516,9 @@ func (l *Lab) build(ctx context.Context) error {
 			hostIf := fmt.Sprintf("cnbp%d", j)
 			hostIfs = append(hostIfs, hostIf)
 			veth := &netlink.Veth{
-				LinkAttrs:     netlink.LinkAttrs{Name: hostIf, MTU: MTU},
+				LinkAttrs:     netlink.LinkAttrs{Name: hostIf, MTU: l.MTU},
 				PeerName:      "eth0",
-				PeerMTU:       MTU,
+				PeerMTU:       uint32(l.MTU),
 				PeerNamespace: netlink.NsFd(int(pc.fd)),
 			}
 			if err := nc.h.LinkAdd(veth); err != nil {
@@ -511,6 +571,77 @@ func (l *Lab) build(ctx context.Context) error {
 		}
 		nc.close()
 		delete(open, n.Netns)
+	}
+	return nil
+}
+
+// buildVXLAN creates node i's VXLAN device and its address, and for every
+// other node the FDB entry, the permanent neighbour and the onlink route to
+// its pod CIDR (see the package comment). h is bound to node i's namespace.
+func (l *Lab) buildVXLAN(h *netlink.Handle, i int, eth0 netlink.Link) error {
+	n := l.Nodes[i]
+	mac, err := net.ParseMAC(n.VTEPMAC)
+	if err != nil {
+		return fmt.Errorf("%s: %w", VXLANDev, err)
+	}
+	vx := &netlink.Vxlan{
+		LinkAttrs:    netlink.LinkAttrs{Name: VXLANDev, MTU: VXLANMTU, HardwareAddr: mac},
+		VxlanId:      VXLANVNI,
+		VtepDevIndex: eth0.Attrs().Index,
+		SrcAddr:      net.ParseIP(n.IP).To4(),
+		Port:         VXLANPort,
+		Learning:     false,
+	}
+	if err := h.LinkAdd(vx); err != nil {
+		return fmt.Errorf("create %s: %w", VXLANDev, err)
+	}
+	dev, err := h.LinkByName(VXLANDev)
+	if err != nil {
+		return fmt.Errorf("%s: %w", VXLANDev, err)
+	}
+	self := net.ParseIP(n.VTEP).To4()
+	if err := h.AddrAdd(dev, &netlink.Addr{IPNet: &net.IPNet{IP: self, Mask: net.CIDRMask(32, 32)}}); err != nil {
+		return fmt.Errorf("%s: address %s/32: %w", VXLANDev, n.VTEP, err)
+	}
+	if err := h.LinkSetUp(dev); err != nil {
+		return fmt.Errorf("%s up: %w", VXLANDev, err)
+	}
+	idx := dev.Attrs().Index
+	for k, peer := range l.Nodes {
+		if k == i {
+			continue
+		}
+		pmac, err := net.ParseMAC(peer.VTEPMAC)
+		if err != nil {
+			return fmt.Errorf("%s: peer %s: %w", VXLANDev, peer.Name, err)
+		}
+		pvtep := net.ParseIP(peer.VTEP).To4()
+		fdb := &netlink.Neigh{
+			LinkIndex:    idx,
+			Family:       unix.AF_BRIDGE,
+			State:        netlink.NUD_PERMANENT,
+			Flags:        netlink.NTF_SELF,
+			IP:           net.ParseIP(peer.IP).To4(),
+			HardwareAddr: pmac,
+		}
+		if err := h.NeighSet(fdb); err != nil {
+			return fmt.Errorf("%s: fdb %s dst %s: %w", VXLANDev, peer.VTEPMAC, peer.IP, err)
+		}
+		arp := &netlink.Neigh{
+			LinkIndex:    idx,
+			Family:       netlink.FAMILY_V4,
+			State:        netlink.NUD_PERMANENT,
+			IP:           pvtep,
+			HardwareAddr: pmac,
+		}
+		if err := h.NeighSet(arp); err != nil {
+			return fmt.Errorf("%s: neighbour %s lladdr %s: %w", VXLANDev, peer.VTEP, peer.VTEPMAC, err)
+		}
+		_, dst, _ := net.ParseCIDR(peer.PodCIDR)
+		rt := &netlink.Route{LinkIndex: idx, Dst: dst, Gw: pvtep, Src: self, Flags: int(netlink.FLAG_ONLINK)}
+		if err := h.RouteAdd(rt); err != nil {
+			return fmt.Errorf("route %s via %s dev %s onlink: %w", peer.PodCIDR, peer.VTEP, VXLANDev, err)
+		}
 	}
 	return nil
 }

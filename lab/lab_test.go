@@ -618,7 +618,7 @@ func TestValidate(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Name != "default" || c.Nodes != 2 || c.PodsPerNode != 2 || c.StateDir != "/run/cnibench" || len(c.Sysctls) != 5 {
+	if c.Name != "default" || c.Nodes != 2 || c.PodsPerNode != 2 || c.StateDir != "/run/cnibench" || len(c.Sysctls) != 5 || c.Routing != "native" {
 		t.Errorf("defaults: %+v", c)
 	}
 	bad := []struct {
@@ -636,6 +636,8 @@ func TestValidate(t *testing.T) {
 		{Config{Sysctls: map[string]string{"net.core.somaxconn": ""}}, "sysctls"},
 		{Config{Sysctls: map[string]string{"net.core.somaxconn": "1\n2"}}, "sysctls"},
 		{Config{Sysctls: map[string]string{"net/../../kernel/x": "1"}}, "sysctls"},
+		{Config{Routing: "bgp"}, "routing"},
+		{Config{Routing: "VXLAN"}, "routing"},
 	}
 	for _, b := range bad {
 		err := b.cfg.Validate()
@@ -647,7 +649,11 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%+v: error %q should be one line naming %s", b.cfg, err, b.field)
 		}
 	}
-	good := Config{Name: "abcdefghijkl", Nodes: 16, PodsPerNode: 32, Sysctls: map[string]string{}}
+	r := Config{Routing: "bgp"}
+	if err := r.Validate(); err == nil || err.Error() != `lab config: routing must be "native" or "vxlan", got "bgp"` {
+		t.Errorf("routing bgp: error %v", err)
+	}
+	good := Config{Name: "abcdefghijkl", Nodes: 16, PodsPerNode: 32, Sysctls: map[string]string{}, Routing: "vxlan"}
 	if err := good.Validate(); err != nil {
 		t.Error(err)
 	}

@@ -1,0 +1,375 @@
+package httpload
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/stats"
+)
+
+// Test hooks.
+var (
+	// finishTimeout bounds how long Run waits for its event loops after
+	// the end of the interval (they are woken through an eventfd, so this
+	// only trips on a bug).
+	finishTimeout = 5 * time.Second
+	// connectBackoff is how long a closed-loop connection waits after a
+	// failed connect before the next attempt, so a dead server is not
+	// hammered in a busy loop (open-loop connections just wait for their
+	// next slot).
+	connectBackoff = 10 * time.Millisecond
+)
+
+// run is the state shared by the event loops of one Run. Times are
+// nanoseconds since base (monotonic clock).
+type run struct {
+	o        Options
+	t        target
+	raddr    *net.TCPAddr
+	family   int
+	req      []byte // the complete request, precomputed
+	base     time.Time
+	measFrom int64
+	measTo   int64
+	timeout  int64
+	interval float64 // open loop: ns between a connection's requests
+
+	stop    atomic.Bool
+	loops   []*loop
+	workers []*worker
+}
+
+func (r *run) now() int64 { return int64(time.Since(r.base)) }
+
+func (r *run) inWindow(t int64) bool { return t >= r.measFrom && t < r.measTo }
+
+// worker holds one connection's counters; only its event loop writes them
+// until Run has waited for the loop.
+type worker struct {
+	hist, histU          *hdr.Histogram // corrected, uncorrected (open loop only)
+	requests, status200  int64
+	connects             int64
+	bytesSent, bytesRecv int64
+	errs                 Errors
+	codes                map[int]int64
+}
+
+// Run validates o and drives the target: o.Warmup unmeasured, then
+// o.Duration measured, with o.Connections connections spread over
+// o.Threads event loops. A first connect is tried before anything else,
+// so a target that is down gives a one-line error at once; afterwards
+// failures are counted in Result.Errors, not returned. Cancelling ctx
+// stops every loop and returns an error wrapping ctx.Err() within
+// milliseconds.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	t, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	r := &run{o: o, t: t, timeout: int64(o.Timeout)}
+	ip, err := resolve(ctx, t.host)
+	if err != nil {
+		return nil, fmt.Errorf("httpload: resolve %s: %v", t.host, rootErr(err))
+	}
+	r.raddr = &net.TCPAddr{IP: ip, Port: t.port}
+	r.family, _ = sockaddr(ip, t.port)
+	addr := r.raddr.String()
+	r.req = buildRequest(&o, t)
+	if o.QPS > 0 {
+		r.interval = float64(o.Connections) / o.QPS * 1e9
+	}
+
+	// Probe: fail fast, in one line, when nothing answers.
+	d := net.Dialer{KeepAlive: -1, Timeout: min(time.Duration(o.Timeout), 5*time.Second)}
+	pc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("httpload %s: %w", t.display, ctx.Err())
+		}
+		return nil, fmt.Errorf("httpload: cannot connect to %s: %v", addr, rootErr(err))
+	}
+	pc.Close()
+
+	nloops := min(o.Threads, o.Connections)
+	if nloops == 0 {
+		nloops = min(usableCPUs(), o.Connections)
+	}
+	r.workers = make([]*worker, o.Connections)
+	for i := range r.workers {
+		w := &worker{hist: stats.NewHistogram(), codes: make(map[int]int64)}
+		if o.QPS > 0 {
+			w.histU = stats.NewHistogram()
+		}
+		r.workers[i] = w
+	}
+	for i := range nloops {
+		l, err := newLoop(r)
+		if err != nil {
+			for _, l := range r.loops {
+				l.closeAll()
+			}
+			return nil, fmt.Errorf("httpload: %v", err)
+		}
+		// Connections i, i+nloops, ...: phases stay spread in every loop.
+		for j := i; j < o.Connections; j += nloops {
+			l.addConn(j, r.workers[j])
+		}
+		r.loops = append(r.loops, l)
+	}
+
+	var wg sync.WaitGroup
+	r.base = time.Now()
+	r.measFrom = int64(o.Warmup)
+	r.measTo = r.measFrom + int64(o.Duration)
+	for _, l := range r.loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.run()
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	halt := func() error {
+		r.stop.Store(true)
+		for _, l := range r.loops {
+			l.wake()
+		}
+		timer := time.NewTimer(finishTimeout)
+		defer timer.Stop()
+		select {
+		case <-done:
+		case <-timer.C:
+			return fmt.Errorf("httpload %s: event loops did not stop within %s (bug)", t.display, finishTimeout)
+		}
+		for _, l := range r.loops {
+			l.closeAll()
+		}
+		return nil
+	}
+	sleepUntil := func(at int64) bool {
+		timer := time.NewTimer(time.Duration(at - r.now()))
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	fail := func() (*Result, error) {
+		if err := halt(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("httpload %s: %w", t.display, ctx.Err())
+	}
+	if !sleepUntil(r.measFrom) {
+		return fail()
+	}
+	cpu0 := processCPU()
+	start := time.Now()
+	if !sleepUntil(r.measTo) {
+		return fail()
+	}
+	cpu1 := processCPU()
+	end := time.Now()
+	if err := halt(); err != nil {
+		return nil, err
+	}
+	return r.result(start, end, cpu0, cpu1)
+}
+
+// sockaddr builds the unix.Sockaddr for ip:port.
+func sockaddr(ip net.IP, port int) (int, unix.Sockaddr) {
+	if ip4 := ip.To4(); ip4 != nil {
+		s := &unix.SockaddrInet4{Port: port}
+		copy(s.Addr[:], ip4)
+		return unix.AF_INET, s
+	}
+	s := &unix.SockaddrInet6{Port: port}
+	copy(s.Addr[:], ip.To16())
+	return unix.AF_INET6, s
+}
+
+// result merges the workers' counters and histograms.
+func (r *run) result(start, end time.Time, cpu0, cpu1 cpuTimes) (*Result, error) {
+	o := r.o
+	res := &Result{
+		Options: o, URL: r.t.display, Address: r.raddr.String(),
+		Mode: "max-rate", Start: start, End: end,
+		Seconds: time.Duration(o.Duration).Seconds(),
+		Conns:   o.Connections, StatusCodes: map[int]int64{},
+	}
+	if o.QPS > 0 {
+		res.Mode = "fixed-qps"
+	}
+	h, hu := stats.NewHistogram(), stats.NewHistogram()
+	for _, w := range r.workers {
+		res.Requests += w.requests
+		res.OK += w.status200
+		res.Connects += w.connects
+		res.BytesSent += w.bytesSent
+		res.BytesReceived += w.bytesRecv
+		for code, n := range w.codes {
+			res.StatusCodes[code] += n
+		}
+		e := &res.Errors
+		e.Connect += w.errs.Connect
+		e.Timeout += w.errs.Timeout
+		e.Status += w.errs.Status
+		e.ShortRead += w.errs.ShortRead
+		e.Protocol += w.errs.Protocol
+		if e.First == "" {
+			e.First = w.errs.First
+		}
+		h.Merge(w.hist)
+		if w.histU != nil {
+			hu.Merge(w.histU)
+		}
+	}
+	e := &res.Errors
+	e.Total = e.Connect + e.Timeout + e.Status + e.ShortRead + e.Protocol
+	res.RPS = float64(res.Requests) / res.Seconds
+	if o.QPS > 0 {
+		res.TargetQPS = o.QPS
+		res.AchievedRatio = res.RPS / o.QPS
+		if res.AchievedRatio < MissedTargetRatio {
+			res.MissedTarget = true
+			res.MissedByPercent = 100 * (1 - res.AchievedRatio)
+		}
+	} else {
+		hu = h
+	}
+	var err error
+	if res.Latency, err = stats.Summarize(h); err != nil {
+		return nil, err
+	}
+	if res.LatencyUncorrected, err = stats.Summarize(hu); err != nil {
+		return nil, err
+	}
+	res.ClientCPUUserSec = (cpu1.user - cpu0.user).Seconds()
+	res.ClientCPUSysSec = (cpu1.sys - cpu0.sys).Seconds()
+	res.ClientCPUs = usableCPUs()
+	res.ClientCPUUtil = (res.ClientCPUUserSec + res.ClientCPUSysSec) / (end.Sub(start).Seconds() * float64(res.ClientCPUs))
+	res.ClientSaturated = res.ClientCPUUtil >= SaturatedUtil
+	return res, nil
+}
+
+// buildRequest precomputes the request bytes.
+func buildRequest(o *Options, t target) []byte {
+	var b bytes.Buffer
+	method := "GET"
+	if o.RequestSize > 0 {
+		method = "POST"
+	}
+	b.WriteString(method + " " + t.path + " HTTP/1.1\r\nHost: " + t.hostHdr + "\r\nUser-Agent: cnibench\r\n")
+	if !o.KeepAlive {
+		b.WriteString("Connection: close\r\n")
+	}
+	if o.RequestSize > 0 {
+		b.WriteString("Content-Type: application/octet-stream\r\nContent-Length: " + strconv.Itoa(o.RequestSize) + "\r\n")
+	}
+	for _, h := range o.Headers {
+		b.WriteString(h + "\r\n")
+	}
+	b.WriteString("\r\n")
+	b.Write(bytes.Repeat([]byte("x"), o.RequestSize))
+	return b.Bytes()
+}
+
+// connectError marks a failed connect.
+type connectError struct{ err error }
+
+func (e *connectError) Error() string { return "connect: " + e.err.Error() }
+func (e *connectError) Unwrap() error { return e.err }
+
+func isConnectErr(err error) bool {
+	var ce *connectError
+	return errors.As(err, &ce)
+}
+
+// noteError counts err under its kind.
+func (w *worker) noteError(err error) {
+	var pe *protoError
+	var ne net.Error
+	switch {
+	case isConnectErr(err):
+		w.errs.Connect++
+	case errors.As(err, &pe):
+		w.errs.Protocol++
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, os.ErrDeadlineExceeded), err == unix.ETIMEDOUT:
+		w.errs.Timeout++
+	default:
+		w.errs.ShortRead++
+	}
+	if w.errs.First == "" {
+		w.errs.First = oneLine(err)
+	}
+}
+
+func oneLine(err error) string {
+	s := err.Error()
+	if i := bytes.IndexAny([]byte(s), "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// rootErr strips net's wrapping ("dial tcp 1.2.3.4:5: connect: ") down to
+// the cause, for one-line messages that name the address once.
+func rootErr(err error) error {
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return errors.New("timed out")
+	}
+	var de *net.DNSError
+	if errors.As(err, &de) {
+		return errors.New(de.Err)
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return oe.Err
+	}
+	return err
+}
+
+// resolve returns an address of host, preferring IPv4.
+func resolve(ctx context.Context, host string) (net.IP, error) {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip, nil
+	}
+	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("no address")
+	}
+	for _, a := range addrs {
+		if a.IP.To4() != nil {
+			return a.IP, nil
+		}
+	}
+	return addrs[0].IP, nil
+}

@@ -1,0 +1,104 @@
+// Command benchcmd runs the httpload server or client from flags, for
+// bench/http.sh until the cnibench CLI grows http-server / http-client.
+//
+//	benchcmd server [-bind 127.0.0.1] [-port 8080] [-size 512] [-work 0] [-delay 0]
+//	benchcmd client [-url http://127.0.0.1:8080/] [-c 64] [-d 5s] [-warmup 1s] [-qps 0] [-keepalive] [-req-size 0]
+//
+// The client prints its Result as JSON on stdout.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/httpload"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: benchcmd server|client [flags]")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "server":
+		err = server(ctx, os.Args[2:])
+	case "client":
+		err = client(ctx, os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q (server or client)", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchcmd:", err)
+		os.Exit(1)
+	}
+}
+
+func server(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("server", flag.ExitOnError)
+	var s httpload.Server
+	fs.StringVar(&s.Bind, "bind", "127.0.0.1", "address to listen on")
+	fs.IntVar(&s.Port, "port", httpload.DefaultPort, "port")
+	fs.IntVar(&s.ResponseSize, "size", httpload.DefaultResponseSize, "response body bytes")
+	fs.DurationVar(&s.Work, "work", 0, "CPU work per request")
+	fs.DurationVar(&s.Delay, "delay", 0, "sleep per request")
+	prof := fs.String("cpuprofile", "", "write a CPU profile here")
+	fs.Parse(args)
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "listening on", s.Addr())
+	return s.Serve(ctx)
+}
+
+func client(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("client", flag.ExitOnError)
+	var o httpload.Options
+	var d, w, to time.Duration
+	fs.StringVar(&o.URL, "url", "http://127.0.0.1:8080/", "target URL")
+	fs.IntVar(&o.Connections, "c", httpload.DefaultConnections, "connections")
+	fs.DurationVar(&d, "d", 5*time.Second, "measured duration")
+	fs.DurationVar(&w, "warmup", time.Second, "warmup")
+	fs.DurationVar(&to, "timeout", httpload.DefaultTimeout, "per-request timeout")
+	fs.Float64Var(&o.QPS, "qps", 0, "total target rate; 0 = max rate")
+	fs.BoolVar(&o.KeepAlive, "keepalive", false, "keep connections alive (default: new connection per request)")
+	fs.IntVar(&o.RequestSize, "req-size", 0, "request body bytes (0 = GET)")
+	prof := fs.String("cpuprofile", "", "write a CPU profile here")
+	fs.Parse(args)
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	o.Duration, o.Warmup, o.Timeout = engine.Duration(d), engine.Duration(w), engine.Duration(to)
+	res, err := httpload.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/httpload"
 )
 
 // SchemaVersion is bumped on any incompatible change to Run.
@@ -109,7 +110,10 @@ type Result struct {
 	Test      string         `json:"test"` // suite test name, e.g. TCP_STREAM_MULTI
 	Placement Placement      `json:"placement"`
 	Options   engine.Options `json:"options"`
-	Samples   []Sample       `json:"samples"`
+	// HTTPOptions is set for HTTP tests (Options then only names the test
+	// kind); their samples carry HTTP results.
+	HTTPOptions *httpload.Options `json:"http_options,omitempty"`
+	Samples     []Sample          `json:"samples"`
 }
 
 // Sample is one measurement (one round of one test on one placement).
@@ -119,6 +123,8 @@ type Sample struct {
 	End    time.Time      `json:"end"`
 	Error  string         `json:"error,omitempty"`
 	Engine *engine.Result `json:"engine,omitempty"`
+	// HTTP is the result of an HTTP test's sample (Engine is then nil).
+	HTTP *httpload.Result `json:"http,omitempty"`
 	// CPU used by the client's and server's endpoint (pod or node cgroup)
 	// over the whole sample, including kernel work charged to them.
 	ClientCPUSec float64 `json:"client_cpu_sec"`

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/httpload"
 )
 
 // Client talks to one agent's control API.
@@ -80,6 +81,15 @@ func (c *Client) WaitReady(ctx context.Context, timeout time.Duration) error {
 func (c *Client) Run(ctx context.Context, o engine.Options) (*engine.Result, error) {
 	var res engine.Result
 	if err := c.do(ctx, http.MethodPost, PathRun, o, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// RunHTTP asks the agent to run the client side of an HTTP load test.
+func (c *Client) RunHTTP(ctx context.Context, o httpload.Options) (*httpload.Result, error) {
+	var res httpload.Result
+	if err := c.do(ctx, http.MethodPost, PathHTTP, o, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil

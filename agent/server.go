@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/internal/version"
 )
 
@@ -28,6 +29,7 @@ import (
 const (
 	PathHealth     = "/v1/health"
 	PathRun        = "/v1/run"
+	PathHTTP       = "/v1/http"
 	HeaderChecksum = "X-Cnibench-Sha256"
 	TokenEnv       = "CNIBENCH_AGENT_TOKEN" // the token travels in the environment, not argv
 )
@@ -41,6 +43,8 @@ type Config struct {
 	Token string
 	// Bind is the address the engine servers listen on ("" = all).
 	Bind string
+	// HTTPPort is the HTTP echo server's port; 0: httpload.DefaultPort.
+	HTTPPort int
 }
 
 // Health is the answer of PathHealth.
@@ -59,8 +63,13 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err := srv.Listen(); err != nil {
 		return err
 	}
-	serveErr := make(chan error, 2)
+	hsrv := &httpload.Server{Bind: cfg.Bind, Port: cfg.HTTPPort}
+	if err := hsrv.Listen(); err != nil {
+		return err
+	}
+	serveErr := make(chan error, 3)
 	go func() { serveErr <- srv.Serve(ctx) }()
+	go func() { serveErr <- hsrv.Serve(ctx) }()
 
 	ln, err := listenControl(cfg.Control)
 	if err != nil {
@@ -111,6 +120,7 @@ func (h *handler) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathHealth, h.health)
 	mux.HandleFunc("POST "+PathRun, h.run)
+	mux.HandleFunc("POST "+PathHTTP, h.runHTTP)
 	return h.authenticate(mux)
 }
 

@@ -43,6 +43,11 @@ type results struct {
 					Histogram                          string
 				} `json:"latency"`
 			} `json:"engine"`
+			HTTP *struct {
+				RPS      float64 `json:"rps"`
+				OK       int64   `json:"ok"`
+				Requests int64   `json:"requests"`
+			} `json:"http"`
 			ClientCPUSec float64 `json:"client_cpu_sec"`
 		} `json:"samples"`
 	} `json:"results"`
@@ -75,8 +80,8 @@ func TestQuickRunEveryEngineEveryPlacement(t *testing.T) {
 	if r.SchemaVersion != 1 || r.Status != "complete" || r.Target.Kind != "lab" || r.Environment.Kernel == "" || r.Tool.Version == "" {
 		t.Fatalf("bad header: %+v", r)
 	}
-	if len(r.Results) != 6*3 {
-		t.Fatalf("%d results, want 18 (6 tests × 3 placements)", len(r.Results))
+	if len(r.Results) != 8*3 {
+		t.Fatalf("%d results, want 24 (8 tests × 3 placements)", len(r.Results))
 	}
 	seen := map[string]bool{}
 	for _, res := range r.Results {
@@ -87,6 +92,12 @@ func TestQuickRunEveryEngineEveryPlacement(t *testing.T) {
 			continue
 		}
 		s := res.Samples[0]
+		if strings.HasPrefix(res.Test, "HTTP_") {
+			if s.Error != "" || s.HTTP == nil || s.HTTP.RPS <= 0 || s.HTTP.OK != s.HTTP.Requests {
+				t.Errorf("%s: bad HTTP sample: %s %+v", name, s.Error, s.HTTP)
+			}
+			continue
+		}
 		if s.Error != "" || s.Engine == nil {
 			t.Errorf("%s: sample failed: %s", name, s.Error)
 			continue
@@ -115,7 +126,7 @@ func TestQuickRunEveryEngineEveryPlacement(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "summary.md")); err != nil {
 		t.Error(err)
 	}
-	for _, want := range []string{"TCP_CRR", "P99.9", "Gbit/s", "host-to-host/other-node"} {
+	for _, want := range []string{"TCP_CRR", "HTTP_RPS_SHORT_C64", "P99.9", "Gbit/s", "host-to-host/other-node"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}

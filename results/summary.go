@@ -24,18 +24,46 @@ type Summary struct {
 	IsRequestReply  bool           `json:"is_request_reply"`
 	FirstSampleErr  string         `json:"first_error,omitempty"`
 	TotalOperations int64          `json:"total_operations,omitempty"`
+	// HTTP tests: samples whose client used (nearly) all its CPU, so the
+	// rate may be the client's limit; and, at a fixed QPS, samples that
+	// missed the target rate with the median shortfall.
+	ClientSaturated int     `json:"client_saturated_samples,omitempty"`
+	MissedTarget    int     `json:"missed_target_samples,omitempty"`
+	MissedByPercent float64 `json:"missed_by_percent,omitempty"` // median over samples that missed
 }
 
 // Summarize computes a Result's Summary.
 func Summarize(r Result) (Summary, error) {
 	var s Summary
-	var tput, offered, loss, rate []float64
+	var tput, offered, loss, rate, missed []float64
 	var lats []*stats.Latency
 	var ccpu, scpu float64
 	var ops int64
 	var bytes float64
 	for _, smp := range r.Samples {
 		s.Samples++
+		if smp.Error == "" && smp.HTTP != nil {
+			h := smp.HTTP
+			s.IsRequestReply = true
+			rate = append(rate, h.RPS)
+			if h.Latency != nil {
+				lats = append(lats, h.Latency)
+			}
+			ops += h.Requests
+			if wall := smp.End.Sub(smp.Start).Seconds(); wall > 0 && h.Seconds > 0 {
+				f := min(h.Seconds/wall, 1)
+				ccpu += smp.ClientCPUSec * f
+				scpu += smp.ServerCPUSec * f
+			}
+			if h.ClientSaturated {
+				s.ClientSaturated++
+			}
+			if h.MissedTarget {
+				s.MissedTarget++
+				missed = append(missed, h.MissedByPercent)
+			}
+			continue
+		}
 		if smp.Error != "" || smp.Engine == nil {
 			s.Failed++
 			if s.FirstSampleErr == "" {
@@ -69,6 +97,7 @@ func Summarize(r Result) (Summary, error) {
 	s.OfferedBits = Median(offered)
 	s.LossPercent = Median(loss)
 	s.RatePerSec = Median(rate)
+	s.MissedByPercent = Median(missed)
 	s.TotalOperations = ops
 	if len(lats) > 0 {
 		l, err := stats.Merge(lats...)

@@ -9,26 +9,50 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/httpload"
 )
 
-// TestSpec is one named test of the suite: an engine with a flow count.
+// Kinds of test: which engine runs it.
+const (
+	KindEngine = "engine" // engine.Run: stream, RR and CRR tests
+	KindHTTP   = "http"   // httpload.Run against the agent's HTTP server
+)
+
+// TestSpec is one named test of the suite: an engine with its settings.
 type TestSpec struct {
 	Name   string
-	Engine engine.Test
-	Multi  bool // runs Plan.Streams flows instead of one
-	About  string
+	Kind   string      // KindEngine ("" means the same) or KindHTTP
+	Engine engine.Test // KindEngine: which engine test
+	Multi  bool        // KindEngine: runs Plan.Streams flows instead of one
+	// HTTP is the KindHTTP client template (connections, keep-alive, QPS);
+	// the plan fills in host, duration and warmup.
+	HTTP  *httpload.Options
+	About string
 }
+
+// IsHTTP tells whether the test runs the HTTP engine.
+func (t TestSpec) IsHTTP() bool { return t.Kind == KindHTTP }
 
 // Catalogue lists every suite test, in the order reports show them. Names
 // follow cilium connectivity perf (netperf's names, *_MULTI for N flows).
 var Catalogue = []TestSpec{
-	{"TCP_STREAM", engine.TCPStream, false, "TCP throughput, 1 stream (receiver's goodput)"},
-	{"TCP_STREAM_MULTI", engine.TCPStream, true, "TCP throughput, N streams"},
-	{"UDP_STREAM", engine.UDPStream, false, "UDP delivered goodput and loss, 1 flow"},
-	{"UDP_STREAM_MULTI", engine.UDPStream, true, "UDP delivered goodput and loss, N flows"},
-	{"TCP_RR", engine.TCPRR, false, "TCP request/response rate and latency"},
-	{"UDP_RR", engine.UDPRR, false, "UDP request/response rate and latency"},
-	{"TCP_CRR", engine.TCPCRR, false, "new TCP connection per request: rate and latency"},
+	{Name: "TCP_STREAM", Engine: engine.TCPStream, About: "TCP throughput, 1 stream (receiver's goodput)"},
+	{Name: "TCP_STREAM_MULTI", Engine: engine.TCPStream, Multi: true, About: "TCP throughput, N streams"},
+	{Name: "UDP_STREAM", Engine: engine.UDPStream, About: "UDP delivered goodput and loss, 1 flow"},
+	{Name: "UDP_STREAM_MULTI", Engine: engine.UDPStream, Multi: true, About: "UDP delivered goodput and loss, N flows"},
+	{Name: "TCP_RR", Engine: engine.TCPRR, About: "TCP request/response rate and latency"},
+	{Name: "UDP_RR", Engine: engine.UDPRR, About: "UDP request/response rate and latency"},
+	{Name: "TCP_CRR", Engine: engine.TCPCRR, About: "new TCP connection per request: rate and latency"},
+	// HTTP, as the TKE and EKS reports measure it: max RPS over keep-alive
+	// connections (c64, c256) and with a new connection per request, and
+	// latency at fixed rates (open loop, corrected for coordinated
+	// omission). HTTP_QPS_1000, HTTP_QPS_5000 and HTTP_RPS_C64 (max) make
+	// the QPS ladder.
+	{Name: "HTTP_RPS_C64", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 64, KeepAlive: true}, About: "HTTP requests/s at max rate, 64 keep-alive connections"},
+	{Name: "HTTP_RPS_C256", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 256, KeepAlive: true}, About: "HTTP requests/s at max rate, 256 keep-alive connections"},
+	{Name: "HTTP_RPS_SHORT_C64", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 64}, About: "HTTP requests/s, a new connection per request, 64 concurrent"},
+	{Name: "HTTP_QPS_1000", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 64, KeepAlive: true, QPS: 1000}, About: "HTTP latency at a fixed 1,000 requests/s (open loop, CO corrected)"},
+	{Name: "HTTP_QPS_5000", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 64, KeepAlive: true, QPS: 5000}, About: "HTTP latency at a fixed 5,000 requests/s (open loop, CO corrected)"},
 }
 
 // LookupTest finds a test by name, case-insensitively.

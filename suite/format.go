@@ -11,6 +11,22 @@ func SampleLine(test string, s results.Sample) string {
 	if s.Error != "" {
 		return "FAILED: " + s.Error
 	}
+	if h := s.HTTP; h != nil {
+		line := fmt.Sprintf("%10.0f req/s", h.RPS)
+		if h.Latency != nil {
+			line += fmt.Sprintf("  p50 %7.1f µs  p99 %7.1f µs", h.Latency.P50Us, h.Latency.P99Us)
+		}
+		if h.Errors.Total > 0 {
+			line += fmt.Sprintf("  %d errors", h.Errors.Total)
+		}
+		if h.MissedTarget {
+			line += fmt.Sprintf("  MISSED target by %.1f%%", h.MissedByPercent)
+		}
+		if h.ClientSaturated {
+			line += "  (client CPU saturated)"
+		}
+		return line
+	}
 	e := s.Engine
 	if e == nil {
 		return "no result"

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -131,6 +132,17 @@ func (p *Plan) EngineOptions(spec TestSpec, host string) engine.Options {
 		o.Mode = p.Mode
 	}
 	return o
+}
+
+// HTTPOptions builds the HTTP client options of an HTTP test on one server
+// address: the test's template with the plan's durations.
+func (p *Plan) HTTPOptions(spec TestSpec, host string) *httpload.Options {
+	o := *spec.HTTP
+	o.Host = host
+	o.Port = httpload.DefaultPort
+	o.Duration = p.Duration
+	o.Warmup = p.Warmup
+	return &o
 }
 
 // Samples is the number of measurements the plan takes.

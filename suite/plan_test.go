@@ -16,7 +16,7 @@ func TestResolveQuickDefaults(t *testing.T) {
 	if p.Profile != "quick" || p.Rounds != 1 || len(p.Placements) != 3 {
 		t.Fatalf("quick plan = %+v", p.Plan)
 	}
-	want := []string{"TCP_STREAM", "TCP_STREAM_MULTI", "UDP_STREAM", "TCP_RR", "UDP_RR", "TCP_CRR"}
+	want := []string{"TCP_STREAM", "TCP_STREAM_MULTI", "UDP_STREAM", "TCP_RR", "UDP_RR", "TCP_CRR", "HTTP_RPS_C64", "HTTP_RPS_SHORT_C64"}
 	if strings.Join(p.Tests, ",") != strings.Join(want, ",") {
 		t.Fatalf("tests = %v, want %v", p.Tests, want)
 	}

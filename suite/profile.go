@@ -24,7 +24,7 @@ var Profiles = []Profile{
 	{
 		Name:       "quick",
 		About:      "every engine on every placement once, 4 s each (< 3 min)",
-		Tests:      []string{"TCP_STREAM", "TCP_STREAM_MULTI", "UDP_STREAM", "TCP_RR", "UDP_RR", "TCP_CRR"},
+		Tests:      []string{"TCP_STREAM", "TCP_STREAM_MULTI", "UDP_STREAM", "TCP_RR", "UDP_RR", "TCP_CRR", "HTTP_RPS_C64", "HTTP_RPS_SHORT_C64"},
 		Placements: AllPlacements,
 		Duration:   4 * time.Second,
 		Warmup:     1 * time.Second,

@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -59,12 +61,14 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 					return r.finish(run, fmt.Errorf("scenario %s: %w", sc.Name, err))
 				}
 				index[key{spec.Name, name, sc.Name}] = len(run.Results)
-				run.Results = append(run.Results, results.Result{
-					Scenario:  sc.Name,
-					Test:      spec.Name,
-					Placement: pl,
-					Options:   r.Plan.EngineOptions(spec, pl.ServerAddr),
-				})
+				res := results.Result{Scenario: sc.Name, Test: spec.Name, Placement: pl}
+				if spec.IsHTTP() {
+					res.Options = engine.Options{Test: "HTTP", Host: pl.ServerAddr, Duration: r.Plan.Duration, Warmup: r.Plan.Warmup}
+					res.HTTPOptions = r.Plan.HTTPOptions(spec, pl.ServerAddr)
+				} else {
+					res.Options = r.Plan.EngineOptions(spec, pl.ServerAddr)
+				}
+				run.Results = append(run.Results, res)
 			}
 		}
 	}
@@ -86,7 +90,7 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 					if len(r.Scenarios) > 1 {
 						label = sc.Name + " " + name
 					}
-					r.progress("[%d/%d] round %d %-16s %-30s ", done, total, round, spec.Name, label)
+					r.progress("[%d/%d] round %d %-18s %-30s ", done, total, round, spec.Name, label)
 					sample := r.sample(ctx, sc.Target, round, res)
 					if ctx.Err() != nil {
 						// An abandoned sample measured nothing worth keeping.
@@ -118,7 +122,13 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	s0, serr0 := tgt.CPUSeconds(res.Placement.Server)
 	timeout := time.Duration(res.Options.Duration+res.Options.Warmup) + 30*time.Second
 	rctx, cancel := context.WithTimeout(ctx, timeout)
-	out, err := client.Run(rctx, res.Options)
+	var out *engine.Result
+	var hout *httpload.Result
+	if res.HTTPOptions != nil {
+		hout, err = client.RunHTTP(rctx, *res.HTTPOptions)
+	} else {
+		out, err = client.Run(rctx, res.Options)
+	}
 	cancel()
 	c1, cerr1 := tgt.CPUSeconds(res.Placement.Client)
 	s1, serr1 := tgt.CPUSeconds(res.Placement.Server)
@@ -127,7 +137,11 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 		s.Error = err.Error()
 		return s
 	}
-	s.Engine = out
+	if hout != nil && hout.Requests == 0 && hout.Errors.Total > 0 {
+		s.Error = fmt.Sprintf("no HTTP response in %d attempts: %s", hout.Errors.Total, hout.Errors.First)
+		return s
+	}
+	s.Engine, s.HTTP = out, hout
 	if cerr0 == nil && cerr1 == nil {
 		s.ClientCPUSec = c1 - c0
 	}

@@ -123,3 +123,39 @@ func TestRunnerInterrupted(t *testing.T) {
 		t.Fatalf("%d samples kept", n)
 	}
 }
+
+// HTTP tests run the HTTP engine through the agent and record its result
+// in the sample; the summary reads their rate and latency.
+func TestRunnerHTTP(t *testing.T) {
+	c := startAgent(t)
+	var calls []string
+	plan, err := Options{Tests: []string{"HTTP_RPS_C64", "HTTP_QPS_1000"}, Placements: []string{"pod-to-pod/same-node"}, Rounds: 1, Duration: 300 * time.Millisecond}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Warmup = 0
+	r := &Runner{Scenarios: []Scenario{{"a", loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: t.TempDir(), RunID: "test"}
+	run, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range run.Results {
+		if res.HTTPOptions == nil {
+			t.Fatalf("%s: no HTTP options recorded", res.Test)
+		}
+		s := res.Samples[0]
+		if s.Error != "" || s.HTTP == nil || s.Engine != nil || s.HTTP.OK == 0 || s.HTTP.Latency == nil {
+			t.Fatalf("%s: bad sample %+v", res.Test, s)
+		}
+		sum, err := results.Summarize(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sum.IsRequestReply || sum.RatePerSec != s.HTTP.RPS || sum.Latency == nil {
+			t.Errorf("%s: summary %+v does not reflect the HTTP sample (rps %.0f)", res.Test, sum, s.HTTP.RPS)
+		}
+	}
+	if q := run.Results[1].HTTPOptions.QPS; q != 1000 {
+		t.Errorf("HTTP_QPS_1000 ran at QPS %v", q)
+	}
+}

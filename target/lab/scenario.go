@@ -12,7 +12,8 @@ import (
 // change to the base lab config. Each scenario gets a lab of its own, named
 // after it, so all of them stay up while rounds alternate between them.
 var scenarios = map[string]func(*lab.Config){
-	"native": func(c *lab.Config) {},
+	"native": func(c *lab.Config) { c.Routing = lab.RoutingNative },
+	"vxlan":  func(c *lab.Config) { c.Routing = lab.RoutingVXLAN },
 }
 
 // ScenarioNames lists the known scenarios.

@@ -11,8 +11,13 @@ set -euo pipefail
 #   iperf3, qperf, sockperf - the C tools bench/ compares our engines with
 #   conntrack - reading conntrack usage in lab namespaces
 #   golang-go - only a bootstrap: it fetches the Go release go.mod names
+#   wrk, nginx-light, jq, bc - bench/ (HTTP engine vs wrk and nginx; parsing)
+#   dnsmasq-base - the DNS server the DNS tests run in a lab pod
+#   chromium - the test that opens report.html headless and checks the charts
+#   containerd, runc - the test that runs the agent image under containerd
 #   iputils-ping, git, ca-certificates, make, procps - build and test plumbing
-apt_packages=(iproute2 iptables nftables iperf3 qperf sockperf conntrack iputils-ping git ca-certificates make procps)
+apt_packages=(iproute2 iptables nftables iperf3 qperf sockperf conntrack wrk nginx-light jq bc
+  dnsmasq-base chromium containerd runc iputils-ping git ca-certificates make procps)
 
 need_apt=()
 for p in "${apt_packages[@]}"; do
@@ -34,7 +39,16 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # Install services (nginx, containerd) without starting them: bench/ and
+  # the tests start their own private instances.
+  policy=/usr/sbin/policy-rc.d made_policy=
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && made_policy=1
+  fi
+  rc=0
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null || rc=$?
+  [ -n "$made_policy" ] && rm -f "$policy"
+  [ "$rc" -eq 0 ] || { echo "setup: apt-get install failed (exit $rc)" >&2; exit "$rc"; }
 fi
 
 if ! go_ok; then

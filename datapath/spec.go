@@ -1,0 +1,127 @@
+package datapath
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+)
+
+// Address plan of lab Services, all inside the RFC 2544 benchmarking range
+// the lab owns (198.18.0.0/15), so nothing can leave the lab:
+//   - ClusterIPs come from ServiceCIDR, which no namespace routes: a VIP
+//     only works where a datapath translates it;
+//   - dummy endpoints come from DummyEndpointCIDR, which is routed nowhere:
+//     a packet sent to one is dropped at the first hop, never delivered.
+var (
+	ServiceCIDR       = netip.MustParsePrefix("198.18.128.0/17")
+	DummyEndpointCIDR = netip.MustParsePrefix("198.19.240.0/20")
+)
+
+// vipsPerPort is how many distinct ClusterIPs the Service CIDR gives
+// dummies before they share a VIP on another port (a datapath keys
+// Services by VIP, protocol and port, so each pair is a Service to it).
+const vipsPerPort = 1<<15 - 256 // leave 198.18.128.0/24 for the test Services
+
+// DummyServices returns n Services with endpoints each, shaped like a
+// growing cluster's: svc-<i> in namespace "scale", distinct (VIP, port)
+// pairs, endpoints on DummyEndpointCIDR. The same (n, endpoints) always
+// gives the same Services, and DummyServices(n) is a prefix of
+// DummyServices(n+k), so sweep steps are cumulative.
+func DummyServices(n, endpoints int) []Service {
+	svcs := make([]Service, 0, n)
+	epBase := DummyEndpointCIDR.Addr().As4()
+	epSpace := 1 << (32 - DummyEndpointCIDR.Bits())
+	next := 0
+	for i := range n {
+		vip := addOffset(ServiceCIDR.Addr(), 256+i%vipsPerPort)
+		port := uint16(80 + i/vipsPerPort)
+		s := Service{Namespace: "scale", Name: fmt.Sprintf("svc-%d", i), PortName: "http",
+			VIP: vip, Port: port, Protocol: TCP, Endpoints: make([]Endpoint, endpoints)}
+		for j := range endpoints {
+			off := next % epSpace
+			next++
+			s.Endpoints[j] = Endpoint{IP: addOffset(netip.AddrFrom4(epBase), off), Port: uint16(8080 + (next/epSpace)%1000)}
+		}
+		svcs = append(svcs, s)
+	}
+	return svcs
+}
+
+// TestVIP is the ClusterIP of the i-th test Service (the ones real
+// traffic goes to), from 198.18.128.0/24.
+func TestVIP(i int) netip.Addr { return addOffset(ServiceCIDR.Addr(), 1+i) }
+
+// Positions of the test Services among the dummies.
+const (
+	PositionRandom = "random" // as kube-proxy's map-ordered output places it
+	PositionFirst  = "first"  // the best case for a linear rule walk
+	PositionLast   = "last"   // the worst case
+)
+
+// Place inserts the test Services into dummies at position and returns the
+// full list with the index the first test Service landed at. Random
+// placement is seeded so a run can be repeated.
+func Place(dummies, test []Service, position string, seed uint64) ([]Service, int, error) {
+	at := 0
+	switch position {
+	case PositionFirst:
+	case PositionLast:
+		at = len(dummies)
+	case PositionRandom, "":
+		if len(dummies) > 0 {
+			at = rand.New(rand.NewPCG(seed, 0x636e6962)).IntN(len(dummies) + 1)
+		}
+	default:
+		return nil, 0, fmt.Errorf("service position %q: want random, first or last", position)
+	}
+	out := make([]Service, 0, len(dummies)+len(test))
+	out = append(out, dummies[:at]...)
+	out = append(out, test...)
+	out = append(out, dummies[at:]...)
+	return out, at, nil
+}
+
+// Validate checks a Spec the way the API server would refuse a bad one:
+// unique Service keys, a VIP inside ServiceCIDR, ports set, at least one
+// endpoint with an address and port.
+func (s Spec) Validate() error {
+	seen := make(map[string]bool, len(s.Services))
+	for _, svc := range s.Services {
+		k := svc.Key()
+		switch {
+		case seen[k]:
+			return fmt.Errorf("service %s appears twice", k)
+		case !ServiceCIDR.Contains(svc.VIP):
+			return fmt.Errorf("service %s: VIP %s is outside the lab's Service CIDR %s", k, svc.VIP, ServiceCIDR)
+		case svc.Port == 0:
+			return fmt.Errorf("service %s: port 0", k)
+		case svc.Protocol != TCP && svc.Protocol != UDP:
+			return fmt.Errorf("service %s: protocol %q (want TCP or UDP)", k, svc.Protocol)
+		case len(svc.Endpoints) == 0:
+			return fmt.Errorf("service %s: no endpoints", k)
+		}
+		for _, ep := range svc.Endpoints {
+			if !ep.IP.Is4() || ep.Port == 0 {
+				return fmt.Errorf("service %s: bad endpoint %s:%d", k, ep.IP, ep.Port)
+			}
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// Endpoints counts the endpoints of all Services.
+func (s Spec) Endpoints() int {
+	n := 0
+	for _, svc := range s.Services {
+		n += len(svc.Endpoints)
+	}
+	return n
+}
+
+func addOffset(a netip.Addr, off int) netip.Addr {
+	b := a.As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v += uint32(off)
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}

@@ -1,0 +1,84 @@
+package datapath
+
+import (
+	"net/netip"
+	"testing"
+)
+
+func TestDummyServicesUniqueInRangeAndCumulative(t *testing.T) {
+	const n = 100000
+	svcs := DummyServices(n, 4)
+	spec := Spec{Services: svcs}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if spec.Endpoints() != 4*n {
+		t.Fatalf("%d endpoints, want %d", spec.Endpoints(), 4*n)
+	}
+	for _, s := range svcs[:10] {
+		for _, ep := range s.Endpoints {
+			if !DummyEndpointCIDR.Contains(ep.IP) {
+				t.Fatalf("%s: endpoint %s outside %s", s.Key(), ep.IP, DummyEndpointCIDR)
+			}
+		}
+	}
+	small := DummyServices(1000, 4)
+	for i := range small {
+		if small[i].Key() != svcs[i].Key() || small[i].VIP != svcs[i].VIP || small[i].Endpoints[3] != svcs[i].Endpoints[3] {
+			t.Fatalf("step of 1000 is not a prefix of the step of %d at %d", n, i)
+		}
+	}
+	// Test VIPs (198.18.128.0/24) never collide with dummy VIPs.
+	testNet := netip.PrefixFrom(TestVIP(0), 24).Masked()
+	for _, s := range svcs {
+		if testNet.Contains(s.VIP) {
+			t.Fatalf("dummy %s has VIP %s inside the test range %s", s.Key(), s.VIP, testNet)
+		}
+	}
+}
+
+func TestPlace(t *testing.T) {
+	d := DummyServices(100, 1)
+	test := []Service{{Namespace: "cnibench", Name: "server", VIP: TestVIP(0), Port: 5201, Protocol: TCP, Endpoints: []Endpoint{{IP: d[0].Endpoints[0].IP, Port: 1}}}}
+	for pos, want := range map[string]int{PositionFirst: 0, PositionLast: 100} {
+		all, at, err := Place(d, test, pos, 1)
+		if err != nil || at != want || all[at].Name != "server" || len(all) != 101 {
+			t.Fatalf("%s: at %d (want %d), err %v", pos, at, want, err)
+		}
+	}
+	a1, at1, _ := Place(d, test, PositionRandom, 7)
+	_, at2, _ := Place(d, test, PositionRandom, 7)
+	if at1 != at2 || a1[at1].Name != "server" {
+		t.Fatalf("random placement not repeatable for one seed: %d vs %d", at1, at2)
+	}
+	seen := map[int]bool{}
+	for seed := range uint64(50) {
+		_, at, _ := Place(d, test, PositionRandom, seed)
+		seen[at] = true
+	}
+	if len(seen) < 20 {
+		t.Fatalf("random placement hit only %d positions in 50 seeds", len(seen))
+	}
+	if _, _, err := Place(d, test, "middle", 0); err == nil {
+		t.Fatal("bad position accepted")
+	}
+}
+
+func TestValidateRefusesBadSpecs(t *testing.T) {
+	good := DummyServices(2, 1)
+	cases := map[string]func(s []Service){
+		"duplicate":    func(s []Service) { s[1] = s[0] },
+		"vip outside":  func(s []Service) { s[0].VIP = DummyEndpointCIDR.Addr() },
+		"no endpoints": func(s []Service) { s[0].Endpoints = nil },
+		"port 0":       func(s []Service) { s[0].Port = 0 },
+		"protocol":     func(s []Service) { s[0].Protocol = "SCTP" },
+	}
+	for name, mutate := range cases {
+		s := append([]Service(nil), good...)
+		s[0].Endpoints = append([]Endpoint(nil), good[0].Endpoints...)
+		mutate(s)
+		if err := (Spec{Services: s}).Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

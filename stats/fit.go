@@ -1,0 +1,95 @@
+package stats
+
+import (
+	"errors"
+	"math"
+)
+
+// Fit is a least-squares line y = Intercept + Slope·x with its coefficient
+// of determination R2 (1 = every point on the line).
+type Fit struct {
+	Slope     float64 `json:"slope"`
+	Intercept float64 `json:"intercept"`
+	R2        float64 `json:"r2"`
+	N         int     `json:"n"`
+}
+
+// At evaluates the fitted line.
+func (f Fit) At(x float64) float64 { return f.Intercept + f.Slope*x }
+
+// LinearFit fits a line through (xs[i], ys[i]). It needs two distinct xs.
+// The Service-scale analysis uses it for per-connection cost against the
+// number of Services (µs per 1,000 Services) and for programming time.
+func LinearFit(xs, ys []float64) (Fit, error) {
+	if len(xs) != len(ys) {
+		return Fit{}, errors.New("linear fit: xs and ys differ in length")
+	}
+	n := float64(len(xs))
+	if len(xs) < 2 {
+		return Fit{}, errors.New("linear fit: need at least 2 points")
+	}
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= n
+	my /= n
+	var sxx, sxy, syy float64
+	for i := range xs {
+		dx, dy := xs[i]-mx, ys[i]-my
+		sxx += dx * dx
+		sxy += dx * dy
+		syy += dy * dy
+	}
+	if sxx == 0 {
+		return Fit{}, errors.New("linear fit: all x values are equal")
+	}
+	f := Fit{Slope: sxy / sxx, N: len(xs)}
+	f.Intercept = my - f.Slope*mx
+	if syy == 0 {
+		f.R2 = 1 // a flat line through flat data
+	} else {
+		f.R2 = sxy * sxy / (sxx * syy)
+	}
+	return f, nil
+}
+
+// PowerFit fits y = a·x^k on the points with x > 0 and y > 0 (a line in
+// log-log space) and returns k, the growth exponent (1 linear, 2
+// quadratic), with the log-space fit. Programming time that grows with an
+// exponent well above 1 is super-linear: each Service costs more than the
+// last.
+func PowerFit(xs, ys []float64) (exponent float64, f Fit, err error) {
+	var lx, ly []float64
+	for i := range xs {
+		if i < len(ys) && xs[i] > 0 && ys[i] > 0 {
+			lx = append(lx, math.Log(xs[i]))
+			ly = append(ly, math.Log(ys[i]))
+		}
+	}
+	f, err = LinearFit(lx, ly)
+	if err != nil {
+		return 0, f, errors.New("power fit: need at least 2 points with x > 0 and y > 0")
+	}
+	return f.Slope, f, nil
+}
+
+// Crossover finds where curve a overtakes curve b (or b overtakes a) over
+// shared, increasing xs: the first x where a−b changes sign, linearly
+// interpolated between the two points around it. ok is false when the
+// curves never cross in the measured range (one is better everywhere).
+func Crossover(xs, a, b []float64) (x float64, ok bool) {
+	n := min(len(xs), len(a), len(b))
+	for i := 1; i < n; i++ {
+		d0, d1 := a[i-1]-b[i-1], a[i]-b[i]
+		if d0 == 0 {
+			return xs[i-1], true
+		}
+		if (d0 < 0) != (d1 < 0) || d1 == 0 {
+			t := d0 / (d0 - d1)
+			return xs[i-1] + t*(xs[i]-xs[i-1]), true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,230 @@
+// Package sweep runs the Service-scale experiment on one Service datapath:
+// cumulative steps of dummy Services around the test Services, and at each
+// step program, verify (read the kernel back; never sleep and hope),
+// record the programming time, memory and counts, then hand over to the
+// caller to measure traffic. It stops a datapath's sweep with a note, not a
+// hang, when the next step's programming time is predicted to exceed the
+// limit.
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/stats"
+)
+
+// Defaults, as the issue and the reference reports use them.
+var DefaultSteps = []int{0, 1000, 5000, 10000, 20000, 30000}
+
+const (
+	DefaultEndpoints   = 4
+	DefaultMaxStepTime = 10 * time.Minute
+	maxServices        = 1_000_000
+)
+
+// Options of one sweep.
+type Options struct {
+	Steps       []int         `json:"steps"`                 // Service counts, increasing; default DefaultSteps
+	Endpoints   int           `json:"endpoints_per_service"` // per dummy Service; default 4
+	Position    string        `json:"service_position"`      // random (default), first or last
+	Seed        uint64        `json:"seed"`                  // for random placement
+	MaxStepTime time.Duration `json:"max_step_time"`         // default 10 min
+}
+
+// Validate fills defaults and names the first bad value.
+func (o *Options) Validate() error {
+	if len(o.Steps) == 0 {
+		o.Steps = slices.Clone(DefaultSteps)
+	}
+	for i, s := range o.Steps {
+		if s < 0 || s > maxServices {
+			return fmt.Errorf("--scale-steps: %d is out of range 0..%d", s, maxServices)
+		}
+		if i > 0 && s <= o.Steps[i-1] {
+			return fmt.Errorf("--scale-steps must increase (steps are cumulative), got %d after %d", s, o.Steps[i-1])
+		}
+	}
+	if o.Endpoints == 0 {
+		o.Endpoints = DefaultEndpoints
+	}
+	if o.Endpoints < 1 || o.Endpoints > 1000 {
+		return fmt.Errorf("--endpoints-per-service must be in 1..1000, got %d", o.Endpoints)
+	}
+	switch o.Position {
+	case "":
+		o.Position = datapath.PositionRandom
+	case datapath.PositionRandom, datapath.PositionFirst, datapath.PositionLast:
+	default:
+		return fmt.Errorf("--service-position %q: want random, first or last", o.Position)
+	}
+	if o.MaxStepTime == 0 {
+		o.MaxStepTime = DefaultMaxStepTime
+	}
+	if o.MaxStepTime < 0 {
+		return fmt.Errorf("--max-step-time must be positive, got %s", o.MaxStepTime)
+	}
+	return nil
+}
+
+// Step is what one step found, before and besides the traffic numbers.
+type Step struct {
+	Services  int                   `json:"services"`            // dummy Services at this step
+	Position  int                   `json:"test_position"`       // index of the first test Service in the programmed list
+	Program   datapath.ProgramStats `json:"program"`             // generation and apply time
+	Verify    time.Duration         `json:"verify"`              // time to read the kernel back
+	Counts    datapath.Counts       `json:"counts"`              // what the kernel holds
+	Expected  datapath.Counts       `json:"expected"`            // what it should hold
+	Memory    datapath.Memory       `json:"memory"`              // datapath memory as the kernel reports it
+	Predicted time.Duration         `json:"predicted,omitempty"` // programming time predicted before the step
+	Error     string                `json:"error,omitempty"`     // programming or verification failed: not measured
+}
+
+// Preflighter is implemented by datapaths with fixed capacity (BPF maps):
+// it refuses a spec that would not fit, before anything is programmed.
+type Preflighter interface {
+	Preflight(spec datapath.Spec) error
+}
+
+// Measure is called after a step is programmed and verified; it runs the
+// traffic tests of the step. An error stops the sweep.
+type Measure func(ctx context.Context, step Step) error
+
+// Progress receives one line per phase of each step; nil for silence.
+type Progress func(format string, args ...any)
+
+// Stopped says why a sweep ended before its last step.
+type Stopped struct{ Reason string }
+
+func (s *Stopped) Error() string { return s.Reason }
+
+// Run sweeps dp through opt.Steps with the test Services placed among the
+// dummies. It returns every step done (also on error) and a *Stopped error
+// when the programming-time limit cut the sweep short.
+func Run(ctx context.Context, dp datapath.Datapath, test []datapath.Service, opt Options, measure Measure, progress Progress) ([]Step, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	last := opt.Steps[len(opt.Steps)-1]
+	largest := buildSpec(test, last, opt)
+	if err := largest.Validate(); err != nil {
+		return nil, err
+	}
+	if pf, ok := dp.(Preflighter); ok {
+		if err := pf.Preflight(largest); err != nil {
+			return nil, fmt.Errorf("%s: capacity preflight for %d Services × %d endpoints: %w", dp.Name(), last, opt.Endpoints, err)
+		}
+	}
+	var steps []Step
+	for i, n := range opt.Steps {
+		if err := ctx.Err(); err != nil {
+			return steps, err
+		}
+		st := Step{Services: n}
+		if pred, ok := predict(steps, n); ok {
+			st.Predicted = pred
+			if pred > opt.MaxStepTime {
+				return steps, &Stopped{Reason: fmt.Sprintf("%s: stopped before %d Services: programming predicted to take %s (> --max-step-time %s) from the steps so far",
+					dp.Name(), n, pred.Round(time.Second), opt.MaxStepTime)}
+			}
+		}
+		spec, at := placeSpec(test, n, opt)
+		st.Position = at
+		label := fmt.Sprintf("%s step %d/%d: %d Services", dp.Name(), i+1, len(opt.Steps), n)
+		pstart := time.Now()
+		if st.Predicted > 0 {
+			progress("%s: programming (predicted %s) ...", label, st.Predicted.Round(100*time.Millisecond))
+		} else {
+			progress("%s: programming ...", label)
+		}
+		ps, err := dp.Program(ctx, spec)
+		st.Program = ps
+		if err != nil {
+			st.Error = "programming: " + err.Error()
+			progress(" failed after %s\n", time.Since(pstart).Round(time.Millisecond))
+			return append(steps, st), fmt.Errorf("%s: %w", label, err)
+		}
+		progress(" %s; verifying ...", time.Since(pstart).Round(time.Millisecond))
+		vstart := time.Now()
+		st.Expected = dp.Expected(spec)
+		st.Counts, err = dp.Verify(ctx)
+		st.Verify = time.Since(vstart)
+		if err == nil && st.Counts.Services != st.Expected.Services {
+			err = fmt.Errorf("kernel holds %d Services, want %d", st.Counts.Services, st.Expected.Services)
+		}
+		if err != nil {
+			st.Error = "verify: " + err.Error()
+			progress(" FAILED\n")
+			return append(steps, st), fmt.Errorf("%s: verify: %w", label, err)
+		}
+		if st.Memory, err = dp.Memory(ctx); err != nil {
+			st.Memory = datapath.Memory{}
+		}
+		progress(" ok (%s); measuring ...\n", st.Verify.Round(time.Millisecond))
+		if measure != nil {
+			if err := measure(ctx, st); err != nil {
+				return append(steps, st), err
+			}
+		}
+		steps = append(steps, st)
+	}
+	return steps, nil
+}
+
+// buildSpec is the spec of a step with n dummies (test Services placed as
+// the options say).
+func buildSpec(test []datapath.Service, n int, opt Options) datapath.Spec {
+	s, _ := placeSpec(test, n, opt)
+	return s
+}
+
+func placeSpec(test []datapath.Service, n int, opt Options) (datapath.Spec, int) {
+	all, at, err := datapath.Place(datapath.DummyServices(n, opt.Endpoints), test, opt.Position, opt.Seed)
+	if err != nil { // positions were validated
+		panic(err)
+	}
+	return datapath.Spec{Services: all}, at
+}
+
+// predict estimates the programming time of a step of n Services from the
+// steps done: a power-law fit when two or more non-empty steps are known
+// (kube-proxy's nftables layout grows super-linearly), else proportional
+// scaling of the one known step.
+func predict(done []Step, n int) (time.Duration, bool) {
+	var xs, ys []float64
+	for _, s := range done {
+		if s.Services > 0 && s.Error == "" {
+			xs = append(xs, float64(s.Services))
+			ys = append(ys, float64(s.Program.Generate+s.Program.Apply))
+		}
+	}
+	switch {
+	case n == 0 || len(xs) == 0:
+		return 0, false
+	case len(xs) == 1:
+		return time.Duration(ys[0] * float64(n) / xs[0]), true
+	}
+	k, f, err := stats.PowerFit(xs, ys)
+	if err != nil {
+		return 0, false
+	}
+	if k < 1 { // never predict that each Service gets cheaper
+		last := len(xs) - 1
+		return time.Duration(ys[last] * float64(n) / xs[last]), true
+	}
+	return time.Duration(math.Exp(f.Intercept) * math.Pow(float64(n), k)), true
+}
+
+// IsStopped tells whether err is a sweep cut short by the time limit.
+func IsStopped(err error) bool {
+	var s *Stopped
+	return errors.As(err, &s)
+}

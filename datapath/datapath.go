@@ -15,6 +15,10 @@ import (
 	"time"
 )
 
+// Names of the Service datapaths the lab can run, as `--service-datapath`
+// and scenario names spell them.
+var Names = []string{"iptables", "iptables-legacy", "nftables", "nftables-flat", "ebpf", "ebpf-tc"}
+
 // Protocol of a Service port.
 type Protocol string
 

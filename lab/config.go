@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/cnibench/cnibench/datapath"
 )
 
 // Limits of a lab.
@@ -23,6 +26,10 @@ type Config struct {
 	PodsPerNode int               `json:"pods_per_node"` // default 2, range 1..32
 	Sysctls     map[string]string `json:"sysctls"`       // applied in every node and pod namespace; nil = DefaultSysctls()
 	Routing     string            `json:"routing"`       // "native" (default) or "vxlan": how pod traffic crosses nodes
+	// ServiceDatapath is how ClusterIP Services are implemented in this lab
+	// (one of datapath.Names), "" for none; recorded here, programmed by
+	// the run that uses the lab.
+	ServiceDatapath string `json:"service_datapath,omitempty"`
 	StateDir    string            `json:"-"`             // default "/run/cnibench"
 }
 
@@ -97,6 +104,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Routing != RoutingNative && c.Routing != RoutingVXLAN {
 		return fmt.Errorf("lab config: routing must be %q or %q, got %q", RoutingNative, RoutingVXLAN, c.Routing)
+	}
+	if c.ServiceDatapath != "" && !slices.Contains(datapath.Names, c.ServiceDatapath) {
+		return fmt.Errorf("lab config: service datapath %q unknown (known: %s)", c.ServiceDatapath, strings.Join(datapath.Names, ", "))
 	}
 	if c.StateDir == "" {
 		c.StateDir = DefaultStateDir

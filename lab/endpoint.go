@@ -119,6 +119,9 @@ func (l *Lab) Status() (string, error) {
 	}
 	fmt.Fprintf(&b, "cgroup: %s\n", cg)
 	fmt.Fprintf(&b, "underlay: netns %s %s\n", l.Underlay, state(l.Underlay))
+	if d := l.Config.ServiceDatapath; d != "" {
+		fmt.Fprintf(&b, "services: %s datapath (programmed by each run that uses the lab)\n", d)
+	}
 	if l.Routing == RoutingVXLAN {
 		fmt.Fprintf(&b, "overlay: %s vni %d udp port %d, mtu %d (underlay %d)\n", VXLANDev, VXLANVNI, VXLANPort, VXLANMTU, MTU)
 	}

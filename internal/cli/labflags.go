@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/lab"
 )
 
@@ -15,18 +16,20 @@ type labFlags struct {
 	nodes, podsPerNode int
 	sysctls            []string
 	routing            string
+	serviceDatapath    string
 }
 
 func (f *labFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.nodes, "nodes", 2, "lab nodes (when the lab is created)")
 	fs.IntVar(&f.podsPerNode, "pods-per-node", 2, "pods on each lab node (when the lab is created)")
 	fs.StringVar(&f.routing, "routing", lab.RoutingNative, "how pod traffic crosses nodes: native (routes via node IPs) or vxlan (overlay, MTU lowered by 50)")
+	fs.StringVar(&f.serviceDatapath, "service-datapath", "", "ClusterIP Service datapath in the lab: "+strings.Join(datapath.Names, ", ")+" (default none)")
 	fs.StringArrayVar(&f.sysctls, "sysctl", nil, "KEY=VALUE net.* sysctl set inside every lab namespace, on top of the defaults (repeatable)")
 }
 
 // config checks the flags and builds the lab config.
 func (f *labFlags) config(fs *pflag.FlagSet, g *globals) (lab.Config, error) {
-	cfg := lab.Config{Name: g.labName, StateDir: g.stateDir, Nodes: f.nodes, PodsPerNode: f.podsPerNode, Routing: f.routing}
+	cfg := lab.Config{Name: g.labName, StateDir: g.stateDir, Nodes: f.nodes, PodsPerNode: f.podsPerNode, Routing: f.routing, ServiceDatapath: f.serviceDatapath}
 	for _, name := range []string{"nodes", "pods-per-node"} {
 		if v, _ := fs.GetInt(name); fs.Changed(name) && v < 1 {
 			return cfg, fmt.Errorf("--%s must be at least 1, got %d", name, v)

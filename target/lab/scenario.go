@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/lab"
 )
 
@@ -14,6 +15,16 @@ import (
 var scenarios = map[string]func(*lab.Config){
 	"native": func(c *lab.Config) { c.Routing = lab.RoutingNative },
 	"vxlan":  func(c *lab.Config) { c.Routing = lab.RoutingVXLAN },
+}
+
+// labNamer shortens scenario names into lab names.
+var labNamer = strings.NewReplacer("iptables-legacy", "iptl", "iptables", "ipt", "nftables-flat", "nftf",
+	"nftables", "nft", "ebpf-tc", "ebpftc", "+", "")
+
+func init() {
+	for _, d := range datapath.Names {
+		scenarios[d] = func(c *lab.Config) { c.ServiceDatapath = d }
+	}
 }
 
 // ScenarioNames lists the known scenarios.
@@ -27,13 +38,23 @@ func ScenarioNames() []string {
 }
 
 // ScenarioConfig returns the lab config of a named scenario on top of base.
+// Names combine with "+": "vxlan+ebpf" is a VXLAN lab with the eBPF
+// Service datapath.
 func ScenarioConfig(name string, base lab.Config) (lab.Config, error) {
-	apply, ok := scenarios[strings.ToLower(strings.TrimSpace(name))]
-	if !ok {
-		return base, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(ScenarioNames(), ", "))
-	}
+	name = strings.ToLower(strings.TrimSpace(name))
 	cfg := base
-	cfg.Name = strings.ToLower(strings.TrimSpace(name))
-	apply(&cfg)
-	return cfg, cfg.Validate()
+	for _, part := range strings.Split(name, "+") {
+		apply, ok := scenarios[part]
+		if !ok {
+			return base, fmt.Errorf("unknown scenario %q (known: %s; combine with +, e.g. vxlan+ebpf)", part, strings.Join(ScenarioNames(), ", "))
+		}
+		apply(&cfg)
+	}
+	// The scenario's lab is named after it, in the 12 characters [a-z0-9]
+	// a lab name allows.
+	cfg.Name = labNamer.Replace(name)
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("scenario %q: %w", name, err)
+	}
+	return cfg, nil
 }

@@ -30,7 +30,7 @@ type Config struct {
 	// (one of datapath.Names), "" for none; recorded here, programmed by
 	// the run that uses the lab.
 	ServiceDatapath string `json:"service_datapath,omitempty"`
-	StateDir    string            `json:"-"`             // default "/run/cnibench"
+	StateDir        string `json:"-"` // default "/run/cnibench"
 }
 
 // DefaultSysctls returns the sysctls applied in every node and pod namespace

@@ -1,6 +1,7 @@
-// Package report renders results documents for people: the terminal table
-// printed at the end of a run and the Markdown summary written beside
-// results.json. Everything is computed from the results document alone.
+// Package report renders results documents for people and machines: the
+// terminal table printed at the end of a run, report.md, a self-contained
+// report.html with charts, and report.json. Everything is computed from
+// results documents alone (Build), for one run or several compared.
 package report
 
 import (
@@ -12,93 +13,170 @@ import (
 	"github.com/cnibench/cnibench/results"
 )
 
-// row is one Result with its summary.
-type row struct {
-	res   results.Result
-	sum   results.Summary
-	where string // placement, with the scenario in front when there are several
-}
-
-func summarize(run *results.Run) (streams, rr []row, err error) {
-	for _, r := range run.Results {
-		s, err := results.Summarize(r)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s %s: %w", r.Test, r.Placement.Name(), err)
-		}
-		where := r.Placement.Name()
-		if len(run.Scenarios) > 1 {
-			where = r.Scenario + ": " + where
-		}
-		if isRequestReply(r.Test) {
-			rr = append(rr, row{r, s, where})
-		} else {
-			streams = append(streams, row{r, s, where})
-		}
-	}
-	return streams, rr, nil
-}
-
-func isRequestReply(test string) bool {
-	return strings.HasSuffix(test, "_RR") || strings.HasSuffix(test, "_CRR")
-}
-
-// Table writes the cilium-connectivity-perf-like tables of a run.
+// Table writes the cilium-connectivity-perf-like tables of a run: one row
+// per test, placement and scenario, request/response, HTTP and throughput
+// apart; then, with several scenarios, the headline verdicts.
 func Table(w io.Writer, run *results.Run) error {
-	streams, rr, err := summarize(run)
+	rep, err := Build([]Input{{Run: run}}, Options{})
 	if err != nil {
 		return err
 	}
-	if len(rr) > 0 {
-		tw := newTabWriter(w)
-		fmt.Fprintln(tw, "Test\tPlacement\tSamples\tRate/s\tMin µs\tP50 µs\tP90 µs\tP99 µs\tP99.9 µs\tMax µs\tCPU µs/op (cli+srv)\t")
-		for _, r := range rr {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t", r.res.Test, r.where, samplesCell(r.sum))
-			if l := r.sum.Latency; l != nil && r.sum.Samples > r.sum.Failed {
-				fmt.Fprintf(tw, "%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t\n", r.sum.RatePerSec, l.MinUs, l.P50Us, l.P90Us, l.P99Us, l.P999Us, l.MaxUs, cpuCell(r.sum.ClientCPUPerOp, r.sum.ServerCPUPerOp))
-			} else {
-				fmt.Fprintf(tw, "-\t-\t-\t-\t-\t-\t-\t-\t\n")
+	return TableOf(w, rep)
+}
+
+// TableOf writes the terminal tables of a built report.
+func TableOf(w io.Writer, rep *Report) error {
+	kinds := []struct {
+		kind string
+		head string
+		row  func(sec Section, ci int) string
+	}{
+		{results.KindRR, "Rate/s\tMin µs\tP50 µs\tP90 µs\tP99 µs\tP99.9 µs\tMax µs\tCPU µs/op (cli+srv)", rrCells},
+		{results.KindHTTP, "Req/s\tP50 µs\tP90 µs\tP99 µs\tP99.9 µs\tErrors %\tCPU µs/req (cli+srv)\tFlags", httpCells},
+		{results.KindStream, "Streams\tGbit/s\tOffered Gbit/s\tLoss %\tCPU s/GB (cli+srv)", streamCells},
+	}
+	multi := len(rep.Columns) > 1
+	first := true
+	for _, k := range kinds {
+		var secs []Section
+		for _, s := range rep.Sections {
+			if s.Kind == k.kind || (s.Kind == "" && k.kind == guessKind(s.Test)) {
+				secs = append(secs, s)
+			}
+		}
+		if len(secs) == 0 {
+			continue
+		}
+		if !first {
+			fmt.Fprintln(w)
+		}
+		first = false
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "Test\tPlacement\tSamples\t%s\t\n", k.head)
+		ncols := strings.Count(k.head, "\t") + 1
+		for _, sec := range secs {
+			for ci, col := range rep.Columns {
+				where := sec.Placement
+				if multi {
+					where = col.Label + ": " + where
+				}
+				sc := sec.Samples[ci]
+				if sc == nil {
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t", sec.Test, where, samplesCell(sc))
+				if sc.OK == 0 {
+					fmt.Fprintf(tw, "%s\t\n", strings.Repeat("-\t", ncols-1)+"-")
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t\n", k.row(sec, ci))
 			}
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintln(w)
 	}
-	if len(streams) > 0 {
-		tw := newTabWriter(w)
-		fmt.Fprintln(tw, "Test\tPlacement\tSamples\tStreams\tGbit/s\tOffered Gbit/s\tLoss %\tCPU s/GB (cli+srv)\t")
-		for _, r := range streams {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t", r.res.Test, r.where, samplesCell(r.sum), r.res.Options.Streams)
-			if r.sum.Samples > r.sum.Failed {
-				offered, loss := "-", "-"
-				if r.sum.OfferedBits > 0 {
-					offered = fmt.Sprintf("%.2f", r.sum.OfferedBits/1e9)
-					loss = fmt.Sprintf("%.2f", r.sum.LossPercent)
-				}
-				fmt.Fprintf(tw, "%.2f\t%s\t%s\t%s\t\n", r.sum.ThroughputBits/1e9, offered, loss, cpuCell(r.sum.ClientCPUPerGB, r.sum.ServerCPUPerGB))
-			} else {
-				fmt.Fprintf(tw, "-\t-\t-\t-\t\n")
+	if multi && len(rep.Glance) > 0 {
+		fmt.Fprintf(w, "\nVerdicts (baseline %s):\n", rep.Baseline)
+		for _, g := range rep.Glance {
+			var vals []string
+			for ci, v := range g.Values {
+				vals = append(vals, rep.Columns[ci].Label+" "+cellText(v, rep.Options.Level))
 			}
+			fmt.Fprintf(w, "  %s %s %s (%s): %s → %s\n", g.Test, g.Placement, g.Metric, g.Unit, strings.Join(vals, ", "), winnerText(g.Winner))
 		}
-		return tw.Flush()
 	}
 	return nil
 }
 
-func newTabWriter(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-}
-
-func samplesCell(s results.Summary) string {
-	if s.Failed > 0 {
-		return fmt.Sprintf("%d (%d failed)", s.Samples-s.Failed, s.Failed)
+// guessKind places a section without any successful sample by its name.
+func guessKind(test string) string {
+	switch {
+	case strings.HasPrefix(test, "HTTP"):
+		return results.KindHTTP
+	case strings.HasSuffix(test, "_RR"), strings.HasSuffix(test, "_CRR"):
+		return results.KindRR
 	}
-	return fmt.Sprintf("%d", s.Samples)
+	return results.KindStream
 }
 
-func cpuCell(c, s float64) string {
-	if c == 0 && s == 0 {
+func samplesCell(sc *SampleCount) string {
+	if sc.Skipped != "" && sc.OK+sc.Failed == 0 {
+		return "skipped"
+	}
+	s := fmt.Sprintf("%d", sc.OK+sc.Failed)
+	if sc.Failed > 0 {
+		s = fmt.Sprintf("%d (%d failed)", sc.OK, sc.Failed)
+	}
+	return s
+}
+
+// cell prints a metric's displayed value in column ci with a fixed format,
+// "-" when missing.
+func cell(sec Section, ci int, name, format string) string {
+	for _, r := range sec.Metrics {
+		if r.Metric == name && r.Values[ci] != nil {
+			return fmt.Sprintf(format, float64(r.Values[ci].Display))
+		}
+	}
+	return "-"
+}
+
+func pair(sec Section, ci int, a, b, format string) string {
+	x, y := cell(sec, ci, a, format), cell(sec, ci, b, format)
+	if x == "-" && y == "-" {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f+%.2f", c, s)
+	return x + "+" + y
+}
+
+func rrCells(sec Section, ci int) string {
+	return strings.Join([]string{
+		cell(sec, ci, results.MetricRate, "%.0f"),
+		cell(sec, ci, results.MetricMin, "%.1f"),
+		cell(sec, ci, results.MetricP50, "%.1f"),
+		cell(sec, ci, results.MetricP90, "%.1f"),
+		cell(sec, ci, results.MetricP99, "%.1f"),
+		cell(sec, ci, results.MetricP999, "%.1f"),
+		cell(sec, ci, results.MetricMax, "%.1f"),
+		pair(sec, ci, results.MetricClientCPUOp, results.MetricServerCPUOp, "%.2f"),
+	}, "\t")
+}
+
+func httpCells(sec Section, ci int) string {
+	var flags []string
+	if m := cell(sec, ci, results.MetricMissedBy, "%.1f"); m != "-" && m != "0.0" {
+		flags = append(flags, "missed target by "+m+"%")
+	}
+	if sc := sec.Samples[ci]; sc.ClientSaturated > 0 {
+		flags = append(flags, fmt.Sprintf("client saturated (%d of %d)", sc.ClientSaturated, sc.OK))
+	}
+	f := strings.Join(flags, ", ")
+	if f == "" {
+		f = "-"
+	}
+	return strings.Join([]string{
+		cell(sec, ci, results.MetricRPS, "%.0f"),
+		cell(sec, ci, results.MetricP50, "%.1f"),
+		cell(sec, ci, results.MetricP90, "%.1f"),
+		cell(sec, ci, results.MetricP99, "%.1f"),
+		cell(sec, ci, results.MetricP999, "%.1f"),
+		cell(sec, ci, results.MetricErrors, "%.2f"),
+		pair(sec, ci, results.MetricClientCPUReq, results.MetricServerCPUReq, "%.2f"),
+		f,
+	}, "\t")
+}
+
+func streamCells(sec Section, ci int) string {
+	streams := "-"
+	if n := sec.Samples[ci].Streams; n > 0 {
+		streams = fmt.Sprint(n)
+	}
+	return strings.Join([]string{
+		streams,
+		cell(sec, ci, results.MetricThroughput, "%.2f"),
+		cell(sec, ci, results.MetricOffered, "%.2f"),
+		cell(sec, ci, results.MetricLoss, "%.2f"),
+		pair(sec, ci, results.MetricClientCPUGB, results.MetricServerCPUGB, "%.2f"),
+	}, "\t")
 }

@@ -113,7 +113,10 @@ type Result struct {
 	// HTTPOptions is set for HTTP tests (Options then only names the test
 	// kind); their samples carry HTTP results.
 	HTTPOptions *httpload.Options `json:"http_options,omitempty"`
-	Samples     []Sample          `json:"samples"`
+	// Skipped is why the target could not run this test on this placement
+	// (e.g. other-node on a one-node cluster); it then has no samples.
+	Skipped string   `json:"skipped,omitempty"`
+	Samples []Sample `json:"samples"`
 }
 
 // Sample is one measurement (one round of one test on one placement).

@@ -79,20 +79,27 @@ const (
 	PodToPodSameNode   = "pod-to-pod/same-node"
 	PodToPodOtherNode  = "pod-to-pod/other-node"
 	HostToHostOtherNod = "host-to-host/other-node"
+	// PodToServiceOtherNode dials a ClusterIP whose endpoints are pods on
+	// another node; it needs a target with a Service datapath.
+	PodToServiceOtherNode = "pod-to-service/other-node"
 )
 
 // AllPlacements lists the placements the suite knows, in report order.
 var AllPlacements = []string{PodToPodSameNode, PodToPodOtherNode, HostToHostOtherNod}
 
+// ServicePlacements are added to a profile's placements when the target
+// has a Service datapath.
+var ServicePlacements = []string{PodToServiceOtherNode}
+
 // LookupPlacement validates a placement name.
 func LookupPlacement(name string) (string, error) {
 	n := strings.ToLower(strings.TrimSpace(name))
-	for _, p := range AllPlacements {
+	for _, p := range append(AllPlacements, ServicePlacements...) {
 		if p == n {
 			return p, nil
 		}
 	}
-	known := append([]string(nil), AllPlacements...)
+	known := append(append([]string(nil), AllPlacements...), ServicePlacements...)
 	sort.Strings(known)
 	return "", fmt.Errorf("unknown placement %q (known: %s)", name, strings.Join(known, ", "))
 }

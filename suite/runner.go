@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
@@ -57,11 +58,16 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 		for _, name := range r.Plan.Placements {
 			for _, sc := range r.Scenarios {
 				pl, err := sc.Target.Placement(name)
+				skipped := ""
+				if errors.Is(err, ErrUnsupported) {
+					path, node, _ := strings.Cut(name, "/")
+					pl, skipped, err = results.Placement{Path: path, Node: node}, err.Error(), nil
+				}
 				if err != nil {
 					return r.finish(run, fmt.Errorf("scenario %s: %w", sc.Name, err))
 				}
 				index[key{spec.Name, name, sc.Name}] = len(run.Results)
-				res := results.Result{Scenario: sc.Name, Test: spec.Name, Placement: pl}
+				res := results.Result{Scenario: sc.Name, Test: spec.Name, Placement: pl, Skipped: skipped}
 				if spec.IsHTTP() {
 					res.Options = engine.Options{Test: "HTTP", Host: pl.ServerAddr, Duration: r.Plan.Duration, Warmup: r.Plan.Warmup}
 					res.HTTPOptions = r.Plan.HTTPOptions(spec, pl.ServerAddr)
@@ -76,7 +82,12 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 		return run, err
 	}
 
-	total, done := r.Plan.Samples()*len(r.Scenarios), 0
+	total, done := 0, 0
+	for _, res := range run.Results {
+		if res.Skipped == "" {
+			total += r.Plan.Rounds
+		}
+	}
 	for round := 1; round <= r.Plan.Rounds; round++ {
 		for _, spec := range r.Plan.Specs {
 			for _, name := range r.Plan.Placements {
@@ -85,6 +96,9 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 						return r.finish(run, ctx.Err())
 					}
 					res := &run.Results[index[key{spec.Name, name, sc.Name}]]
+					if res.Skipped != "" {
+						continue
+					}
 					done++
 					label := name
 					if len(r.Scenarios) > 1 {

@@ -1,9 +1,16 @@
 package suite
 
 import (
+	"errors"
+
 	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/results"
 )
+
+// ErrUnsupported is wrapped by Target.Placement when a target cannot host a
+// placement (other-node on a one-node cluster, say): the runner then records
+// the result as skipped, with the error as the reason, instead of failing.
+var ErrUnsupported = errors.New("unsupported on this target")
 
 // Target is where the suite's traffic runs: the local lab, or (later) a
 // Kubernetes cluster. The runner only needs to know which endpoints make a

@@ -2,7 +2,7 @@ package cli
 
 import (
 	"fmt"
-	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,23 +11,52 @@ import (
 )
 
 func newReportCmd() *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:   "report DIR",
-		Short: "Render a results directory again: print its tables and rewrite summary.md",
-		Args:  cobra.ExactArgs(1),
+		Short: "Render a results directory: print its tables, write report.md and report.html",
+		Long: `Render DIR/results.json again: print the tables to stdout and write the
+reports into DIR, computed from the results alone.
+
+  report.md    Markdown: provenance, plan, "At a glance" (headline metrics per
+               scenario with 95% CIs and the winner), every test's metrics
+  report.html  the same, self-contained (inline CSS and SVG charts, no script,
+               no external reference)
+  report.json  the same data for machines (tables, CIs, verdicts)
+
+--format takes a comma-separated list of md, html, json, or all; the default
+is md,html. summary.md (the Markdown report under its old name) is rewritten
+too. See docs/report.md for how intervals and verdicts are computed.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			run, err := results.Load(args[0])
+			formats, err := report.ParseFormats(format)
 			if err != nil {
 				return err
 			}
-			if err := report.Table(cmd.OutOrStdout(), run); err != nil {
+			dir := args[0]
+			run, err := results.Load(dir)
+			if err != nil {
 				return err
 			}
-			if err := report.WriteSummary(args[0], run); err != nil {
+			rep, err := report.Build([]report.Input{{Run: run}}, report.Options{})
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "summary: %s\n", filepath.Join(args[0], report.SummaryFile))
+			if err := report.TableOf(cmd.OutOrStdout(), rep); err != nil {
+				return err
+			}
+			dir = resultsDir(dir)
+			paths, err := report.Write(dir, rep, formats)
+			if err != nil {
+				return err
+			}
+			if err := report.WriteSummary(dir, run); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", strings.Join(paths, ", "))
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&format, "format", "md,html", "reports to write into DIR: md, html, json (comma-separated) or all")
+	return cmd
 }

@@ -38,7 +38,8 @@ brought up for the run and taken down afterwards; a lab you started with
 DIR/results.json as soon as it finishes; Ctrl-C stops cleanly and keeps them.
 
 Tests: ` + strings.Join(suite.TestNames(), ", ") + `
-Placements: ` + strings.Join(suite.AllPlacements, ", ") + `
+Placements: ` + strings.Join(suite.AllPlacements, ", ") + `, and ` + strings.Join(suite.ServicePlacements, ", ") + `
+  when the lab has a Service datapath (--service-datapath, or a scenario like ebpf)
 Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -81,6 +82,20 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 					if !seen[cfg.Name] {
 						seen[cfg.Name] = true
 						labs = append(labs, namedLab{name: cfg.Name, cfg: cfg})
+					}
+				}
+			}
+			// pod-to-service joins the default placements when a lab has
+			// a Service datapath (asked for, or in a running lab's state).
+			if len(o.Placements) == 0 {
+				for _, l := range labs {
+					dp := l.cfg.ServiceDatapath
+					if running, err := lab.Load(l.cfg.StateDir, l.name); err == nil {
+						dp = running.Config.ServiceDatapath
+					}
+					if dp != "" {
+						plan.Placements = append(plan.Placements, suite.ServicePlacements...)
+						break
 					}
 				}
 			}
@@ -160,6 +175,9 @@ func runSuite(cmd *cobra.Command, labs []namedLab, plan *suite.Plan, runID, out 
 			return err
 		}
 		if err := report.WriteSummary(out, run); err != nil {
+			return err
+		}
+		if _, err := report.WriteRun(out, run); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "\nresults: %s\nsummary: %s\n", filepath.Join(out, results.FileName), filepath.Join(out, report.SummaryFile))

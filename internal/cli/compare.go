@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/report"
+	"github.com/cnibench/cnibench/results"
+)
+
+// ExitRegression is compare --fail-if-regress's exit status when a metric
+// got significantly worse by more than the allowed percentage.
+const ExitRegression = 3
+
+func newCompareCmd() *cobra.Command {
+	var (
+		out     string
+		format  string
+		regress string
+	)
+	cmd := &cobra.Command{
+		Use:   "compare DIR1 DIR2 [DIR...]",
+		Short: "Compare separate runs: one report with a column per run and scenario, or a CI regression gate",
+		Long: `Render one report across separate runs. Columns are run × scenario, labelled
+by the run's directory name (and scenario when a run has several); the first
+column is the baseline every other column is judged against. Runs with
+different plans are compared on the (test, placement) cells they share, the
+others are shown as missing.
+
+Without --out the report is printed to stdout in the one --format given
+(default md). With --out DIR the reports are written there (default md,html):
+report.md, report.html, report.json.
+
+--fail-if-regress PCT BASE NEW is a gate for CI pipelines: it compares NEW
+against BASE (scenarios paired by name; two single-scenario runs pair
+whatever their names), prints one line per metric that got significantly
+worse by more than PCT percent, and exits with status 3 if there is any,
+0 otherwise. It exits with 1 when nothing could be judged (a verdict needs
+at least 3 rounds per side): a gate that cannot see must not pass silently.
+
+Exit status: 0 no regression (or plain comparison), 1 error, 3 regression.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var formats []string
+			if cmd.Flags().Changed("format") || out != "" {
+				f := format
+				if !cmd.Flags().Changed("format") {
+					f = "md,html"
+				}
+				var err error
+				if formats, err = report.ParseFormats(f); err != nil {
+					return err
+				}
+			}
+			if out == "" && len(formats) > 1 {
+				return fmt.Errorf("--format %s: several formats need --out DIR (stdout takes one)", format)
+			}
+			var pct float64
+			if regress != "" {
+				var err error
+				pct, err = strconv.ParseFloat(strings.TrimSuffix(regress, "%"), 64)
+				if err != nil || pct < 0 {
+					return fmt.Errorf("--fail-if-regress %q: want a percentage ≥ 0, e.g. 5", regress)
+				}
+				if len(args) != 2 {
+					return fmt.Errorf("--fail-if-regress takes exactly two runs, BASE and NEW; got %d", len(args))
+				}
+			}
+			var in []report.Input
+			for _, a := range args {
+				run, err := results.Load(a)
+				if err != nil {
+					return err
+				}
+				in = append(in, report.Input{Run: run, Label: runLabel(a, run)})
+			}
+			uniqueLabels(in)
+			rep, err := report.Build(in, report.Options{})
+			if err != nil {
+				return err
+			}
+			switch {
+			case out != "":
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					return fmt.Errorf("--out %s: %v", out, err)
+				}
+				paths, err := report.Write(out, rep, formats)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", strings.Join(paths, ", "))
+			case regress == "":
+				render := report.Markdown
+				if len(formats) == 1 {
+					switch formats[0] {
+					case report.FormatHTML:
+						render = report.HTML
+					case report.FormatJSON:
+						render = report.JSON
+					}
+				}
+				if err := render(cmd.OutOrStdout(), rep); err != nil {
+					return err
+				}
+			}
+			if regress == "" {
+				return nil
+			}
+			chk, err := report.Regressions(in[0].Run, in[1].Run, pct, report.Options{})
+			if err != nil {
+				return err
+			}
+			w := cmd.ErrOrStderr()
+			for _, u := range chk.Unpaired {
+				fmt.Fprintf(w, "note: %s\n", u)
+			}
+			if chk.TooFew > 0 {
+				fmt.Fprintf(w, "note: %d metric comparisons had too few rounds for a verdict\n", chk.TooFew)
+			}
+			if chk.Judged == 0 {
+				return fmt.Errorf("--fail-if-regress: no metric could be judged between %s and %s (a verdict needs at least 3 rounds per side)", in[0].Label, in[1].Label)
+			}
+			for _, r := range chk.Regressions {
+				fmt.Fprintf(cmd.OutOrStdout(), "REGRESSION %s\n", r)
+			}
+			if len(chk.Regressions) > 0 {
+				fmt.Fprintf(w, "%d of %d judged metrics regressed by more than %g%%\n", len(chk.Regressions), chk.Judged, pct)
+				return exitError(ExitRegression)
+			}
+			fmt.Fprintf(w, "no regression beyond %g%% in %d judged metrics\n", pct, chk.Judged)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&out, "out", "", "directory to write the reports into (default: print to stdout)")
+	f.StringVar(&format, "format", "md", "md, html, json (comma-separated, or all; several need --out); with --out the default is md,html")
+	f.StringVar(&regress, "fail-if-regress", "", "PCT: exit 3 if any metric of NEW is significantly worse than BASE by more than PCT percent")
+	return cmd
+}
+
+// resultsDir is the directory of a results path given as a directory or
+// as the results.json file itself.
+func resultsDir(p string) string {
+	if st, err := os.Stat(p); err == nil && !st.IsDir() {
+		return filepath.Dir(p)
+	}
+	return p
+}
+
+// runLabel names a run's columns: its directory's name, or the run id
+// when the directory says nothing ("." or a bare results.json).
+func runLabel(path string, run *results.Run) string {
+	name := filepath.Base(filepath.Clean(resultsDir(path)))
+	if abs, err := filepath.Abs(resultsDir(path)); err == nil {
+		name = filepath.Base(abs)
+	}
+	if name == "" || name == "." || name == string(filepath.Separator) {
+		return run.RunID
+	}
+	return name
+}
+
+// uniqueLabels falls back to run ids, then numbers, when directory names
+// collide (a/results and b/results).
+func uniqueLabels(in []report.Input) {
+	count := map[string]int{}
+	for _, x := range in {
+		count[x.Label]++
+	}
+	for i := range in {
+		if count[in[i].Label] > 1 && in[i].Run.RunID != "" {
+			in[i].Label = in[i].Run.RunID
+		}
+	}
+	seen := map[string]int{}
+	for i := range in {
+		seen[in[i].Label]++
+		if n := seen[in[i].Label]; n > 1 {
+			in[i].Label = fmt.Sprintf("%s#%d", in[i].Label, n)
+		}
+	}
+}

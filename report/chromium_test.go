@@ -1,0 +1,110 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// The HTML report really renders: headless Chromium screenshots it and the
+// bar colours cover the area the charts' geometry says they should. A
+// missing or broken SVG would leave the palette colours (almost) absent.
+func TestHTMLRendersInChromium(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Skipf("%s not found: install Debian's chromium (apt-get install -y chromium) to run the rendering test", chromiumPath)
+	}
+	rep := buildFixture(t)
+	dir := t.TempDir()
+	page := filepath.Join(dir, HTMLFile)
+	if _, err := Write(dir, rep, []string{FormatHTML}); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(dir, "shot.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// The background-networking flags keep Chromium from calling home:
+	// this machine's network is closed and a test must not depend on it.
+	cmd := exec.CommandContext(ctx, chromiumPath, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--screenshot="+shot, "--window-size=1200,3000",
+		"file://"+page)
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Chromium forks helpers: stop the whole group we started, by its id.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out, err := cmd.CombinedOutput()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("chromium took over 20 s:\n%s", tail(out))
+	}
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, tail(out))
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v\n%s", err, tail(out))
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Expected pixels per column colour: the bars of every chart plus the
+	// 12×12 legend swatch.
+	want := map[string]int{}
+	for _, c := range rep.charts() {
+		for _, r := range c.Rects {
+			want[r.Fill] += r.W * r.H
+		}
+	}
+	got := map[string]int{}
+	targets := map[string][3]int{}
+	for i := range rep.Columns {
+		want[colour(i)] += 12 * 12
+		targets[colour(i)] = rgb(colour(i))
+	}
+	bnd := img.Bounds()
+	for y := bnd.Min.Y; y < bnd.Max.Y; y++ {
+		for x := bnd.Min.X; x < bnd.Max.X; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			for name, c := range targets {
+				if near8(int(r>>8), c[0]) && near8(int(g>>8), c[1]) && near8(int(b>>8), c[2]) {
+					got[name]++
+				}
+			}
+		}
+	}
+	for name, w := range want {
+		t.Logf("colour %s: %d pixels, charts draw %d", name, got[name], w)
+		// Whiskers cover a few bar pixels; nothing else uses these colours.
+		if lo, hi := w*85/100, w*102/100; got[name] < lo || got[name] > hi {
+			t.Errorf("colour %s: %d pixels, want %d..%d (the charts did not render as drawn)", name, got[name], lo, hi)
+		}
+	}
+}
+
+func rgb(hex string) [3]int {
+	v, _ := strconv.ParseUint(hex[1:], 16, 32)
+	return [3]int{int(v >> 16 & 0xff), int(v >> 8 & 0xff), int(v & 0xff)}
+}
+
+func near8(a, b int) bool { return a-b <= 2 && b-a <= 2 }
+
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}

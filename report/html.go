@@ -1,0 +1,172 @@
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+)
+
+//go:embed report.html.tmpl
+var htmlSource string
+
+// htmlTmpl is parsed once; html/template escapes every value for its
+// context (text, attribute), so names from results cannot inject markup.
+var htmlTmpl = template.Must(template.New("report").Parse(htmlSource))
+
+// HTML writes the report as one self-contained page: inline CSS and SVG,
+// no script, no external reference.
+func HTML(w io.Writer, rep *Report) error {
+	return htmlTmpl.Execute(w, newHTMLView(rep))
+}
+
+type htmlView struct {
+	Title     string
+	Warnings  []string
+	RunHead   []string
+	EnvRows   []labelled
+	Scenarios []scenarioView
+	PlanRows  []labelled
+	Columns   []colView
+	Multi     bool
+	Baseline  string
+	Glance    []glanceView
+	Charts    []chart
+	Sections  []sectionView
+	Method    string
+}
+
+type labelled struct {
+	Label string
+	Cells []string
+}
+
+type scenarioView struct{ Name, Kind, Details string }
+
+type colView struct{ Label, Colour string }
+
+type cellView struct{ Text, Class string }
+
+type glanceView struct {
+	Test, Placement, Metric string
+	Cells                   []cellView
+	Winner                  cellView
+}
+
+type sectionView struct {
+	ID, Test, Placement, About, Samples string
+	Head                                []string
+	Rows                                []rowView
+	Warnings                            []string
+}
+
+type rowView struct {
+	Metric string
+	Cells  []cellView // values, then deltas vs baseline, then winner
+}
+
+func newHTMLView(rep *Report) htmlView {
+	v := htmlView{Title: rep.Title, Warnings: rep.Warnings, Multi: len(rep.Columns) > 1, Baseline: rep.Baseline,
+		Method: methodText + rep.WinnerRule}
+	for _, r := range rep.Runs {
+		v.RunHead = append(v.RunHead, r.Label)
+		for _, sc := range r.Scenarios {
+			name := sc.Name
+			if len(rep.Runs) > 1 {
+				name = r.Label + "/" + sc.Name
+			}
+			v.Scenarios = append(v.Scenarios, scenarioView{name, sc.Kind, detailsText(sc.Details)})
+		}
+	}
+	labels, vals := envRows(rep.Runs)
+	for i, l := range labels {
+		v.EnvRows = append(v.EnvRows, labelled{l, vals[i]})
+	}
+	for i, pr := range planRows(rep.Runs[0].Plan) {
+		row := labelled{Label: pr[0]}
+		for _, r := range rep.Runs {
+			row.Cells = append(row.Cells, planRows(r.Plan)[i][1])
+		}
+		v.PlanRows = append(v.PlanRows, row)
+	}
+	for i, c := range rep.Columns {
+		v.Columns = append(v.Columns, colView{c.Label, colour(i)})
+	}
+	level := rep.Options.Level
+	for _, g := range rep.Glance {
+		gv := glanceView{Test: g.Test, Placement: g.Placement, Metric: metricLabel(g.Row)}
+		for _, x := range g.Values {
+			gv.Cells = append(gv.Cells, valueCell(x, level))
+		}
+		gv.Winner = winnerCell(g.Winner)
+		v.Glance = append(v.Glance, gv)
+	}
+	v.Charts = rep.charts()
+	for i, sec := range rep.Sections {
+		sv := sectionView{ID: fmt.Sprintf("t%d", i+1), Test: sec.Test, Placement: sec.Placement, About: sec.About, Warnings: sec.Warnings}
+		var sm []string
+		for ci, sc := range sec.Samples {
+			s := samplesText(sc)
+			if v.Multi {
+				s = rep.Columns[ci].Label + " " + s
+			}
+			sm = append(sm, s)
+		}
+		sv.Samples = strings.Join(sm, "; ")
+		sv.Head = append(sv.Head, "Metric")
+		for _, c := range rep.Columns {
+			sv.Head = append(sv.Head, c.Label)
+		}
+		for _, c := range rep.Columns[1:] {
+			sv.Head = append(sv.Head, c.Label+" vs "+rep.Baseline)
+		}
+		if len(rep.Columns) > 2 {
+			sv.Head = append(sv.Head, "Winner")
+		}
+		for _, r := range sec.Metrics {
+			rv := rowView{Metric: metricLabel(r)}
+			for _, x := range r.Values {
+				rv.Cells = append(rv.Cells, valueCell(x, level))
+			}
+			for _, d := range r.VsBaseline[1:] {
+				rv.Cells = append(rv.Cells, deltaCell(d))
+			}
+			if len(rep.Columns) > 2 {
+				rv.Cells = append(rv.Cells, winnerCell(r.Winner))
+			}
+			sv.Rows = append(sv.Rows, rv)
+		}
+		v.Sections = append(v.Sections, sv)
+	}
+	return v
+}
+
+func valueCell(x *Value, level float64) cellView {
+	if x == nil {
+		return cellView{"missing", "num muted"}
+	}
+	return cellView{cellText(x, level), "num"}
+}
+
+func deltaCell(d *Delta) cellView {
+	switch {
+	case d == nil:
+		return cellView{"", "verdict"}
+	case d.Better:
+		return cellView{d.Text, "verdict better"}
+	case d.Worse:
+		return cellView{d.Text, "verdict worse"}
+	}
+	return cellView{d.Text, "verdict muted"}
+}
+
+func winnerCell(w *Winner) cellView {
+	switch {
+	case w == nil:
+		return cellView{"", "verdict"}
+	case w.Verdict == VerdictSignificant:
+		return cellView{w.Text, "verdict win"}
+	}
+	return cellView{w.Text, "verdict muted"}
+}

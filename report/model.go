@@ -1,0 +1,628 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/stats"
+	"github.com/cnibench/cnibench/suite"
+)
+
+// Input is one results document and the label its columns carry.
+type Input struct {
+	Run *results.Run
+	// Label names the run in column headers when several runs are
+	// compared (a run id or directory name); unused for a single run.
+	Label string
+}
+
+// Options tunes the verdicts; zero values mean stats.Compare's defaults
+// (95% level, 1% minimum effect, 3 samples a side).
+type Options struct {
+	Level        float64 `json:"level"`
+	MinEffectPct float64 `json:"min_effect_pct"`
+	MinSamples   int     `json:"min_samples"`
+}
+
+func (o Options) withDefaults() Options {
+	if o.Level <= 0 || o.Level >= 1 {
+		o.Level = stats.DefaultLevel
+	}
+	if o.MinEffectPct == 0 {
+		o.MinEffectPct = stats.DefaultMinEffectPct
+	}
+	if o.MinSamples == 0 {
+		o.MinSamples = stats.DefaultMinSamples
+	}
+	o.MinSamples = max(o.MinSamples, 2)
+	return o
+}
+
+// Report is everything a rendering shows, computed from results alone. It
+// is also the --format json document.
+type Report struct {
+	Title   string    `json:"title"`
+	Runs    []RunInfo `json:"runs"`
+	Columns []Column  `json:"columns"`
+	// Baseline is the first column: every other column gets a verdict
+	// against it (VsBaseline).
+	Baseline string  `json:"baseline"`
+	Options  Options `json:"options"`
+	// WinnerRule says how the Winner of a row is chosen.
+	WinnerRule string      `json:"winner_rule"`
+	Glance     []GlanceRow `json:"at_a_glance"`
+	Sections   []Section   `json:"tests"`
+	Warnings   []string    `json:"warnings,omitempty"`
+}
+
+// WinnerRule is the documented way a row's winner is picked.
+const WinnerRule = "The column with the best median is compared with the runner-up (second-best median) by stats.Compare; " +
+	"it is the winner only if the difference is significant. Every other column is also compared with the baseline (first column)."
+
+// RunInfo is one run's provenance.
+type RunInfo struct {
+	Label       string              `json:"label"`
+	RunID       string              `json:"run_id"`
+	Status      string              `json:"status"`
+	Error       string              `json:"error,omitempty"`
+	Start       time.Time           `json:"start"`
+	End         time.Time           `json:"end"`
+	Tool        results.Tool        `json:"tool"`
+	Environment results.Environment `json:"environment"`
+	Plan        results.Plan        `json:"plan"`
+	Scenarios   []ScenarioInfo      `json:"scenarios"`
+}
+
+// ScenarioInfo is a scenario's target with its details flattened to
+// strings (topology left out: it is in results.json).
+type ScenarioInfo struct {
+	Name    string            `json:"name"`
+	Kind    string            `json:"kind"`
+	Details map[string]string `json:"details"`
+}
+
+// Column is one (run, scenario).
+type Column struct {
+	Label    string `json:"label"`
+	Run      int    `json:"run"` // index into Runs
+	RunID    string `json:"run_id"`
+	Scenario string `json:"scenario"`
+}
+
+// Section is one (test, placement) with every metric in every column.
+type Section struct {
+	Test      string `json:"test"`
+	Placement string `json:"placement"`
+	About     string `json:"about,omitempty"`
+	Kind      string `json:"kind"`
+	// Samples per column; nil where the column has no such result.
+	Samples  []*SampleCount `json:"samples"`
+	Metrics  []Row          `json:"metrics"`
+	Warnings []string       `json:"warnings,omitempty"`
+}
+
+// SampleCount says how many samples a column has and what went wrong.
+type SampleCount struct {
+	OK         int    `json:"ok"`
+	Failed     int    `json:"failed"`
+	NotTaken   int    `json:"not_taken"` // planned rounds never taken (interrupted run)
+	FirstError string `json:"first_error,omitempty"`
+	// Skipped is why the target could not run the test on this placement
+	// (results.Result.Skipped); the column then has no samples.
+	Skipped string `json:"skipped,omitempty"`
+	Streams int    `json:"streams,omitempty"` // flows of an engine test
+	// HTTP: samples whose client CPU saturated, or that missed their
+	// open-loop target rate.
+	ClientSaturated int `json:"client_saturated,omitempty"`
+	MissedTarget    int `json:"missed_target,omitempty"`
+}
+
+// Row is one metric across the columns.
+type Row struct {
+	Metric   string `json:"metric"`
+	Unit     string `json:"unit"`
+	Better   string `json:"better"`
+	Headline bool   `json:"headline,omitempty"`
+	// Values per column; nil where the column lacks the metric.
+	Values []*Value `json:"values"`
+	// VsBaseline per column: nil for the baseline itself, for missing
+	// values and for info metrics.
+	VsBaseline []*Delta `json:"vs_baseline"`
+	Winner     *Winner  `json:"winner,omitempty"` // nil for info metrics and single columns
+}
+
+// GlanceRow is a headline Row with its cell.
+type GlanceRow struct {
+	Test      string `json:"test"`
+	Placement string `json:"placement"`
+	Row
+}
+
+// Value is one metric in one column: what is displayed and the median of
+// the per-sample values with its confidence interval (stats.Describe).
+type Value struct {
+	N        int   `json:"n"`
+	Display  Num   `json:"display"`
+	Merged   bool  `json:"merged,omitempty"` // Display is from the merged histogram
+	Median   Num   `json:"median"`
+	Lo       Num   `json:"ci_lo"`
+	Hi       Num   `json:"ci_hi"`
+	Coverage Num   `json:"ci_coverage"` // the interval's true confidence (below Level for N < 6)
+	Samples  []Num `json:"samples"`
+}
+
+// Verdict kinds.
+const (
+	VerdictSignificant = "significant"
+	VerdictNoise       = "within noise"
+	VerdictTooFew      = "not enough rounds"
+	VerdictNA          = "n/a"
+)
+
+// Delta is a column's verdict against the baseline.
+type Delta struct {
+	Verdict  string `json:"verdict"`
+	DeltaPct Num    `json:"delta_pct"` // of the compared values (for loss: of the delivered share)
+	Lo       Num    `json:"ci_lo_pct"` // null when unbounded
+	Hi       Num    `json:"ci_hi_pct"`
+	NoisePct Num    `json:"noise_pct"`
+	Better   bool   `json:"better"` // significant and better than the baseline
+	Worse    bool   `json:"worse"`  // significant and worse
+	Text     string `json:"text"`
+}
+
+// Winner is the verdict of the best column against the runner-up.
+type Winner struct {
+	Verdict  string `json:"verdict"`
+	Label    string `json:"label,omitempty"` // set only when significant
+	Best     string `json:"best,omitempty"`  // best median, winner or not
+	RunnerUp string `json:"runner_up,omitempty"`
+	DeltaPct Num    `json:"delta_pct"`
+	Lo       Num    `json:"ci_lo_pct"`
+	Hi       Num    `json:"ci_hi_pct"`
+	NoisePct Num    `json:"noise_pct"`
+	Text     string `json:"text"`
+}
+
+// Num is a float64 that JSON-encodes with 6 significant digits (stable
+// across platforms for golden files; the samples keep full precision in
+// results.json) and as null when not finite.
+type Num float64
+
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'g', 6, 64), 64)
+	return strconv.AppendFloat(nil, v, 'f', -1, 64), nil
+}
+
+// Build computes a report from one or more runs. With one run the columns
+// are its scenarios; with several, every run's scenarios, labelled by run.
+func Build(in []Input, opt Options) (*Report, error) {
+	if len(in) == 0 {
+		return nil, fmt.Errorf("report: no results to report")
+	}
+	opt = opt.withDefaults()
+	rep := &Report{Options: opt, WinnerRule: WinnerRule}
+	var colResults []map[string]results.Result
+	var order []string // section keys in first-seen order
+	seen := map[string]bool{}
+	labels := map[string]int{}
+	for ri, input := range in {
+		run := input.Run
+		label := input.Label
+		if label == "" {
+			label = run.RunID
+		}
+		rep.Runs = append(rep.Runs, runInfo(run, label))
+		for _, sc := range scenarioNames(run) {
+			col := Column{Run: ri, RunID: run.RunID, Scenario: sc, Label: columnLabel(run, sc)}
+			if len(in) > 1 {
+				col.Label = label
+				if len(scenarioNames(run)) > 1 {
+					col.Label = label + "/" + columnLabel(run, sc)
+				}
+			}
+			if n := labels[col.Label]; n > 0 {
+				labels[col.Label]++
+				col.Label = fmt.Sprintf("%s#%d", col.Label, n+1)
+			} else {
+				labels[col.Label] = 1
+			}
+			m := map[string]results.Result{}
+			for _, r := range run.Results {
+				if r.Scenario != sc {
+					continue
+				}
+				k := sectionKey(r.Test, r.Placement.Name())
+				m[k] = r
+				if !seen[k] {
+					seen[k] = true
+					order = append(order, k)
+				}
+			}
+			rep.Columns = append(rep.Columns, col)
+			colResults = append(colResults, m)
+		}
+	}
+	if len(rep.Columns) == 0 {
+		return nil, fmt.Errorf("report: the results hold no scenario")
+	}
+	rep.Baseline = rep.Columns[0].Label
+	rep.Title = title(rep)
+	rep.Warnings = runWarnings(rep, opt)
+
+	for _, k := range order {
+		test, placement, _ := strings.Cut(k, "\x00")
+		sec := Section{Test: test, Placement: placement}
+		if spec, err := suite.LookupTest(test); err == nil {
+			sec.About = spec.About
+		}
+		series := make([]*results.Series, len(rep.Columns))
+		for ci, col := range rep.Columns {
+			r, ok := colResults[ci][k]
+			if !ok {
+				sec.Samples = append(sec.Samples, nil)
+				continue
+			}
+			s, err := results.Metrics(r)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", col.Label, err)
+			}
+			series[ci] = &s
+			if sec.Kind == "" {
+				sec.Kind = s.Kind
+			}
+			sc := &SampleCount{OK: s.Samples - s.Failed, Failed: s.Failed, FirstError: squash(s.FirstError),
+				Streams: r.Options.Streams, ClientSaturated: s.ClientSaturated, MissedTarget: s.MissedTarget}
+			if r.HTTPOptions != nil {
+				sc.Streams = 0
+			}
+			if planned := rep.Runs[col.Run].Plan.Rounds; planned > s.Samples && r.Skipped == "" {
+				sc.NotTaken = planned - s.Samples
+			}
+			sec.Samples = append(sec.Samples, sc)
+			prefix := ""
+			if len(rep.Columns) > 1 {
+				prefix = col.Label + ": "
+			}
+			sc.Skipped = squash(r.Skipped) // shown with the samples, no warning needed
+			if sc.Failed > 0 {
+				sec.Warnings = append(sec.Warnings, fmt.Sprintf("%s%d of %d samples failed (first: %s)", prefix, sc.Failed, s.Samples, sc.FirstError))
+			}
+			if sc.NotTaken > 0 {
+				sec.Warnings = append(sec.Warnings, fmt.Sprintf("%s%d planned samples were never taken", prefix, sc.NotTaken))
+			}
+			for _, w := range s.Warnings {
+				sec.Warnings = append(sec.Warnings, prefix+squash(w))
+			}
+		}
+		sec.Metrics = rows(series, rep.Columns, opt)
+		if sec.Kind == "" && !allSkipped(sec.Samples) {
+			sec.Warnings = append(sec.Warnings, "no successful sample in any column")
+		}
+		for _, row := range sec.Metrics {
+			if row.Headline {
+				rep.Glance = append(rep.Glance, GlanceRow{Test: test, Placement: placement, Row: row})
+			}
+		}
+		rep.Sections = append(rep.Sections, sec)
+	}
+	return rep, nil
+}
+
+func allSkipped(scs []*SampleCount) bool {
+	for _, sc := range scs {
+		if sc != nil && sc.Skipped == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func sectionKey(test, placement string) string { return test + "\x00" + placement }
+
+// rows builds one Row per metric seen in any column, in first-seen order.
+func rows(series []*results.Series, cols []Column, opt Options) []Row {
+	var names []string
+	proto := map[string]results.Metric{}
+	for _, s := range series {
+		if s == nil {
+			continue
+		}
+		for _, m := range s.Metrics {
+			if _, ok := proto[m.Name]; !ok {
+				proto[m.Name] = m
+				names = append(names, m.Name)
+			}
+		}
+	}
+	var out []Row
+	for _, name := range names {
+		p := proto[name]
+		row := Row{Metric: name, Unit: p.Unit, Better: string(p.Better), Headline: p.Headline,
+			Values: make([]*Value, len(cols)), VsBaseline: make([]*Delta, len(cols))}
+		ms := make([]*results.Metric, len(cols))
+		for ci, s := range series {
+			if s == nil {
+				continue
+			}
+			if m := s.Metric(name); m != nil && len(m.Values) > 0 {
+				ms[ci] = m
+				row.Values[ci] = value(m, opt)
+				// A headline in any column is a headline of the row.
+				row.Headline = row.Headline || m.Headline
+			}
+		}
+		if p.Judged() {
+			if ms[0] != nil {
+				for ci := 1; ci < len(cols); ci++ {
+					if ms[ci] != nil {
+						row.VsBaseline[ci] = delta(ms[0], ms[ci], opt)
+					}
+				}
+			}
+			if len(cols) > 1 {
+				row.Winner = winner(ms, cols, opt)
+			}
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func value(m *results.Metric, opt Options) *Value {
+	e := stats.Describe(m.Values, stats.CIOptions{Level: opt.Level})
+	v := &Value{N: e.N, Display: Num(m.Display), Merged: m.Merged, Median: Num(e.Median),
+		Lo: Num(e.Lo), Hi: Num(e.Hi), Coverage: Num(e.Coverage)}
+	for _, x := range m.Values {
+		v.Samples = append(v.Samples, Num(x))
+	}
+	return v
+}
+
+// compare runs stats.Compare of b against baseline a on what the metric
+// compares (the complement for loss-like metrics).
+func compare(a, b *results.Metric, opt Options) stats.Verdict {
+	va, higher, noun := a.ComparedValues()
+	vb, _, _ := b.ComparedValues()
+	return stats.Compare(va, vb, stats.CompareOptions{HigherIsBetter: higher, Noun: noun,
+		MinEffectPct: opt.MinEffectPct, MinSamples: opt.MinSamples, Level: opt.Level})
+}
+
+// kindOf classifies a verdict; tooFew says the samples were too few.
+func kindOf(v stats.Verdict, opt Options) string {
+	switch {
+	case v.Significant:
+		return VerdictSignificant
+	case v.A.N < opt.MinSamples || v.B.N < opt.MinSamples:
+		return VerdictTooFew
+	case strings.HasPrefix(v.Text, "n/a"):
+		return VerdictNA
+	}
+	return VerdictNoise
+}
+
+func tooFewText(v stats.Verdict) string {
+	return fmt.Sprintf("not enough rounds for a verdict (n=%d)", min(v.A.N, v.B.N))
+}
+
+func delta(base, m *results.Metric, opt Options) *Delta {
+	v := compare(base, m, opt)
+	d := &Delta{Verdict: kindOf(v, opt), DeltaPct: Num(v.DeltaPct), Lo: Num(v.Lo), Hi: Num(v.Hi), NoisePct: Num(v.NoisePct)}
+	switch d.Verdict {
+	case VerdictSignificant:
+		d.Better, d.Worse = v.Better == "b", v.Better == "a"
+		d.Text = strings.TrimPrefix(v.Text, "b is ")
+	case VerdictTooFew:
+		d.Text = tooFewText(v)
+	default:
+		d.Text = v.Text
+	}
+	return d
+}
+
+// winner compares the best column (by median of the compared values) with
+// the runner-up.
+func winner(ms []*results.Metric, cols []Column, opt Options) *Winner {
+	type cand struct {
+		i   int
+		med float64
+	}
+	var cs []cand
+	higher := false
+	for i, m := range ms {
+		if m == nil {
+			continue
+		}
+		vals, h, _ := m.ComparedValues()
+		higher = h
+		cs = append(cs, cand{i, results.Median(vals)})
+	}
+	if len(cs) < 2 {
+		return &Winner{Verdict: VerdictNA, Text: "n/a (fewer than two columns have it)"}
+	}
+	sort.SliceStable(cs, func(a, b int) bool {
+		if higher {
+			return cs[a].med > cs[b].med
+		}
+		return cs[a].med < cs[b].med
+	})
+	best, second := cs[0].i, cs[1].i
+	v := compare(ms[second], ms[best], opt)
+	w := &Winner{Verdict: kindOf(v, opt), Best: cols[best].Label, RunnerUp: cols[second].Label,
+		DeltaPct: Num(v.DeltaPct), Lo: Num(v.Lo), Hi: Num(v.Hi), NoisePct: Num(v.NoisePct)}
+	vs := ""
+	if len(cs) > 2 {
+		vs = " vs " + cols[second].Label
+	}
+	switch w.Verdict {
+	case VerdictSignificant:
+		w.Label = cols[best].Label
+		// "b is 5.1% higher throughput (significant, ...)" → "native: 5.1%
+		// higher throughput than vxlan (significant, ...)".
+		body := strings.TrimPrefix(v.Text, "b is ")
+		if i := strings.Index(body, " ("); i >= 0 {
+			body = body[:i] + " than " + cols[second].Label + body[i:]
+		}
+		w.Text = cols[best].Label + ": " + body
+	case VerdictTooFew:
+		w.Text = tooFewText(v)
+	default:
+		w.Text = strings.Replace(v.Text, "(b is ", "("+cols[best].Label+" is ", 1) + vs
+	}
+	return w
+}
+
+// scenarioNames lists a run's scenarios: the declared ones, then any name
+// only its results use (older runs have none: "").
+func scenarioNames(run *results.Run) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, sc := range run.Scenarios {
+		if !seen[sc.Name] {
+			seen[sc.Name] = true
+			names = append(names, sc.Name)
+		}
+	}
+	for _, r := range run.Results {
+		if !seen[r.Scenario] {
+			seen[r.Scenario] = true
+			names = append(names, r.Scenario)
+		}
+	}
+	return names
+}
+
+// columnLabel names a scenario; results without one (single-scenario runs
+// of older versions) are named after their lab or target kind.
+func columnLabel(run *results.Run, sc string) string {
+	if sc != "" {
+		return sc
+	}
+	if l, ok := run.Target.Details["lab"].(string); ok && l != "" {
+		return l
+	}
+	if run.Target.Kind != "" {
+		return run.Target.Kind
+	}
+	return "run"
+}
+
+func title(rep *Report) string {
+	if len(rep.Runs) == 1 {
+		return "cnibench run " + rep.Runs[0].RunID
+	}
+	var ls []string
+	for _, r := range rep.Runs {
+		ls = append(ls, r.Label)
+	}
+	return "cnibench comparison: " + strings.Join(ls, " vs ")
+}
+
+func runInfo(run *results.Run, label string) RunInfo {
+	ri := RunInfo{Label: label, RunID: run.RunID, Status: run.Status, Error: squash(run.Error),
+		Start: run.Start, End: run.End, Tool: run.Tool, Environment: run.Environment, Plan: run.Plan}
+	scs := run.Scenarios
+	if len(scs) == 0 {
+		scs = []results.Scenario{{Name: columnLabel(run, ""), Target: run.Target}}
+	}
+	for _, sc := range scs {
+		ri.Scenarios = append(ri.Scenarios, ScenarioInfo{Name: sc.Name, Kind: sc.Target.Kind, Details: flatten(sc.Target.Details)})
+	}
+	return ri
+}
+
+// flatten turns target details into strings: scalars as they are, maps
+// one level deep as key.sub (sysctls), lists and deeper structures
+// (topology) left to results.json.
+func flatten(d map[string]any) map[string]string {
+	out := map[string]string{}
+	for k, v := range d {
+		switch x := v.(type) {
+		case map[string]any:
+			for sk, sv := range x {
+				if s, ok := scalar(sv); ok {
+					out[k+"."+sk] = s
+				}
+			}
+		case map[string]string:
+			for sk, sv := range x {
+				out[k+"."+sk] = sv
+			}
+		default:
+			if s, ok := scalar(v); ok {
+				out[k] = s
+			}
+		}
+	}
+	return out
+}
+
+func scalar(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case bool:
+		return strconv.FormatBool(x), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case int, int64, int32, uint, uint64, uint32:
+		return fmt.Sprint(x), true
+	}
+	return "", false
+}
+
+// runWarnings flags runs that did not complete, plans that differ between
+// compared runs, and runs with too few rounds for any verdict.
+func runWarnings(rep *Report, opt Options) []string {
+	var w []string
+	for _, r := range rep.Runs {
+		if r.Status != results.StatusComplete {
+			msg := fmt.Sprintf("run %s is %s", r.Label, r.Status)
+			if r.Error != "" {
+				msg += " (" + r.Error + ")"
+			}
+			w = append(w, msg+": only its completed samples are reported")
+		}
+		if r.Plan.Rounds > 0 && r.Plan.Rounds < opt.MinSamples && len(rep.Columns) > 1 {
+			w = append(w, fmt.Sprintf("run %s has %d round(s): a verdict needs at least %d per column, so no difference in it is judged (use --rounds %d or more)",
+				r.Label, r.Plan.Rounds, opt.MinSamples, max(opt.MinSamples, 5)))
+		}
+	}
+	if len(rep.Runs) > 1 {
+		base := rep.Runs[0].Plan
+		for _, r := range rep.Runs[1:] {
+			p := r.Plan
+			var diffs []string
+			if p.Duration != base.Duration {
+				diffs = append(diffs, fmt.Sprintf("duration %s vs %s", time.Duration(base.Duration), time.Duration(p.Duration)))
+			}
+			if p.Warmup != base.Warmup {
+				diffs = append(diffs, fmt.Sprintf("warmup %s vs %s", time.Duration(base.Warmup), time.Duration(p.Warmup)))
+			}
+			if p.Mode != base.Mode {
+				diffs = append(diffs, fmt.Sprintf("mode %s vs %s", base.Mode, p.Mode))
+			}
+			if p.Streams != base.Streams {
+				diffs = append(diffs, fmt.Sprintf("streams %d vs %d", base.Streams, p.Streams))
+			}
+			if len(diffs) > 0 {
+				w = append(w, fmt.Sprintf("plans differ between %s and %s (%s): compare with care", rep.Runs[0].Label, r.Label, strings.Join(diffs, ", ")))
+			}
+		}
+	}
+	return w
+}
+
+// squash puts a message on one line with single spaces.
+func squash(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,427 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cnibench/cnibench/stats"
+)
+
+// Better says which way a metric improves, and so whether it gets a verdict.
+type Better string
+
+const (
+	HigherIsBetter Better = "higher"
+	LowerIsBetter  Better = "lower"
+	// Info metrics are shown but never judged: min and max latency are one
+	// event each, the offered rate is a setting's outcome, not a quality.
+	Info Better = "info"
+)
+
+// Kinds of Result, from the kind of its samples.
+const (
+	KindStream = "stream" // engine stream test: throughput (and UDP loss)
+	KindRR     = "rr"     // engine request/response or connect/request/response
+	KindHTTP   = "http"   // httpload
+)
+
+// Metric names. They read as nouns ("5% higher throughput") because
+// comparisons print them that way.
+const (
+	MetricThroughput   = "throughput"
+	MetricOffered      = "offered rate"
+	MetricLoss         = "loss"
+	MetricRate         = "rate"
+	MetricRPS          = "request rate"
+	MetricP50          = "p50 latency"
+	MetricP90          = "p90 latency"
+	MetricP99          = "p99 latency"
+	MetricP999         = "p99.9 latency"
+	MetricMin          = "min latency"
+	MetricMean         = "mean latency"
+	MetricMax          = "max latency"
+	MetricP99Uncorr    = "p99 latency, uncorrected"
+	MetricErrors       = "errors"
+	MetricMissedBy     = "missed target by"
+	MetricClientUtil   = "client CPU use"
+	MetricClientCPUOp  = "client CPU per op"
+	MetricServerCPUOp  = "server CPU per op"
+	MetricClientCPUGB  = "client CPU per GB"
+	MetricServerCPUGB  = "server CPU per GB"
+	MetricClientCPUReq = "client CPU per request"
+	MetricServerCPUReq = "server CPU per request"
+)
+
+// Metric is one named quantity of a Result with one value per sample that
+// has it. Values are what comparisons test (one per round, so a verdict
+// weighs rounds, not requests); Display is what reports print.
+type Metric struct {
+	Name     string `json:"name"`
+	Unit     string `json:"unit"`
+	Better   Better `json:"better"`
+	Headline bool   `json:"headline,omitempty"`
+	// Values holds one value per successful sample that has the metric, in
+	// sample order; Rounds the round of each.
+	Values []float64 `json:"values"`
+	Rounds []int     `json:"rounds"`
+	// Display is the median of Values, except for latency, where it is the
+	// percentile of the merged histogram of all samples (Merged is then
+	// true): percentiles of rounds are never averaged or taken the median
+	// of for display.
+	Display float64 `json:"display"`
+	Merged  bool    `json:"merged,omitempty"`
+	// Complement, when set, names 100 − value (a percentage whose ideal is
+	// 0, like loss): comparisons judge that share, higher is better,
+	// because a relative change of a loss near 0% means nothing while a
+	// drop in the delivered share does (0% → 20% loss is 20% less
+	// delivered).
+	Complement string `json:"complement,omitempty"`
+}
+
+// Judged tells whether comparisons give the metric a verdict.
+func (m *Metric) Judged() bool { return m.Better == HigherIsBetter || m.Better == LowerIsBetter }
+
+// ComparedValues returns what comparisons test for m: its values (or their
+// complements), whether higher is better, and the noun for verdict texts.
+func (m *Metric) ComparedValues() (values []float64, higherIsBetter bool, noun string) {
+	if m.Complement == "" {
+		return m.Values, m.Better == HigherIsBetter, m.Name
+	}
+	values = make([]float64, len(m.Values))
+	for i, v := range m.Values {
+		values[i] = 100 - v
+	}
+	return values, true, m.Complement
+}
+
+// Series is a Result turned into metrics, with what went wrong on the way.
+type Series struct {
+	Kind       string   `json:"kind"` // KindStream, KindRR, KindHTTP, or "" if no sample succeeded
+	Samples    int      `json:"samples"`
+	Failed     int      `json:"failed"`
+	FirstError string   `json:"first_error,omitempty"`
+	Metrics    []Metric `json:"metrics"`
+	// Latency is the merged distribution of every sample (nil without
+	// latency), the source of the latency metrics' Display values.
+	Latency *stats.Latency `json:"-"`
+	// HTTP samples whose client CPU saturated, or that missed their
+	// open-loop target rate.
+	ClientSaturated int `json:"client_saturated,omitempty"`
+	MissedTarget    int `json:"missed_target,omitempty"`
+	// Warnings flag samples whose numbers should not be taken at face
+	// value: client CPU saturated, missed open-loop target, errors.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Metric returns the named metric, or nil.
+func (s *Series) Metric(name string) *Metric {
+	for i := range s.Metrics {
+		if s.Metrics[i].Name == name {
+			return &s.Metrics[i]
+		}
+	}
+	return nil
+}
+
+// Headlines returns the metrics marked Headline, in order.
+func (s *Series) Headlines() []Metric {
+	var out []Metric
+	for _, m := range s.Metrics {
+		if m.Headline {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// percentiles taken per sample and from the merged histogram.
+var latencyPercentiles = []struct {
+	name string
+	q    float64
+	from func(*stats.Latency) float64
+}{
+	{MetricP50, 50, func(l *stats.Latency) float64 { return l.P50Us }},
+	{MetricP90, 90, func(l *stats.Latency) float64 { return l.P90Us }},
+	{MetricP99, 99, func(l *stats.Latency) float64 { return l.P99Us }},
+	{MetricP999, 99.9, func(l *stats.Latency) float64 { return l.P999Us }},
+}
+
+// Metrics turns a Result into metric series, one value per sample. A sample
+// counts as failed when it has an error or no result of a known kind. The
+// kind of a sample decides its metrics: add a case to sampleKind and a
+// collect function for a new kind (DNS).
+func Metrics(r Result) (Series, error) {
+	var s Series
+	c := &collector{byName: map[string]int{}}
+	var lats, uncorrected []*stats.Latency
+	saturated, missed, errs := 0, 0, int64(0)
+	missedMax, firstErr := 0.0, ""
+	for _, smp := range r.Samples {
+		s.Samples++
+		kind := sampleKind(smp)
+		if kind == "" {
+			s.Failed++
+			if s.FirstError == "" {
+				s.FirstError = smp.Error
+				if s.FirstError == "" {
+					s.FirstError = "sample has no result"
+				}
+			}
+			continue
+		}
+		if s.Kind == "" {
+			s.Kind = kind
+		}
+		var lat *stats.Latency
+		switch kind {
+		case KindStream:
+			collectStream(c, smp)
+			if e := smp.Engine; e.Errors > 0 {
+				errs += e.Errors
+				if firstErr == "" {
+					firstErr = e.ErrorMsg
+				}
+			}
+		case KindRR:
+			lat = smp.Engine.Latency
+			collectRR(c, r.Test, smp)
+			if e := smp.Engine; e.Errors > 0 {
+				errs += e.Errors
+				if firstErr == "" {
+					firstErr = e.ErrorMsg
+				}
+			}
+		case KindHTTP:
+			lat = smp.HTTP.Latency
+			collectHTTP(c, smp)
+			h := smp.HTTP
+			if h.TargetQPS > 0 && h.LatencyUncorrected != nil {
+				uncorrected = append(uncorrected, h.LatencyUncorrected)
+			}
+			if h.ClientSaturated {
+				saturated++
+			}
+			if h.MissedTarget {
+				missed++
+				missedMax = max(missedMax, h.MissedByPercent)
+			}
+			if h.Errors.Total > 0 {
+				errs += h.Errors.Total
+				if firstErr == "" {
+					firstErr = h.Errors.First
+				}
+			}
+		}
+		if lat != nil {
+			if err := c.latency(lat, smp.Round); err != nil {
+				return s, fmt.Errorf("%s %s round %d: %w", r.Test, r.Placement.Name(), smp.Round, err)
+			}
+			lats = append(lats, lat)
+		}
+	}
+	ok := s.Samples - s.Failed
+	s.ClientSaturated, s.MissedTarget = saturated, missed
+	if saturated > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("client CPU saturated in %d of %d samples: the rate may be the client's limit, not the datapath's", saturated, ok))
+	}
+	if missed > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("missed the target rate in %d of %d samples (by up to %.1f%%): latency is measured at a lower rate than asked", missed, ok, missedMax))
+	}
+	if errs > 0 {
+		w := fmt.Sprintf("%d errors in successful samples", errs)
+		if firstErr != "" {
+			w += " (first: " + firstErr + ")"
+		}
+		s.Warnings = append(s.Warnings, w)
+	}
+	s.Metrics = c.metrics
+	slices.SortStableFunc(s.Metrics, func(a, b Metric) int { return rank(a.Name) - rank(b.Name) })
+	for i := range s.Metrics {
+		s.Metrics[i].Display = Median(s.Metrics[i].Values)
+	}
+	if len(lats) > 0 {
+		merged, err := stats.Merge(lats...)
+		if err != nil {
+			return s, fmt.Errorf("%s %s: %w", r.Test, r.Placement.Name(), err)
+		}
+		if merged.Count > 0 {
+			s.Latency = merged
+			for _, p := range latencyPercentiles {
+				s.setMerged(p.name, p.from(merged))
+			}
+			s.setMerged(MetricMin, merged.MinUs)
+			s.setMerged(MetricMean, merged.MeanUs)
+			s.setMerged(MetricMax, merged.MaxUs)
+		}
+	}
+	if len(uncorrected) > 0 {
+		merged, err := stats.Merge(uncorrected...)
+		if err != nil {
+			return s, fmt.Errorf("%s %s: %w", r.Test, r.Placement.Name(), err)
+		}
+		if merged.Count > 0 {
+			s.setMerged(MetricP99Uncorr, merged.P99Us)
+		}
+	}
+	return s, nil
+}
+
+func (s *Series) setMerged(name string, v float64) {
+	if m := s.Metric(name); m != nil {
+		m.Display, m.Merged = v, true
+	}
+}
+
+// metricOrder is the order reports list metrics in: the headline, then
+// latency, then the rest; names not listed go last, as first seen.
+var metricOrder = []string{
+	MetricThroughput, MetricOffered, MetricLoss, MetricRate, MetricRPS, MetricMissedBy, MetricErrors,
+	MetricP50, MetricP90, MetricP99, MetricP999, MetricMin, MetricMean, MetricMax, MetricP99Uncorr,
+	MetricClientCPUGB, MetricServerCPUGB, MetricClientCPUOp, MetricServerCPUOp,
+	MetricClientCPUReq, MetricServerCPUReq, MetricClientUtil,
+}
+
+func rank(name string) int {
+	if i := slices.Index(metricOrder, name); i >= 0 {
+		return i
+	}
+	return len(metricOrder)
+}
+
+// sampleKind tells which kind of result a sample carries; "" means failed.
+func sampleKind(s Sample) string {
+	switch {
+	case s.Error != "":
+		return ""
+	case s.HTTP != nil:
+		return KindHTTP
+	case s.Engine != nil && s.Engine.Latency != nil && s.Engine.Transactions > 0:
+		return KindRR
+	case s.Engine != nil:
+		return KindStream
+	}
+	return ""
+}
+
+// collector gathers per-sample values into metrics in first-seen order.
+type collector struct {
+	metrics []Metric
+	byName  map[string]int
+}
+
+func (c *collector) add(name, unit string, better Better, headline bool, round int, v float64) *Metric {
+	i, ok := c.byName[name]
+	if !ok {
+		i = len(c.metrics)
+		c.byName[name] = i
+		c.metrics = append(c.metrics, Metric{Name: name, Unit: unit, Better: better, Headline: headline})
+	}
+	m := &c.metrics[i]
+	if !math.IsNaN(v) && !math.IsInf(v, 0) {
+		m.Values = append(m.Values, v)
+		m.Rounds = append(m.Rounds, round)
+	}
+	return m
+}
+
+// latency adds a sample's own percentiles, read from its histogram (from
+// the summary fields when it carries none).
+func (c *collector) latency(l *stats.Latency, round int) error {
+	h, err := l.Decode()
+	if err != nil {
+		return err
+	}
+	has := h.TotalCount() > 0
+	for _, p := range latencyPercentiles {
+		v := p.from(l)
+		if has {
+			v = float64(h.ValueAtQuantile(p.q)) / 1e3
+		}
+		c.add(p.name, "µs", LowerIsBetter, p.name == MetricP99, round, v)
+	}
+	minV, meanV, maxV := l.MinUs, l.MeanUs, l.MaxUs
+	if has {
+		minV, meanV, maxV = float64(h.Min())/1e3, h.Mean()/1e3, float64(h.Max())/1e3
+	}
+	c.add(MetricMin, "µs", Info, false, round, minV)
+	c.add(MetricMean, "µs", Info, false, round, meanV)
+	c.add(MetricMax, "µs", Info, false, round, maxV)
+	return nil
+}
+
+// p99 of one distribution, from its histogram when it carries one.
+func p99(l *stats.Latency) float64 {
+	if h, err := l.Decode(); err == nil && h.TotalCount() > 0 {
+		return float64(h.ValueAtQuantile(99)) / 1e3
+	}
+	return l.P99Us
+}
+
+// measuredShare scales a sample's cgroup CPU, which spans the whole sample
+// (warmup and setup too), to the measured interval, assuming steady load;
+// 0 when the CPU or the interval is unknown.
+func measuredShare(s Sample, seconds float64) float64 {
+	if s.ClientCPUSec <= 0 && s.ServerCPUSec <= 0 {
+		return 0
+	}
+	wall := s.End.Sub(s.Start).Seconds()
+	if wall <= 0 || seconds <= 0 {
+		return 0
+	}
+	return min(seconds/wall, 1)
+}
+
+func collectStream(c *collector, s Sample) {
+	e := s.Engine
+	c.add(MetricThroughput, "Gbit/s", HigherIsBetter, true, s.Round, e.ThroughputBitsSec/1e9)
+	if e.PacketsSent > 0 {
+		c.add(MetricOffered, "Gbit/s", Info, false, s.Round, e.OfferedBitsSec/1e9)
+		c.add(MetricLoss, "%", LowerIsBetter, false, s.Round, e.LossPercent).Complement = "delivered share"
+	}
+	if f := measuredShare(s, e.Seconds); f > 0 && e.BytesReceived > 0 {
+		gb := float64(e.BytesReceived) / 1e9
+		c.add(MetricClientCPUGB, "s", LowerIsBetter, false, s.Round, s.ClientCPUSec*f/gb)
+		c.add(MetricServerCPUGB, "s", LowerIsBetter, false, s.Round, s.ServerCPUSec*f/gb)
+	}
+}
+
+func collectRR(c *collector, test string, s Sample) {
+	e := s.Engine
+	unit := "trans/s"
+	if e.Test == "TCP_CRR" || test == "TCP_CRR" {
+		unit = "conn/s"
+	}
+	c.add(MetricRate, unit, HigherIsBetter, true, s.Round, e.RatePerSec)
+	if f := measuredShare(s, e.Seconds); f > 0 {
+		ops := float64(e.Transactions)
+		c.add(MetricClientCPUOp, "µs", LowerIsBetter, false, s.Round, s.ClientCPUSec*f*1e6/ops)
+		c.add(MetricServerCPUOp, "µs", LowerIsBetter, false, s.Round, s.ServerCPUSec*f*1e6/ops)
+	}
+}
+
+// collectHTTP: at a fixed QPS the rate is set by the plan, so the headline
+// is latency alone and the shortfall is a metric; at max rate, requests/s
+// leads.
+func collectHTTP(c *collector, s Sample) {
+	h := s.HTTP
+	openLoop := h.TargetQPS > 0
+	c.add(MetricRPS, "req/s", HigherIsBetter, !openLoop, s.Round, h.RPS)
+	if openLoop {
+		c.add(MetricMissedBy, "%", LowerIsBetter, false, s.Round, h.MissedByPercent).Complement = "achieved share of the target rate"
+		if l := h.LatencyUncorrected; l != nil {
+			c.add(MetricP99Uncorr, "µs", Info, false, s.Round, p99(l))
+		}
+	}
+	if n := h.Requests + h.Errors.Total; n > 0 {
+		c.add(MetricErrors, "%", LowerIsBetter, false, s.Round, 100*float64(h.Errors.Total)/float64(n)).Complement = "success share"
+	}
+	if h.ClientCPUs > 0 {
+		c.add(MetricClientUtil, "%", Info, false, s.Round, 100*h.ClientCPUUtil)
+	}
+	if f := measuredShare(s, h.Seconds); f > 0 && h.Requests > 0 {
+		ops := float64(h.Requests)
+		c.add(MetricClientCPUReq, "µs", LowerIsBetter, false, s.Round, s.ClientCPUSec*f*1e6/ops)
+		c.add(MetricServerCPUReq, "µs", LowerIsBetter, false, s.Round, s.ServerCPUSec*f*1e6/ops)
+	}
+}

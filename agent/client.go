@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
 )
 
@@ -90,6 +91,15 @@ func (c *Client) Run(ctx context.Context, o engine.Options) (*engine.Result, err
 func (c *Client) RunHTTP(ctx context.Context, o httpload.Options) (*httpload.Result, error) {
 	var res httpload.Result
 	if err := c.do(ctx, http.MethodPost, PathHTTP, o, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// RunDNS asks the agent to run the client side of a DNS load test.
+func (c *Client) RunDNS(ctx context.Context, o dnsload.Options) (*dnsload.Result, error) {
+	var res dnsload.Result
+	if err := c.do(ctx, http.MethodPost, PathDNS, o, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/internal/version"
 )
@@ -30,6 +31,7 @@ const (
 	PathHealth     = "/v1/health"
 	PathRun        = "/v1/run"
 	PathHTTP       = "/v1/http"
+	PathDNS        = "/v1/dns"
 	HeaderChecksum = "X-Cnibench-Sha256"
 	TokenEnv       = "CNIBENCH_AGENT_TOKEN" // the token travels in the environment, not argv
 )
@@ -45,6 +47,9 @@ type Config struct {
 	Bind string
 	// HTTPPort is the HTTP echo server's port; 0: httpload.DefaultPort.
 	HTTPPort int
+	// DNS, when its Listen address is set, runs a DNS server (dnsmasq) for
+	// the DNS tests beside the engines, stopped with the agent.
+	DNS dnsload.ServerSpec
 }
 
 // Health is the answer of PathHealth.
@@ -66,6 +71,15 @@ func Serve(ctx context.Context, cfg Config) error {
 	hsrv := &httpload.Server{Bind: cfg.Bind, Port: cfg.HTTPPort}
 	if err := hsrv.Listen(); err != nil {
 		return err
+	}
+	if cfg.DNS.Listen != "" {
+		// Without a DNS server only the DNS tests fail (and say so); the
+		// agent's other engines still serve.
+		if stop, err := startDNS(ctx, cfg.DNS); err != nil {
+			fmt.Fprintf(os.Stderr, "agent: no DNS server, DNS tests against this agent will fail: %v\n", err)
+		} else {
+			defer stop()
+		}
 	}
 	serveErr := make(chan error, 3)
 	go func() { serveErr <- srv.Serve(ctx) }()
@@ -121,6 +135,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("GET "+PathHealth, h.health)
 	mux.HandleFunc("POST "+PathRun, h.run)
 	mux.HandleFunc("POST "+PathHTTP, h.runHTTP)
+	mux.HandleFunc("POST "+PathDNS, h.runDNS)
 	return h.authenticate(mux)
 }
 

@@ -33,6 +33,7 @@ func TableOf(w io.Writer, rep *Report) error {
 	}{
 		{results.KindRR, "Rate/s\tMin µs\tP50 µs\tP90 µs\tP99 µs\tP99.9 µs\tMax µs\tCPU µs/op (cli+srv)", rrCells},
 		{results.KindHTTP, "Req/s\tP50 µs\tP90 µs\tP99 µs\tP99.9 µs\tErrors %\tCPU µs/req (cli+srv)\tFlags", httpCells},
+		{results.KindDNS, "Queries/s\tP50 µs\tP90 µs\tP99 µs\tP99.9 µs\tLost %\tCPU µs/query (cli+srv)\tFlags", dnsCells},
 		{results.KindStream, "Streams\tGbit/s\tOffered Gbit/s\tLoss %\tCPU s/GB (cli+srv)", streamCells},
 	}
 	multi := len(rep.Columns) > 1
@@ -94,6 +95,8 @@ func guessKind(test string) string {
 	switch {
 	case strings.HasPrefix(test, "HTTP"):
 		return results.KindHTTP
+	case strings.HasPrefix(test, "DNS"):
+		return results.KindDNS
 	case strings.HasSuffix(test, "_RR"), strings.HasSuffix(test, "_CRR"):
 		return results.KindRR
 	}
@@ -143,7 +146,21 @@ func rrCells(sec Section, ci int) string {
 	}, "\t")
 }
 
-func httpCells(sec Section, ci int) string {
+func dnsCells(sec Section, ci int) string {
+	return strings.Join([]string{
+		cell(sec, ci, results.MetricQPS, "%.0f"),
+		cell(sec, ci, results.MetricP50, "%.1f"),
+		cell(sec, ci, results.MetricP90, "%.1f"),
+		cell(sec, ci, results.MetricP99, "%.1f"),
+		cell(sec, ci, results.MetricP999, "%.1f"),
+		cell(sec, ci, results.MetricDNSLoss, "%.2f"),
+		pair(sec, ci, results.MetricClientCPUQuery, results.MetricServerCPUQuery, "%.2f"),
+		flagsCell(sec, ci),
+	}, "\t")
+}
+
+// flagsCell lists what makes an open-loop or client-bound number suspect.
+func flagsCell(sec Section, ci int) string {
 	var flags []string
 	if m := cell(sec, ci, results.MetricMissedBy, "%.1f"); m != "-" && m != "0.0" {
 		flags = append(flags, "missed target by "+m+"%")
@@ -155,6 +172,11 @@ func httpCells(sec Section, ci int) string {
 	if f == "" {
 		f = "-"
 	}
+	return f
+}
+
+func httpCells(sec Section, ci int) string {
+	f := flagsCell(sec, ci)
 	return strings.Join([]string{
 		cell(sec, ci, results.MetricRPS, "%.0f"),
 		cell(sec, ci, results.MetricP50, "%.1f"),

@@ -24,33 +24,38 @@ const (
 	KindStream = "stream" // engine stream test: throughput (and UDP loss)
 	KindRR     = "rr"     // engine request/response or connect/request/response
 	KindHTTP   = "http"   // httpload
+	KindDNS    = "dns"    // dnsload
 )
 
 // Metric names. They read as nouns ("5% higher throughput") because
 // comparisons print them that way.
 const (
-	MetricThroughput   = "throughput"
-	MetricOffered      = "offered rate"
-	MetricLoss         = "loss"
-	MetricRate         = "rate"
-	MetricRPS          = "request rate"
-	MetricP50          = "p50 latency"
-	MetricP90          = "p90 latency"
-	MetricP99          = "p99 latency"
-	MetricP999         = "p99.9 latency"
-	MetricMin          = "min latency"
-	MetricMean         = "mean latency"
-	MetricMax          = "max latency"
-	MetricP99Uncorr    = "p99 latency, uncorrected"
-	MetricErrors       = "errors"
-	MetricMissedBy     = "missed target by"
-	MetricClientUtil   = "client CPU use"
-	MetricClientCPUOp  = "client CPU per op"
-	MetricServerCPUOp  = "server CPU per op"
-	MetricClientCPUGB  = "client CPU per GB"
-	MetricServerCPUGB  = "server CPU per GB"
-	MetricClientCPUReq = "client CPU per request"
-	MetricServerCPUReq = "server CPU per request"
+	MetricThroughput     = "throughput"
+	MetricOffered        = "offered rate"
+	MetricLoss           = "loss"
+	MetricRate           = "rate"
+	MetricRPS            = "request rate"
+	MetricP50            = "p50 latency"
+	MetricP90            = "p90 latency"
+	MetricP99            = "p99 latency"
+	MetricP999           = "p99.9 latency"
+	MetricMin            = "min latency"
+	MetricMean           = "mean latency"
+	MetricMax            = "max latency"
+	MetricP99Uncorr      = "p99 latency, uncorrected"
+	MetricErrors         = "errors"
+	MetricMissedBy       = "missed target by"
+	MetricClientUtil     = "client CPU use"
+	MetricClientCPUOp    = "client CPU per op"
+	MetricServerCPUOp    = "server CPU per op"
+	MetricClientCPUGB    = "client CPU per GB"
+	MetricServerCPUGB    = "server CPU per GB"
+	MetricClientCPUReq   = "client CPU per request"
+	MetricServerCPUReq   = "server CPU per request"
+	MetricQPS            = "query rate"
+	MetricDNSLoss        = "lost queries"
+	MetricClientCPUQuery = "client CPU per query"
+	MetricServerCPUQuery = "server CPU per query"
 )
 
 // Metric is one named quantity of a Result with one value per sample that
@@ -212,6 +217,26 @@ func Metrics(r Result) (Series, error) {
 					firstErr = h.Errors.First
 				}
 			}
+		case KindDNS:
+			d := smp.DNS
+			lat = d.Latency
+			collectDNS(c, smp)
+			if d.TargetQPS > 0 && d.LatencyUncorrected != nil {
+				uncorrected = append(uncorrected, d.LatencyUncorrected)
+			}
+			if d.ClientSaturated {
+				saturated++
+			}
+			if d.MissedTarget {
+				missed++
+				missedMax = max(missedMax, d.MissedByPercent)
+			}
+			if d.Errors.Total > 0 {
+				errs += d.Errors.Total
+				if firstErr == "" {
+					firstErr = d.Errors.First
+				}
+			}
 		}
 		if lat != nil {
 			if err := c.latency(lat, smp.Round); err != nil {
@@ -276,10 +301,10 @@ func (s *Series) setMerged(name string, v float64) {
 // metricOrder is the order reports list metrics in: the headline, then
 // latency, then the rest; names not listed go last, as first seen.
 var metricOrder = []string{
-	MetricThroughput, MetricOffered, MetricLoss, MetricRate, MetricRPS, MetricMissedBy, MetricErrors,
+	MetricThroughput, MetricOffered, MetricLoss, MetricRate, MetricRPS, MetricQPS, MetricMissedBy, MetricErrors, MetricDNSLoss,
 	MetricP50, MetricP90, MetricP99, MetricP999, MetricMin, MetricMean, MetricMax, MetricP99Uncorr,
 	MetricClientCPUGB, MetricServerCPUGB, MetricClientCPUOp, MetricServerCPUOp,
-	MetricClientCPUReq, MetricServerCPUReq, MetricClientUtil,
+	MetricClientCPUReq, MetricServerCPUReq, MetricClientCPUQuery, MetricServerCPUQuery, MetricClientUtil,
 }
 
 func rank(name string) int {
@@ -296,6 +321,8 @@ func sampleKind(s Sample) string {
 		return ""
 	case s.HTTP != nil:
 		return KindHTTP
+	case s.DNS != nil:
+		return KindDNS
 	case s.Engine != nil && s.Engine.Latency != nil && s.Engine.Transactions > 0:
 		return KindRR
 	case s.Engine != nil:
@@ -423,5 +450,29 @@ func collectHTTP(c *collector, s Sample) {
 		ops := float64(h.Requests)
 		c.add(MetricClientCPUReq, "µs", LowerIsBetter, false, s.Round, s.ClientCPUSec*f*1e6/ops)
 		c.add(MetricServerCPUReq, "µs", LowerIsBetter, false, s.Round, s.ServerCPUSec*f*1e6/ops)
+	}
+}
+
+// collectDNS mirrors collectHTTP: queries answered per second lead at max
+// rate (the server's capacity), latency alone at a fixed rate; lost
+// queries (timeouts) are judged on the answered share.
+func collectDNS(c *collector, s Sample) {
+	d := s.DNS
+	openLoop := d.TargetQPS > 0
+	c.add(MetricQPS, "queries/s", HigherIsBetter, !openLoop, s.Round, d.QPS)
+	if openLoop {
+		c.add(MetricMissedBy, "%", LowerIsBetter, false, s.Round, d.MissedByPercent).Complement = "achieved share of the target rate"
+		if l := d.LatencyUncorrected; l != nil {
+			c.add(MetricP99Uncorr, "µs", Info, false, s.Round, p99(l))
+		}
+	}
+	c.add(MetricDNSLoss, "%", LowerIsBetter, false, s.Round, d.LossPercent).Complement = "answered share"
+	if d.ClientCPUs > 0 {
+		c.add(MetricClientUtil, "%", Info, false, s.Round, 100*d.ClientCPUUtil)
+	}
+	if f := measuredShare(s, d.Seconds); f > 0 && d.Responses > 0 {
+		ops := float64(d.Responses)
+		c.add(MetricClientCPUQuery, "µs", LowerIsBetter, false, s.Round, s.ClientCPUSec*f*1e6/ops)
+		c.add(MetricServerCPUQuery, "µs", LowerIsBetter, false, s.Round, s.ServerCPUSec*f*1e6/ops)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
 )
 
@@ -113,6 +114,8 @@ type Result struct {
 	// HTTPOptions is set for HTTP tests (Options then only names the test
 	// kind); their samples carry HTTP results.
 	HTTPOptions *httpload.Options `json:"http_options,omitempty"`
+	// DNSOptions is set for DNS tests; their samples carry DNS results.
+	DNSOptions *dnsload.Options `json:"dns_options,omitempty"`
 	// Skipped is why the target could not run this test on this placement
 	// (e.g. other-node on a one-node cluster); it then has no samples.
 	Skipped string   `json:"skipped,omitempty"`
@@ -128,6 +131,8 @@ type Sample struct {
 	Engine *engine.Result `json:"engine,omitempty"`
 	// HTTP is the result of an HTTP test's sample (Engine is then nil).
 	HTTP *httpload.Result `json:"http,omitempty"`
+	// DNS is the result of a DNS test's sample.
+	DNS *dnsload.Result `json:"dns,omitempty"`
 	// CPU used by the client's and server's endpoint (pod or node cgroup)
 	// over the whole sample, including kernel work charged to them.
 	ClientCPUSec float64 `json:"client_cpu_sec"`

@@ -64,6 +64,28 @@ func Summarize(r Result) (Summary, error) {
 			}
 			continue
 		}
+		if smp.Error == "" && smp.DNS != nil {
+			d := smp.DNS
+			s.IsRequestReply = true
+			rate = append(rate, d.QPS)
+			if d.Latency != nil {
+				lats = append(lats, d.Latency)
+			}
+			ops += d.Responses
+			if wall := smp.End.Sub(smp.Start).Seconds(); wall > 0 && d.Seconds > 0 {
+				f := min(d.Seconds/wall, 1)
+				ccpu += smp.ClientCPUSec * f
+				scpu += smp.ServerCPUSec * f
+			}
+			if d.ClientSaturated {
+				s.ClientSaturated++
+			}
+			if d.MissedTarget {
+				s.MissedTarget++
+				missed = append(missed, d.MissedByPercent)
+			}
+			continue
+		}
 		if smp.Error != "" || smp.Engine == nil {
 			s.Failed++
 			if s.FirstSampleErr == "" {

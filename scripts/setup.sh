@@ -11,12 +11,13 @@ set -euo pipefail
 #   iperf3, qperf, sockperf - the C tools bench/ compares our engines with
 #   conntrack - reading conntrack usage in lab namespaces
 #   golang-go - only a bootstrap: it fetches the Go release go.mod names
-#   wrk, nginx-light, jq, bc - bench/ (HTTP engine vs wrk and nginx; parsing)
+#   wrk, nginx-light, dnsperf, jq, bc - bench/ (HTTP and DNS engines vs wrk,
+#               nginx and dnsperf; parsing)
 #   dnsmasq-base - the DNS server the DNS tests run in a lab pod
 #   chromium - the test that opens report.html headless and checks the charts
 #   containerd, runc - the test that runs the agent image under containerd
 #   iputils-ping, git, ca-certificates, make, procps - build and test plumbing
-apt_packages=(iproute2 iptables nftables iperf3 qperf sockperf conntrack wrk nginx-light jq bc
+apt_packages=(iproute2 iptables nftables iperf3 qperf sockperf conntrack wrk nginx-light dnsperf jq bc
   dnsmasq-base chromium containerd runc iputils-ping git ca-certificates make procps)
 
 need_apt=()

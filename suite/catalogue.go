@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
 )
 
@@ -16,6 +17,7 @@ import (
 const (
 	KindEngine = "engine" // engine.Run: stream, RR and CRR tests
 	KindHTTP   = "http"   // httpload.Run against the agent's HTTP server
+	KindDNS    = "dns"    // dnsload.Run against the server agent's dnsmasq
 )
 
 // TestSpec is one named test of the suite: an engine with its settings.
@@ -26,12 +28,17 @@ type TestSpec struct {
 	Multi  bool        // KindEngine: runs Plan.Streams flows instead of one
 	// HTTP is the KindHTTP client template (connections, keep-alive, QPS);
 	// the plan fills in host, duration and warmup.
-	HTTP  *httpload.Options
+	HTTP *httpload.Options
+	// DNS is the KindDNS client template (rate, outstanding queries).
+	DNS   *dnsload.Options
 	About string
 }
 
 // IsHTTP tells whether the test runs the HTTP engine.
 func (t TestSpec) IsHTTP() bool { return t.Kind == KindHTTP }
+
+// IsDNS tells whether the test runs the DNS engine.
+func (t TestSpec) IsDNS() bool { return t.Kind == KindDNS }
 
 // Catalogue lists every suite test, in the order reports show them. Names
 // follow cilium connectivity perf (netperf's names, *_MULTI for N flows).
@@ -53,6 +60,11 @@ var Catalogue = []TestSpec{
 	{Name: "HTTP_RPS_SHORT_C64", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 64}, About: "HTTP requests/s, a new connection per request, 64 concurrent"},
 	{Name: "HTTP_QPS_1000", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 64, KeepAlive: true, QPS: 1000}, About: "HTTP latency at a fixed 1,000 requests/s (open loop, CO corrected)"},
 	{Name: "HTTP_QPS_5000", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 64, KeepAlive: true, QPS: 5000}, About: "HTTP latency at a fixed 5,000 requests/s (open loop, CO corrected)"},
+	// DNS against dnsmasq in the server pod, 1,000 Service-like names:
+	// capacity (closed loop, 100 queries in flight) and latency at a fixed
+	// 1,000 queries/s (open loop, CO corrected).
+	{Name: "DNS_QPS_MAX", Kind: KindDNS, DNS: &dnsload.Options{}, About: "DNS queries/s a dnsmasq server answers (closed loop, 100 in flight)"},
+	{Name: "DNS_QPS_1000", Kind: KindDNS, DNS: &dnsload.Options{QPS: 1000}, About: "DNS latency at a fixed 1,000 queries/s (open loop, CO corrected)"},
 }
 
 // LookupTest finds a test by name, case-insensitively.

@@ -11,6 +11,22 @@ func SampleLine(test string, s results.Sample) string {
 	if s.Error != "" {
 		return "FAILED: " + s.Error
 	}
+	if d := s.DNS; d != nil {
+		line := fmt.Sprintf("%10.0f q/s", d.QPS)
+		if d.Latency != nil {
+			line += fmt.Sprintf("  p50 %7.1f µs  p99 %7.1f µs", d.Latency.P50Us, d.Latency.P99Us)
+		}
+		if d.LossPercent > 0 {
+			line += fmt.Sprintf("  lost %.2f%%", d.LossPercent)
+		}
+		if d.MissedTarget {
+			line += fmt.Sprintf("  MISSED target by %.1f%%", d.MissedByPercent)
+		}
+		if d.ClientSaturated {
+			line += "  (client CPU saturated)"
+		}
+		return line
+	}
 	if h := s.HTTP; h != nil {
 		line := fmt.Sprintf("%10.0f req/s", h.RPS)
 		if h.Latency != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
 )
@@ -140,6 +141,21 @@ func (p *Plan) HTTPOptions(spec TestSpec, host string) *httpload.Options {
 	o := *spec.HTTP
 	o.Host = host
 	o.Port = httpload.DefaultPort
+	o.Duration = p.Duration
+	o.Warmup = p.Warmup
+	return &o
+}
+
+// DNSPort is the port DNS tests query (the server agents' dnsmasq);
+// tests on loopback change it.
+var DNSPort = dnsload.DefaultPort
+
+// DNSOptions builds the DNS client options of a DNS test on one server
+// address.
+func (p *Plan) DNSOptions(spec TestSpec, host string) *dnsload.Options {
+	o := *spec.DNS
+	o.Server = host
+	o.Port = DNSPort
 	o.Duration = p.Duration
 	o.Warmup = p.Warmup
 	return &o

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
 )
@@ -68,7 +69,10 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 				}
 				index[key{spec.Name, name, sc.Name}] = len(run.Results)
 				res := results.Result{Scenario: sc.Name, Test: spec.Name, Placement: pl, Skipped: skipped}
-				if spec.IsHTTP() {
+				if spec.IsDNS() {
+					res.Options = engine.Options{Test: "DNS", Host: pl.ServerAddr, Duration: r.Plan.Duration, Warmup: r.Plan.Warmup}
+					res.DNSOptions = r.Plan.DNSOptions(spec, pl.ServerAddr)
+				} else if spec.IsHTTP() {
 					res.Options = engine.Options{Test: "HTTP", Host: pl.ServerAddr, Duration: r.Plan.Duration, Warmup: r.Plan.Warmup}
 					res.HTTPOptions = r.Plan.HTTPOptions(spec, pl.ServerAddr)
 				} else {
@@ -138,9 +142,13 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	var out *engine.Result
 	var hout *httpload.Result
-	if res.HTTPOptions != nil {
+	var dout *dnsload.Result
+	switch {
+	case res.DNSOptions != nil:
+		dout, err = client.RunDNS(rctx, *res.DNSOptions)
+	case res.HTTPOptions != nil:
 		hout, err = client.RunHTTP(rctx, *res.HTTPOptions)
-	} else {
+	default:
 		out, err = client.Run(rctx, res.Options)
 	}
 	cancel()
@@ -155,7 +163,11 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 		s.Error = fmt.Sprintf("no HTTP response in %d attempts: %s", hout.Errors.Total, hout.Errors.First)
 		return s
 	}
-	s.Engine, s.HTTP = out, hout
+	if dout != nil && dout.Responses == 0 && dout.Errors.Total > 0 {
+		s.Error = fmt.Sprintf("no DNS answer to %d queries: %s (the server agent runs dnsmasq: is dnsmasq-base installed?)", dout.Sent, dout.Errors.First)
+		return s
+	}
+	s.Engine, s.HTTP, s.DNS = out, hout, dout
 	if cerr0 == nil && cerr1 == nil {
 		s.ClientCPUSec = c1 - c0
 	}

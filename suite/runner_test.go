@@ -3,12 +3,15 @@ package suite
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -157,5 +160,57 @@ func TestRunnerHTTP(t *testing.T) {
 	}
 	if q := run.Results[1].HTTPOptions.QPS; q != 1000 {
 		t.Errorf("HTTP_QPS_1000 ran at QPS %v", q)
+	}
+}
+
+// DNS tests query the server agent's dnsmasq through the client agent and
+// keep the DNS result in the sample.
+func TestRunnerDNS(t *testing.T) {
+	if _, err := exec.LookPath("dnsmasq"); err != nil {
+		if _, err := os.Stat("/usr/sbin/dnsmasq"); err != nil {
+			t.Skip("dnsmasq not installed (apt-get install dnsmasq-base)")
+		}
+	}
+	old := DNSPort
+	DNSPort = 15353
+	t.Cleanup(func() { DNSPort = old })
+	ctx, cancel := context.WithCancel(context.Background())
+	sock := filepath.Join(t.TempDir(), "a.sock")
+	done := make(chan error, 1)
+	go func() {
+		done <- agent.Serve(ctx, agent.Config{Control: "unix:" + sock, Bind: "127.0.0.1",
+			DNS: dnsload.ServerSpec{Listen: "127.0.0.1", Port: DNSPort}})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	c, err := agent.NewClient("loop", "unix:"+sock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	plan, err := Options{Tests: []string{"DNS_QPS_MAX", "DNS_QPS_1000"}, Placements: []string{"pod-to-pod/same-node"}, Rounds: 1, Duration: 400 * time.Millisecond}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Warmup = 0
+	r := &Runner{Scenarios: []Scenario{{"a", loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: t.TempDir(), RunID: "test"}
+	run, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range run.Results {
+		s := res.Samples[0]
+		if res.DNSOptions == nil || s.Error != "" || s.DNS == nil || s.DNS.OK == 0 || s.DNS.Latency == nil {
+			t.Fatalf("%s: bad sample %+v", res.Test, s)
+		}
+		m, err := results.Metrics(res)
+		if err != nil || m.Kind != results.KindDNS || len(m.Headlines()) == 0 {
+			t.Fatalf("%s: metrics %+v %v", res.Test, m, err)
+		}
+	}
+	if q := run.Results[1].Samples[0].DNS.TargetQPS; q != 1000 {
+		t.Errorf("DNS_QPS_1000 ran at target %v", q)
 	}
 }

@@ -1,0 +1,230 @@
+package dnsload
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/stats"
+)
+
+// finishTimeout bounds how long Run waits for its event loops after the
+// end of the interval (they are woken through an eventfd, so this only
+// trips on a bug).
+var finishTimeout = 5 * time.Second
+
+// run is the state shared by the event loops of one Run. Times are
+// nanoseconds since base (monotonic clock).
+type run struct {
+	o          Options
+	addr       netip.AddrPort
+	names      []string
+	qs         *queries
+	base       time.Time
+	measFrom   int64
+	measTo     int64
+	timeout    int64
+	timeoutMsg string
+
+	stop  atomic.Bool
+	loops []*loop
+}
+
+func (r *run) now() int64 { return int64(time.Since(r.base)) }
+
+func (r *run) inWindow(t int64) bool { return t >= r.measFrom && t < r.measTo }
+
+// Run validates o and queries the server: o.Warmup unmeasured, then
+// o.Duration measured, with o.Outstanding queries spread over o.Threads
+// event loops. One query is tried first, so a server that is down gives a
+// one-line error at once; afterwards failures are counted in
+// Result.Errors, not returned. Cancelling ctx stops every loop and
+// returns an error wrapping ctx.Err() within milliseconds.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	addr, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	names := o.names()
+	qs, err := buildQueries(names)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{o: o, addr: addr, names: names, qs: qs, timeout: int64(o.Timeout)}
+	r.timeoutMsg = fmt.Sprintf("no response from %s within %s", addr, time.Duration(o.Timeout))
+
+	// Probe: fail fast, in one line, when nothing answers.
+	if _, err := exchange(ctx, addr, qs.packet(0), min(time.Duration(o.Timeout), 5*time.Second)); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("dnsload %s: %w", addr, ctx.Err())
+		}
+		return nil, fmt.Errorf("dnsload: %w", err)
+	}
+
+	nloops := o.Threads
+	if nloops == 0 {
+		nloops = usableCPUs()
+	}
+	nloops = min(nloops, o.Outstanding)
+	for i := range nloops {
+		k := o.Outstanding / nloops
+		if i < o.Outstanding%nloops {
+			k++
+		}
+		l, err := newLoop(r, i, nloops, k)
+		if err != nil {
+			for _, l := range r.loops {
+				l.close()
+			}
+			return nil, fmt.Errorf("dnsload: %v", err)
+		}
+		r.loops = append(r.loops, l)
+	}
+
+	var wg sync.WaitGroup
+	r.base = time.Now()
+	r.measFrom = int64(o.Warmup)
+	r.measTo = r.measFrom + int64(o.Duration)
+	for _, l := range r.loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.run()
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	halt := func() error {
+		r.stop.Store(true)
+		for _, l := range r.loops {
+			l.wake()
+		}
+		timer := time.NewTimer(finishTimeout)
+		defer timer.Stop()
+		select {
+		case <-done:
+		case <-timer.C:
+			return fmt.Errorf("dnsload %s: event loops did not stop within %s (bug)", addr, finishTimeout)
+		}
+		for _, l := range r.loops {
+			l.close()
+		}
+		return nil
+	}
+	sleepUntil := func(at int64) bool {
+		timer := time.NewTimer(time.Duration(at - r.now()))
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	fail := func() (*Result, error) {
+		if err := halt(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("dnsload %s: %w", addr, ctx.Err())
+	}
+	if !sleepUntil(r.measFrom) {
+		return fail()
+	}
+	cpu0 := processCPU()
+	start := time.Now()
+	if !sleepUntil(r.measTo) {
+		return fail()
+	}
+	cpu1 := processCPU()
+	end := time.Now()
+	if err := halt(); err != nil {
+		return nil, err
+	}
+	return r.result(start, end, cpu0, cpu1)
+}
+
+// result merges the loops' counters and histograms.
+func (r *run) result(start, end time.Time, cpu0, cpu1 cpuTimes) (*Result, error) {
+	o := r.o
+	res := &Result{
+		Options: o, Address: r.addr.String(), Mode: "max-rate",
+		Start: start, End: end, Seconds: time.Duration(o.Duration).Seconds(),
+		Outstanding: o.Outstanding, Threads: len(r.loops), Names: r.qs.len(),
+		Rcodes: map[string]int64{},
+	}
+	if o.QPS > 0 {
+		res.Mode = "fixed-qps"
+	}
+	h, hu := stats.NewHistogram(), stats.NewHistogram()
+	e := &res.Errors
+	for _, l := range r.loops {
+		res.Sent += l.counters.sent
+		res.Responses += l.responses
+		res.OK += l.ok
+		res.BytesSent += l.bytesSent
+		res.BytesReceived += l.bytesRecv
+		for c, n := range l.rcodes {
+			if n > 0 {
+				res.Rcodes[rcodeName(c)] += n
+			}
+		}
+		le := &l.errs
+		e.Timeout += le.Timeout
+		e.Rcode += le.Rcode
+		e.NoAnswer += le.NoAnswer
+		e.Send += le.Send
+		e.Late += le.Late
+		e.Stray += le.Stray
+		e.Malformed += le.Malformed
+		e.ICMP += le.ICMP
+		if e.First == "" {
+			e.First = le.First
+		}
+		h.Merge(l.hist)
+		if l.histU != nil {
+			hu.Merge(l.histU)
+		}
+	}
+	e.Total = e.Timeout + e.Rcode + e.NoAnswer + e.Send
+	res.QPS = float64(res.Responses) / res.Seconds
+	if n := res.Responses + e.Timeout; n > 0 {
+		res.LossPercent = 100 * float64(e.Timeout) / float64(n)
+	}
+	if o.QPS > 0 {
+		res.TargetQPS = o.QPS
+		res.AchievedRatio = res.QPS / o.QPS
+		if res.AchievedRatio < MissedTargetRatio {
+			res.MissedTarget = true
+			res.MissedByPercent = 100 * (1 - res.AchievedRatio)
+		}
+	} else {
+		hu = h
+	}
+	var err error
+	if res.Latency, err = stats.Summarize(h); err != nil {
+		return nil, err
+	}
+	if res.LatencyUncorrected, err = stats.Summarize(hu); err != nil {
+		return nil, err
+	}
+	res.ClientCPUUserSec = (cpu1.user - cpu0.user).Seconds()
+	res.ClientCPUSysSec = (cpu1.sys - cpu0.sys).Seconds()
+	res.ClientCPUs = usableCPUs()
+	res.ClientCPUUtil = (res.ClientCPUUserSec + res.ClientCPUSysSec) / (end.Sub(start).Seconds() * float64(res.ClientCPUs))
+	res.ClientSaturated = res.ClientCPUUtil >= SaturatedUtil
+	return res, nil
+}
+
+// sockaddr converts ap for unix.Connect.
+func sockaddr(ap netip.AddrPort) unix.Sockaddr {
+	if ap.Addr().Is4() {
+		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	}
+	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+}

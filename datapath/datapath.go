@@ -9,11 +9,16 @@ package datapath
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 	"time"
 )
+
+// ErrUnsupported is wrapped by datapaths when the kernel or a tool lacks a
+// feature they need; tests skip on it.
+var ErrUnsupported = errors.ErrUnsupported
 
 // Names of the Service datapaths the lab can run, as `--service-datapath`
 // and scenario names spell them.

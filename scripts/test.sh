@@ -10,6 +10,10 @@ source scripts/setup.sh
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 [ -z "$unformatted" ] || { echo "test: gofmt would change: $unformatted" >&2; exit 1; }
 go vet ./...
+# The committed BPF objects match their sources (byte for byte, where clang
+# is installed; exit 2 = no clang, and TestObjectsFresh still checks the
+# sources' recorded hashes).
+./scripts/check-bpf.sh || [ $? -eq 2 ]
 ./scripts/build.sh
 # -p 1: lab tests share the machine's CPUs and must not measure each other.
 go test -p 1 -count=1 -timeout 40m "$@" ./...

@@ -28,6 +28,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		mode       string
 		scenarios  string
 		lf         labFlags
+		kf         k8sFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -43,8 +44,8 @@ Placements: ` + strings.Join(suite.AllPlacements, ", ") + `, and ` + strings.Joi
 Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if target != "lab" {
-				return fmt.Errorf("--target %q: only \"lab\" is available in this build", target)
+			if target != "lab" && target != "k8s" {
+				return fmt.Errorf("--target %q: want lab or k8s", target)
 			}
 			flags := cmd.Flags()
 			for _, name := range []string{"rounds", "streams"} {
@@ -63,6 +64,9 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 			plan, err := o.Resolve()
 			if err != nil {
 				return err
+			}
+			if target == "k8s" {
+				return runK8s(cmd, &kf, plan, len(o.Placements) == 0, out)
 			}
 			labCfg, err := lf.config(flags, g)
 			if err != nil {
@@ -110,7 +114,7 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&target, "target", "lab", "where to run: lab")
+	f.StringVar(&target, "target", "lab", "where to run: lab, or k8s (a cluster through kubeconfig; see docs/k8s.md)")
 	f.StringVar(&o.Profile, "profile", "quick", "quick or standard")
 	f.StringVar(&tests, "tests", "", "comma-separated tests (default: the profile's)")
 	f.StringVar(&placements, "placements", "", "comma-separated placements (default: all)")
@@ -122,6 +126,7 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 	f.StringVar(&out, "out", "", "results directory (default cnibench-results/<run id>)")
 	f.StringVar(&scenarios, "scenarios", "", "comma-separated lab scenarios run side by side, rounds interleaved: "+strings.Join(labtarget.ScenarioNames(), ", ")+" (each in its own lab named after it)")
 	lf.register(f)
+	kf.register(f)
 	return cmd
 }
 

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// --dry-run prints every manifest of the default placements (pod-to-service
+// joins them on clusters) without a kubeconfig.
+func TestK8sDryRun(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	out, errOut, err := cnibench(t, "run", "--target", "k8s", "--dry-run", "--client-node", "a", "--server-node", "b")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	docs := strings.Split(out, "\n---\n")
+	kinds := map[string]int{}
+	for _, d := range docs {
+		for _, line := range strings.Split(d, "\n") {
+			if k, ok := strings.CutPrefix(line, "kind: "); ok {
+				kinds[k]++
+			}
+		}
+	}
+	if len(docs) != 8 || kinds["Pod"] != 5 || kinds["Service"] != 1 || kinds["Secret"] != 1 || kinds["Namespace"] != 1 {
+		t.Errorf("%d documents, kinds %v", len(docs), kinds)
+	}
+	if !strings.Contains(out, "- a\n") || !strings.Contains(out, "- b\n") || !strings.Contains(errOut, "dry run: 8 manifests") {
+		t.Errorf("nodes or note missing:\n%s", errOut)
+	}
+}
+
+func TestK8sBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--target", "k8s", "--nodes", "3"}, "--nodes is a lab setting"},
+		{[]string{"run", "--target", "k8s", "--dry-run", "--namespace", "Bad_NS"}, `--namespace "Bad_NS"`},
+		{[]string{"run", "--target", "k8s", "--dry-run", "--access", "ssh"}, `--access "ssh"`},
+		{[]string{"run", "--target", "k8s", "--kubeconfig", "/nonexistent"}, "--kubeconfig /nonexistent"},
+		{[]string{"k8s", "rbac", "--user", "a", "--group", "b"}, "one of --user, --group"},
+		{[]string{"k8s", "image", "--binary", "/nonexistent", "--out", "/dev/null"}, "not an ELF"},
+	} {
+		_, _, err := cnibench(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package k8starget
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/cnibench/cnibench/internal/version"
+	"github.com/cnibench/cnibench/suite"
+)
+
+// Defaults of a k8s run.
+const (
+	DefaultNamespace = "cnibench"
+	DefaultImageRepo = "ghcr.io/cnibench/cnibench"
+	DefaultTimeout   = 3 * time.Minute
+	// ControlPort is the agents' control API port (in the pod, or on the
+	// node for hostNetwork agents); the data ports are the engines' fixed
+	// ports (engine.DefaultPort) and the HTTP server's 8080.
+	ControlPort = 5200
+	// BinaryPath is where the image puts the cnibench binary.
+	BinaryPath = "/cnibench"
+	// Access modes: how the CLI reaches the agents' control API.
+	AccessPortForward = "port-forward" // through the API server (default: works from anywhere kubectl does)
+	AccessDirect      = "direct"       // pod IP:5200 (the CLI runs in the cluster or on a node)
+)
+
+// Pod-to-Service placements: a client pod dials a ClusterIP Service whose
+// only backend is on the other node (the suite's) or on the same node
+// (k8s target only).
+const (
+	PodToServiceSameNode  = "pod-to-service/same-node"
+	PodToServiceOtherNode = suite.PodToServiceOtherNode
+)
+
+// DefaultImage is the agent image of this build's version.
+func DefaultImage() string { return DefaultImageRepo + ":" + version.Get().Version }
+
+// Resources of every agent container: requests so agents are never
+// BestEffort (first to be evicted, no CPU share guarantee), no CPU limit
+// (CFS throttling would show up as latency), a memory limit as a fuse.
+type Resources struct {
+	CPURequest    string `json:"cpu_request"`
+	MemoryRequest string `json:"memory_request"`
+	MemoryLimit   string `json:"memory_limit"`
+}
+
+// DefaultResources are used for empty fields.
+var DefaultResources = Resources{CPURequest: "500m", MemoryRequest: "64Mi", MemoryLimit: "1Gi"}
+
+// Config of the k8s target. Zero values mean the defaults above.
+type Config struct {
+	Kubeconfig string `json:"kubeconfig,omitempty"` // "" = $KUBECONFIG, ~/.kube/config, in-cluster
+	Context    string `json:"context,omitempty"`
+	Namespace  string `json:"namespace"`
+	Image      string `json:"image"`
+	// PullPolicy of the agent image; IfNotPresent lets an image imported
+	// on the nodes (ctr import, kind load) be used without a registry.
+	PullPolicy corev1.PullPolicy `json:"pull_policy"`
+	// ClientNode and ServerNode pin node0 and node1; empty ones are picked.
+	ClientNode   string            `json:"client_node,omitempty"`
+	ServerNode   string            `json:"server_node,omitempty"`
+	NodeSelector map[string]string `json:"node_selector,omitempty"` // candidates must have these labels
+	Placements   []string          `json:"placements"`
+	RunID        string            `json:"run_id"`
+	Access       string            `json:"access"`  // AccessPortForward (default) or AccessDirect
+	Timeout      time.Duration     `json:"timeout"` // for agents to become ready, and for cleanup
+	// Force removes a previous run's objects instead of refusing to start.
+	Force     bool      `json:"force,omitempty"`
+	Resources Resources `json:"resources"`
+	Progress  io.Writer `json:"-"`
+}
+
+// Validate fills defaults and checks every field, with one-line errors
+// naming the flag at fault.
+func (c *Config) Validate() error {
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if errs := validation.IsDNS1123Label(c.Namespace); len(errs) > 0 {
+		return fmt.Errorf("--namespace %q: %s", c.Namespace, strings.Join(errs, "; "))
+	}
+	if c.Image == "" {
+		c.Image = DefaultImage()
+	}
+	if strings.ContainsAny(c.Image, " \t\n") {
+		return fmt.Errorf("--image %q: must not contain spaces", c.Image)
+	}
+	switch c.PullPolicy {
+	case "":
+		c.PullPolicy = corev1.PullIfNotPresent
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		return fmt.Errorf("image pull policy %q: want Always, IfNotPresent or Never", c.PullPolicy)
+	}
+	for flag, n := range map[string]string{"--client-node": c.ClientNode, "--server-node": c.ServerNode} {
+		if n != "" {
+			if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+				return fmt.Errorf("%s %q: not a node name: %s", flag, n, strings.Join(errs, "; "))
+			}
+		}
+	}
+	if c.ClientNode != "" && c.ClientNode == c.ServerNode {
+		return fmt.Errorf("--client-node and --server-node are both %q: other-node placements need two nodes", c.ClientNode)
+	}
+	for k, v := range c.NodeSelector {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("--node-selector %s=%s: bad key: %s", k, v, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Errorf("--node-selector %s=%s: bad value: %s", k, v, strings.Join(errs, "; "))
+		}
+	}
+	if len(c.Placements) == 0 {
+		return fmt.Errorf("no placement to run")
+	}
+	for _, p := range c.Placements {
+		if _, ok := placementEndpoints[p]; !ok {
+			return fmt.Errorf("placement %s is not available on the k8s target (known: %s)", p, strings.Join(KnownPlacements(), ", "))
+		}
+	}
+	if err := validLabelValue("run id", c.RunID); err != nil {
+		return err
+	}
+	switch c.Access {
+	case "":
+		c.Access = AccessPortForward
+	case AccessPortForward, AccessDirect:
+	default:
+		return fmt.Errorf("--access %q: want %s or %s", c.Access, AccessPortForward, AccessDirect)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Timeout < time.Second {
+		return fmt.Errorf("--timeout %s: must be at least 1s", c.Timeout)
+	}
+	r := &c.Resources
+	for _, f := range []struct {
+		v   *string
+		def string
+		sel string
+	}{{&r.CPURequest, DefaultResources.CPURequest, "cpu request"}, {&r.MemoryRequest, DefaultResources.MemoryRequest, "memory request"}, {&r.MemoryLimit, DefaultResources.MemoryLimit, "memory limit"}} {
+		if *f.v == "" {
+			*f.v = f.def
+		}
+		if _, err := resource.ParseQuantity(*f.v); err != nil {
+			return fmt.Errorf("agent %s %q: %v", f.sel, *f.v, err)
+		}
+	}
+	return nil
+}
+
+// endpointSpec is one agent: where it runs and on which network.
+type endpointSpec struct {
+	Name string // lab-style name: node0-pod0, node1 (host network)
+	Node int    // 0: the client node, 1: the server node
+	Host bool   // hostNetwork
+}
+
+// endpointSpecs are every agent the k8s target can run, in creation order.
+var endpointSpecs = []endpointSpec{
+	{"node0-pod0", 0, false},
+	{"node0-pod1", 0, false},
+	{"node1-pod0", 1, false},
+	{"node0", 0, true},
+	{"node1", 1, true},
+}
+
+func lookupEndpoint(name string) (endpointSpec, bool) {
+	for _, e := range endpointSpecs {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return endpointSpec{}, false
+}
+
+// placementEndpoints maps each placement onto endpoints (client, server),
+// the same ones the lab uses, so both targets' results line up.
+var placementEndpoints = map[string][2]string{
+	suite.PodToPodSameNode:   {"node0-pod0", "node0-pod1"},
+	suite.PodToPodOtherNode:  {"node0-pod0", "node1-pod0"},
+	suite.HostToHostOtherNod: {"node0", "node1"},
+	PodToServiceSameNode:     {"node0-pod0", "node0-pod1"},
+	PodToServiceOtherNode:    {"node0-pod0", "node1-pod0"},
+}
+
+// KnownPlacements lists the placements the k8s target can host.
+func KnownPlacements() []string {
+	var n []string
+	for p := range placementEndpoints {
+		n = append(n, p)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// isServicePlacement says whether the client dials a Service VIP.
+func isServicePlacement(p string) bool { return strings.HasPrefix(p, "pod-to-service/") }
+
+// needsTwoNodes says whether a placement crosses nodes.
+func needsTwoNodes(p string) bool { return strings.HasSuffix(p, "/other-node") }

@@ -1,0 +1,50 @@
+package k8starget
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Cluster is a connection to the API server chosen by kubeconfig and
+// context, as kubectl would choose it.
+type Cluster struct {
+	Clientset kubernetes.Interface
+	Config    *rest.Config
+	Context   string // the kubeconfig context used ("" in-cluster)
+}
+
+// Connect loads the kubeconfig (explicit path, else $KUBECONFIG, else
+// ~/.kube/config, else the in-cluster service account) and builds a
+// client. Nothing is sent to the server yet.
+func Connect(kubeconfig, context string) (*Cluster, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
+	cfg, err := cc.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, fmt.Errorf("no kubeconfig found ($KUBECONFIG, ~/.kube/config) and not running in a pod: pass --kubeconfig")
+	}
+	if err != nil {
+		where := "kubeconfig"
+		if kubeconfig != "" {
+			where = "--kubeconfig " + kubeconfig
+		}
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	name := context
+	if raw, err := cc.RawConfig(); err == nil && name == "" {
+		name = raw.CurrentContext
+	}
+	// Our own limiter paces bulk work (Service scale); client-go's default
+	// of 5 QPS would make waiting for agents and cleanup needlessly slow.
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.UserAgent = "cnibench"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return &Cluster{Clientset: cs, Config: cfg, Context: name}, nil
+}

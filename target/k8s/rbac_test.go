@@ -1,0 +1,98 @@
+package k8starget
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// allows evaluates RBAC rules the way the API server's authorizer does for
+// resource requests: group, resource[/subresource], verb, and name when
+// the rule lists resourceNames.
+func allows(rules []rbacv1.PolicyRule, group, resource, verb, name string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) &&
+			(len(r.ResourceNames) == 0 || (name != "" && slices.Contains(r.ResourceNames, name))) {
+			return true
+		}
+	}
+	return false
+}
+
+// Everything a full run asks of the API server (with the namespace
+// prepared by an admin from `cnibench k8s rbac`) is allowed by the printed
+// ClusterRole and Role, and a cleanup of the namespace too: the RBAC is
+// sufficient, rule by rule.
+func TestRBACCoversARun(t *testing.T) {
+	objs, err := RBAC(testNS, Subject{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := twoNodeCluster(objs[0]) // the Namespace, as the admin applied it
+	startKubelet(t, cs, testNS, healthy)
+	h := startHealthAgent(t, cs, testNS)
+	cs.ClearActions()
+	tgt, err := Open(context.Background(), testConfig("rbac"), cs, &staticAccess{addr: h.srv.URL}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tgt.Layout().CreateNamespace {
+		t.Fatal("the admin's namespace would be created again")
+	}
+	if err := tgt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Cleanup(cs, testNS, ManagedSelector(), testConfig("x").Timeout, nil); err != nil {
+		t.Fatal(err)
+	}
+	cluster, namespaced := ClusterRules(testNS), NamespaceRules()
+	checked := 0
+	for _, a := range cs.Actions() {
+		gvr := a.GetResource()
+		if gvr.Resource == "version" { // discovery: allowed to every authenticated user
+			continue
+		}
+		resource := gvr.Resource
+		if a.GetSubresource() != "" {
+			resource += "/" + a.GetSubresource()
+		}
+		name := ""
+		switch x := a.(type) {
+		case k8stesting.GetAction:
+			name = x.GetName()
+		case k8stesting.DeleteAction:
+			name = x.GetName()
+		}
+		rules := cluster
+		if a.GetNamespace() == testNS {
+			rules = append(slices.Clone(cluster), namespaced...)
+		}
+		checked++
+		if !allows(rules, gvr.Group, resource, a.GetVerb(), name) {
+			t.Errorf("not allowed by `cnibench k8s rbac`: %s %s %q in namespace %q", a.GetVerb(), resource, name, a.GetNamespace())
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d API calls checked", checked)
+	}
+	// And it is least privilege where it matters: no Secret can be read
+	// but ours, nothing outside the namespace can be changed.
+	if allows(namespaced, "", "secrets", "get", "other") || allows(namespaced, "", "secrets", "list", "") {
+		t.Error("the Role can read other Secrets")
+	}
+	for _, r := range cluster {
+		for _, v := range r.Verbs {
+			if v != "get" && v != "list" {
+				t.Errorf("cluster-wide %s on %v", v, r.Resources)
+			}
+		}
+	}
+	// The admin's namespace survives the cleanup.
+	if _, err := cs.CoreV1().Namespaces().Get(context.Background(), testNS, metav1.GetOptions{}); err != nil {
+		t.Errorf("namespace: %v", err)
+	}
+}

@@ -1,0 +1,321 @@
+package k8starget
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite"
+)
+
+// agentReadyTimeout bounds the wait for an agent's control API once its
+// pod is Ready (the readiness probe already saw the port open); tests
+// shorten it.
+var agentReadyTimeout = 30 * time.Second
+
+// Target is a cluster with this run's agents up. Close it: that removes
+// every object the run created.
+type Target struct {
+	cfg     Config
+	cs      kubernetes.Interface
+	access  Access
+	context string
+
+	layout   Layout
+	prov     Provenance
+	pods     map[string]*corev1.Pod // endpoint → pod
+	services map[string]string      // server endpoint → ClusterIP
+	agents   map[string]*agent.Client
+	skipped  map[string]string // placement → reason
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open checks the cluster, refuses to start over an earlier run's leftovers
+// (unless cfg.Force), picks the nodes, creates the agents and waits until
+// each answers on its control API. On any error, and when ctx is cancelled,
+// whatever it created is removed before it returns.
+func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Access, kubeContext string) (t *Target, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t = &Target{cfg: cfg, cs: cs, access: access, context: kubeContext,
+		pods: map[string]*corev1.Pod{}, services: map[string]string{}, agents: map[string]*agent.Client{}, skipped: map[string]string{}}
+	plan, err := Prepare(ctx, cfg, cs)
+	if err != nil {
+		return nil, err
+	}
+	t.layout, t.skipped, t.prov = plan.Layout, plan.Skipped, plan.Provenance
+	t.prov.Context = kubeContext
+	t.prov.Access = access.Name()
+	if t.layout.Token, err = randomToken(); err != nil {
+		return nil, err
+	}
+	m, err := Build(t.layout)
+	if err != nil {
+		return nil, err
+	}
+
+	// From the first object on, every way out but success cleans up.
+	defer func() {
+		if err != nil {
+			if cerr := t.Close(); cerr != nil {
+				err = fmt.Errorf("%w (and cleanup failed: %v)", err, cerr)
+			}
+		}
+	}()
+	t.progress("creating %d agent pods in namespace %s on %s ...", len(m.Pods), cfg.Namespace, strings.Join(nonEmpty(t.layout.Nodes[:]), " and "))
+	if err := create(ctx, cs, m); err != nil {
+		t.progress(" failed\n")
+		return t, err
+	}
+	var want []string
+	for _, p := range m.Pods {
+		want = append(want, p.Name)
+	}
+	start := time.Now()
+	ready, err := waitReady(ctx, cs, cfg.Namespace, cfg.RunID, want, cfg.Timeout)
+	if err != nil {
+		t.progress(" failed\n")
+		return t, err
+	}
+	t.progress(" ready in %s\n", time.Since(start).Round(100*time.Millisecond))
+	for _, p := range ready {
+		t.pods[p.Labels[LabelEndpoint]] = p
+	}
+	for _, ep := range t.layout.Services {
+		svc, err := cs.CoreV1().Services(cfg.Namespace).Get(ctx, ServiceName(ep), metav1.GetOptions{})
+		if err != nil {
+			return t, fmt.Errorf("read Service %s: %w", ServiceName(ep), err)
+		}
+		if ip := svc.Spec.ClusterIP; ip == "" || ip == corev1.ClusterIPNone {
+			return t, fmt.Errorf("service %s/%s has no ClusterIP", cfg.Namespace, svc.Name)
+		}
+		t.services[ep] = svc.Spec.ClusterIP
+	}
+	// The control API: reach each agent and check that it answers with
+	// this run's token.
+	for _, ep := range t.layout.Endpoints {
+		p := t.pods[ep]
+		control, err := access.Control(ctx, p)
+		if err != nil {
+			return t, err
+		}
+		c, err := agent.NewClient(ep, control, t.layout.Token)
+		if err != nil {
+			return t, err
+		}
+		if err := c.WaitReady(ctx, agentReadyTimeout); err != nil {
+			return t, fmt.Errorf("pod %s/%s (%s, %s access): %w", cfg.Namespace, p.Name, p.Status.PodIP, cfg.Access, err)
+		}
+		t.agents[ep] = c
+	}
+	t.recordEndpoints()
+	return t, nil
+}
+
+// Plan is what a run would create, before anything is created: the
+// layout, the placements it must skip and the provenance read so far.
+type Plan struct {
+	Layout     Layout
+	Skipped    map[string]string
+	Provenance Provenance
+}
+
+// Prepare reads the cluster and decides what a run creates: it checks for
+// leftovers (removing them with cfg.Force), detects the CNI, picks the
+// nodes and decides which placements can run. It creates nothing, except
+// that cfg.Force deletes an earlier run's objects.
+func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ver, platform, cni, err := collectCluster(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	left, err := Find(ctx, cs, cfg.Namespace, ManagedSelector())
+	if err != nil {
+		return nil, err
+	}
+	if len(left) > 0 {
+		if !cfg.Force {
+			return nil, fmt.Errorf("namespace %s holds an earlier cnibench run's objects (%s): run 'cnibench k8s cleanup --namespace %s' or pass --force", cfg.Namespace, Describe(left), cfg.Namespace)
+		}
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "--force: ")
+		}
+		if _, err := Cleanup(cs, cfg.Namespace, ManagedSelector(), cfg.Timeout, cfg.Progress); err != nil {
+			return nil, err
+		}
+	}
+	exists, _, err := namespaceState(ctx, cs, cfg.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	var agentNodes map[string]bool
+	cniName := cni.Plugin
+	if comp := cni.Agent(); comp != nil {
+		if agentNodes, err = AgentNodes(ctx, cs, comp); err != nil {
+			return nil, err
+		}
+		cniName = comp.DaemonSet
+	}
+	needTwo := false
+	for _, p := range cfg.Placements {
+		needTwo = needTwo || needsTwoNodes(p)
+	}
+	choice, err := SelectNodes(ctx, cs, cfg, agentNodes, cniName, needTwo)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Skipped: map[string]string{}}
+	p.Layout = Layout{
+		Namespace: cfg.Namespace, CreateNamespace: !exists, RunID: cfg.RunID,
+		Image: cfg.Image, PullPolicy: cfg.PullPolicy, Nodes: choice.Nodes, Resources: cfg.Resources,
+	}
+	var runnable []string
+	for _, pl := range cfg.Placements {
+		if needsTwoNodes(pl) && choice.Nodes[1] == "" {
+			p.Skipped[pl] = choice.OneNodeReason()
+			continue
+		}
+		runnable = append(runnable, pl)
+	}
+	p.Layout.Endpoints, p.Layout.Services = endpointsFor(runnable)
+	if len(p.Layout.Endpoints) == 0 {
+		return nil, fmt.Errorf("no placement can run on this cluster: %s", describeSkipped(p.Skipped))
+	}
+	p.Provenance = Provenance{
+		KubernetesVersion: ver, Platform: platform, Namespace: cfg.Namespace, Image: cfg.Image,
+		Access: cfg.Access, RefusedNodes: choice.Refused, CNI: cni, Skipped: p.Skipped,
+	}
+	for i, n := range choice.objects {
+		if n != nil {
+			p.Provenance.Nodes = append(p.Provenance.Nodes, nodeInfo(fmt.Sprintf("node%d", i), n))
+		}
+	}
+	return p, nil
+}
+
+func describeSkipped(skipped map[string]string) string {
+	var parts []string
+	for p, why := range skipped {
+		parts = append(parts, p+": "+why)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
+// recordEndpoints fills the provenance's endpoint map from the live pods.
+func (t *Target) recordEndpoints() {
+	t.prov.Endpoints = map[string]EndpointInfo{}
+	for ep, p := range t.pods {
+		t.prov.Endpoints[ep] = EndpointInfo{Pod: p.Name, Node: p.Spec.NodeName, IP: p.Status.PodIP,
+			HostNetwork: p.Spec.HostNetwork, QOSClass: string(p.Status.QOSClass)}
+	}
+	if len(t.services) > 0 {
+		t.prov.Services = t.services
+	}
+}
+
+// Kind implements suite.Target.
+func (t *Target) Kind() string { return "k8s" }
+
+// Details implements suite.Target: the cluster's provenance.
+func (t *Target) Details() map[string]any { return t.prov.Map() }
+
+// Placement implements suite.Target. A placement the cluster cannot host
+// (other-node with one usable node) wraps suite.ErrUnsupported.
+func (t *Target) Placement(name string) (results.Placement, error) {
+	eps, ok := placementEndpoints[name]
+	if !ok {
+		return results.Placement{}, fmt.Errorf("%w: placement %s is not available on the k8s target", suite.ErrUnsupported, name)
+	}
+	if why, skip := t.skipped[name]; skip {
+		return results.Placement{}, fmt.Errorf("%w: %s", suite.ErrUnsupported, why)
+	}
+	srv, ok := t.pods[eps[1]]
+	if !ok {
+		return results.Placement{}, fmt.Errorf("placement %s: no agent on %s (not in this run's plan)", name, eps[1])
+	}
+	addr := srv.Status.PodIP
+	if isServicePlacement(name) {
+		if addr, ok = t.services[eps[1]]; !ok {
+			return results.Placement{}, fmt.Errorf("placement %s: no Service in front of %s", name, eps[1])
+		}
+	}
+	path, node, _ := strings.Cut(name, "/")
+	return results.Placement{Path: path, Node: node, Client: eps[0], Server: eps[1], ServerAddr: addr}, nil
+}
+
+// Agent implements suite.Target.
+func (t *Target) Agent(endpoint string) (*agent.Client, error) {
+	c, ok := t.agents[endpoint]
+	if !ok {
+		return nil, fmt.Errorf("no agent runs on %s", endpoint)
+	}
+	return c, nil
+}
+
+// ErrNoCPUAccounting is what CPUSeconds returns on the k8s target.
+var ErrNoCPUAccounting = errors.New("CPU accounting is unsupported on the k8s target (yet)")
+
+// CPUSeconds implements suite.Target: not available on clusters yet.
+func (t *Target) CPUSeconds(string) (float64, error) { return 0, ErrNoCPUAccounting }
+
+// Close stops the control connections and removes every object of this
+// run (the namespace too, if the run created it), waiting until they are
+// gone. It runs once, on its own context, so it also works after Ctrl-C.
+func (t *Target) Close() error {
+	t.closeOnce.Do(func() {
+		if t.access != nil {
+			_ = t.access.Close()
+		}
+		if t.cs == nil {
+			return
+		}
+		_, t.closeErr = Cleanup(t.cs, t.cfg.Namespace, RunSelector(t.cfg.RunID), t.cfg.Timeout, t.cfg.Progress)
+	})
+	return t.closeErr
+}
+
+// Layout is what the run created.
+func (t *Target) Layout() Layout { return t.layout }
+
+func (t *Target) progress(format string, a ...any) {
+	if t.cfg.Progress != nil {
+		fmt.Fprintf(t.cfg.Progress, format, a...)
+	}
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("agent token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func nonEmpty(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

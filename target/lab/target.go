@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
@@ -48,6 +49,7 @@ type Target struct {
 	clientCPUs []int
 	serverCPUs []int
 	dir        string
+	dps        []datapath.Datapath // the lab's Service datapath, when it has one
 }
 
 type agentProc struct {
@@ -62,6 +64,8 @@ var placementEndpoints = map[string][2]string{
 	suite.PodToPodSameNode:   {"node0-pod0", "node0-pod1"},
 	suite.PodToPodOtherNode:  {"node0-pod0", "node1-pod0"},
 	suite.HostToHostOtherNod: {"node0", "node1"},
+	// The server of pod-to-service is every pod of node1 (see services.go).
+	suite.PodToServiceOtherNode: {serviceClient, "node1-pods"},
 }
 
 // Open brings the lab up if needed and starts the agents the placements need.
@@ -123,14 +127,23 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 		if !ok {
 			return t, fmt.Errorf("placement %s is not available on the lab target", name)
 		}
-		for i, ep := range eps {
-			if _, err := l.Endpoint(ep); err != nil {
-				return t, fmt.Errorf("placement %s needs %s: %w", name, ep, err)
+		if name == suite.PodToServiceOtherNode && l.Config.ServiceDatapath == "" {
+			return t, fmt.Errorf("placement %s needs a Service datapath: use --service-datapath or a scenario such as iptables or ebpf", name)
+		}
+		for i, group := range eps {
+			members, err := t.members(l, group)
+			if err != nil {
+				return t, fmt.Errorf("placement %s: %w", name, err)
 			}
-			if _, seen := isClient[ep]; !seen {
-				order = append(order, ep)
+			for _, ep := range members {
+				if _, err := l.Endpoint(ep); err != nil {
+					return t, fmt.Errorf("placement %s needs %s: %w", name, ep, err)
+				}
+				if _, seen := isClient[ep]; !seen {
+					order = append(order, ep)
+				}
+				isClient[ep] = isClient[ep] || i == 0
 			}
-			isClient[ep] = isClient[ep] || i == 0
 		}
 	}
 	t.progress("starting %d agents ...", len(order))
@@ -139,16 +152,38 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 		if isClient[ep] {
 			cpus = t.clientCPUs
 		}
-		if err := t.startAgent(ctx, ep, cpus); err != nil {
+		if err := t.startAgent(ctx, ep, cpus, !isClient[ep]); err != nil {
 			t.progress(" failed\n")
 			return t, err
 		}
 	}
 	t.progress(" ready\n")
+	if err := t.openServices(ctx); err != nil {
+		return t, err
+	}
 	return t, nil
 }
 
-func (t *Target) startAgent(ctx context.Context, name string, cpus []int) error {
+// members expands an endpoint group of placementEndpoints: "node1-pods" is
+// every pod of node1 (the Service's backends), anything else itself.
+func (t *Target) members(l *lab.Lab, group string) ([]string, error) {
+	if group != "node1-pods" {
+		return []string{group}, nil
+	}
+	pods, err := serviceBackends(l)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	return names, nil
+}
+
+// startAgent starts the agent of an endpoint; a server agent also runs the
+// DNS server of the DNS tests on the endpoint's address.
+func (t *Target) startAgent(ctx context.Context, name string, cpus []int, server bool) error {
 	ep, err := t.lab.Endpoint(name)
 	if err != nil {
 		return err
@@ -169,7 +204,11 @@ func (t *Target) startAgent(ctx context.Context, name string, cpus []int) error 
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, "agent", "--control", "unix:"+sock, "--exit-on-stdin-eof")
+	args := []string{"agent", "--control", "unix:" + sock, "--exit-on-stdin-eof"}
+	if server {
+		args = append(args, "--dns-listen", ep.IP)
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), agent.TokenEnv+"="+token)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	stdin, err := cmd.StdinPipe()
@@ -219,11 +258,23 @@ func (t *Target) Placement(name string) (results.Placement, error) {
 	if !ok {
 		return results.Placement{}, fmt.Errorf("placement %s is not available on the lab target", name)
 	}
+	path, node, _ := strings.Cut(name, "/")
+	if name == suite.PodToServiceOtherNode {
+		if t.lab.Config.ServiceDatapath == "" {
+			return results.Placement{}, fmt.Errorf("%s: the lab has no Service datapath (--service-datapath): %w", name, suite.ErrUnsupported)
+		}
+		members, err := t.members(t.lab, eps[1])
+		if err != nil {
+			return results.Placement{}, err
+		}
+		// Server CPU is the sum over the Service's backends.
+		return results.Placement{Path: path, Node: node, Client: eps[0], Server: strings.Join(members, "+"),
+			ServerAddr: datapath.TestVIP(0).String()}, nil
+	}
 	srv, err := t.lab.Endpoint(eps[1])
 	if err != nil {
 		return results.Placement{}, err
 	}
-	path, node, _ := strings.Cut(name, "/")
 	return results.Placement{Path: path, Node: node, Client: eps[0], Server: eps[1], ServerAddr: srv.IP}, nil
 }
 
@@ -241,8 +292,20 @@ func (t *Target) Agent(endpoint string) (*agent.Client, error) {
 	return p.client, nil
 }
 
-// CPUSeconds implements suite.Target from the endpoint's cgroup cpu.stat.
+// CPUSeconds implements suite.Target from the endpoint's cgroup cpu.stat;
+// "a+b" sums several endpoints (a Service's backends).
 func (t *Target) CPUSeconds(endpoint string) (float64, error) {
+	if strings.Contains(endpoint, "+") {
+		var sum float64
+		for _, e := range strings.Split(endpoint, "+") {
+			v, err := t.CPUSeconds(e)
+			if err != nil {
+				return 0, err
+			}
+			sum += v
+		}
+		return sum, nil
+	}
 	ep, err := t.lab.Endpoint(endpoint)
 	if err != nil {
 		return 0, err
@@ -265,6 +328,7 @@ func (t *Target) CPUSeconds(endpoint string) (float64, error) {
 
 // Close stops the agents and, if Open brought the lab up, takes it down.
 func (t *Target) Close() error {
+	t.closeServices()
 	for _, p := range t.agents {
 		_ = p.stdin.Close() // the agent exits on stdin EOF
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/cnibench/cnibench/report"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 	k8starget "github.com/cnibench/cnibench/target/k8s"
@@ -121,18 +120,8 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 	}
 	runner := &suite.Runner{Scenarios: []suite.Scenario{{Name: name, Target: tgt}}, Plan: plan, OutDir: out, RunID: runID, Progress: w}
 	run, runErr := runner.Run(ctx)
-	if run != nil && len(run.Results) > 0 {
-		fmt.Fprintln(cmd.OutOrStdout())
-		if err := report.Table(cmd.OutOrStdout(), run); err != nil {
-			return err
-		}
-		if err := report.WriteSummary(out, run); err != nil {
-			return err
-		}
-		if _, err := report.WriteRun(out, run); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "\nresults: %s\nsummary: %s\n", filepath.Join(out, results.FileName), filepath.Join(out, report.SummaryFile))
+	if err := writeOutputs(cmd, out, run); err != nil {
+		return err
 	}
 	if errors.Is(runErr, ctx.Err()) && ctx.Err() != nil {
 		return fmt.Errorf("interrupted: completed samples are in %s (the run's cluster objects are removed)", filepath.Join(out, results.FileName))

@@ -130,6 +130,27 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 	return cmd
 }
 
+// writeOutputs prints the tables of a finished (or interrupted) run and
+// writes summary.md, report.md and report.html beside results.json.
+func writeOutputs(cmd *cobra.Command, out string, run *results.Run) error {
+	if run == nil || len(run.Results) == 0 {
+		return nil
+	}
+	fmt.Fprintln(cmd.OutOrStdout())
+	if err := report.Table(cmd.OutOrStdout(), run); err != nil {
+		return err
+	}
+	if err := report.WriteSummary(out, run); err != nil {
+		return err
+	}
+	files, err := report.WriteRun(out, run)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "\nresults: %s\nreport:  %s\n", filepath.Join(out, results.FileName), strings.Join(files, ", "))
+	return nil
+}
+
 // namedLab is one scenario's lab.
 type namedLab struct {
 	name string
@@ -174,18 +195,8 @@ func runSuite(cmd *cobra.Command, labs []namedLab, plan *suite.Plan, runID, out 
 
 	runner := &suite.Runner{Scenarios: scs, Plan: plan, OutDir: out, RunID: runID, Progress: w}
 	run, runErr := runner.Run(ctx)
-	if run != nil && len(run.Results) > 0 {
-		fmt.Fprintln(cmd.OutOrStdout())
-		if err := report.Table(cmd.OutOrStdout(), run); err != nil {
-			return err
-		}
-		if err := report.WriteSummary(out, run); err != nil {
-			return err
-		}
-		if _, err := report.WriteRun(out, run); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "\nresults: %s\nsummary: %s\n", filepath.Join(out, results.FileName), filepath.Join(out, report.SummaryFile))
+	if err := writeOutputs(cmd, out, run); err != nil {
+		return err
 	}
 	if errors.Is(runErr, ctx.Err()) && ctx.Err() != nil {
 		return fmt.Errorf("interrupted: completed samples are in %s", filepath.Join(out, results.FileName))

@@ -47,6 +47,10 @@ type Config struct {
 	Bind string
 	// HTTPPort is the HTTP echo server's port; 0: httpload.DefaultPort.
 	HTTPPort int
+	// HTTPResponseSize is the HTTP server's body size (0: 512 bytes) and
+	// HTTPWork the artificial CPU work per request (0: none).
+	HTTPResponseSize int
+	HTTPWork         time.Duration
 	// DNS, when its Listen address is set, runs a DNS server (dnsmasq) for
 	// the DNS tests beside the engines, stopped with the agent.
 	DNS dnsload.ServerSpec
@@ -68,7 +72,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err := srv.Listen(); err != nil {
 		return err
 	}
-	hsrv := &httpload.Server{Bind: cfg.Bind, Port: cfg.HTTPPort}
+	hsrv := &httpload.Server{Bind: cfg.Bind, Port: cfg.HTTPPort, ResponseSize: cfg.HTTPResponseSize, Work: cfg.HTTPWork}
 	if err := hsrv.Listen(); err != nil {
 		return err
 	}

@@ -32,6 +32,8 @@ func newAgentCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&cfg.Control, "control", "unix:/run/cnibench/agent.sock", "control API address: unix:/path or tcp:host:port")
 	cmd.Flags().StringVar(&cfg.Bind, "bind", "", "address the engine servers listen on (default all)")
+	cmd.Flags().IntVar(&cfg.HTTPResponseSize, "http-response-size", 0, "HTTP response body bytes (default 512)")
+	cmd.Flags().DurationVar(&cfg.HTTPWork, "http-work", 0, "artificial CPU work per HTTP request (default none)")
 	cmd.Flags().StringVar(&cfg.DNS.Listen, "dns-listen", "", "also run a DNS server (dnsmasq) for the DNS tests on this address")
 	cmd.Flags().IntVar(&cfg.DNS.Port, "dns-port", 0, "port of that DNS server (default 53)")
 	cmd.Flags().BoolVar(&exitOnEOF, "exit-on-stdin-eof", false, "exit when standard input closes")

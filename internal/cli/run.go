@@ -29,6 +29,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		scenarios  string
 		lf         labFlags
 		kf         k8sFlags
+		hs         httpServerFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -103,6 +104,12 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 					}
 				}
 			}
+			if hs.responseSize < 0 || hs.responseSize > 64<<20 {
+				return fmt.Errorf("--http-response-size must be in 0..%d bytes, got %d", 64<<20, hs.responseSize)
+			}
+			if hs.work < 0 {
+				return fmt.Errorf("--http-work must not be negative, got %s", hs.work)
+			}
 			if err := lab.RequirePrivileges(); err != nil {
 				return err
 			}
@@ -110,7 +117,7 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 			if out == "" {
 				out = filepath.Join("cnibench-results", runID)
 			}
-			return runSuite(cmd, labs, plan, runID, out)
+			return runSuite(cmd, labs, plan, runID, out, hs)
 		},
 	}
 	f := cmd.Flags()
@@ -126,6 +133,8 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 	f.StringVar(&out, "out", "", "results directory (default cnibench-results/<run id>)")
 	f.StringVar(&scenarios, "scenarios", "", "comma-separated lab scenarios run side by side, rounds interleaved: "+strings.Join(labtarget.ScenarioNames(), ", ")+" (each in its own lab named after it)")
 	lf.register(f)
+	f.IntVar(&hs.responseSize, "http-response-size", 0, "HTTP tests: response body bytes the server agents send (default 512)")
+	f.DurationVar(&hs.work, "http-work", 0, "HTTP tests: artificial CPU work per request on the server agents, e.g. 20us (default none)")
 	kf.register(f)
 	return cmd
 }
@@ -151,13 +160,19 @@ func writeOutputs(cmd *cobra.Command, out string, run *results.Run) error {
 	return nil
 }
 
+// httpServerFlags say how the server agents' HTTP server answers.
+type httpServerFlags struct {
+	responseSize int
+	work         time.Duration
+}
+
 // namedLab is one scenario's lab.
 type namedLab struct {
 	name string
 	cfg  lab.Config
 }
 
-func runSuite(cmd *cobra.Command, labs []namedLab, plan *suite.Plan, runID, out string) (err error) {
+func runSuite(cmd *cobra.Command, labs []namedLab, plan *suite.Plan, runID, out string, hs httpServerFlags) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	_, statErr := os.Stat(out)
@@ -183,6 +198,9 @@ func runSuite(cmd *cobra.Command, labs []namedLab, plan *suite.Plan, runID, out 
 			Placements: plan.Placements,
 			RunID:      runID,
 			Progress:   w,
+
+			HTTPResponseSize: hs.responseSize,
+			HTTPWork:         hs.work,
 		})
 		if err != nil {
 			if createdOut {

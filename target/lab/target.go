@@ -24,6 +24,8 @@ import (
 
 	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/datapath/ebpf"
+	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
@@ -37,6 +39,13 @@ type Config struct {
 	Progress   io.Writer
 	// Executable is the cnibench binary started as agent; "" = this one.
 	Executable string
+	// HTTPResponseSize and HTTPWork configure the server agents' HTTP
+	// server (0: 512-byte bodies, no artificial work).
+	HTTPResponseSize int
+	HTTPWork         time.Duration
+	// EBPF sizes the eBPF Service datapaths' maps (the Service-scale sweep
+	// sets AutoSize or LBMapMax); zero = their defaults.
+	EBPF ebpf.Options
 }
 
 // Target is an open lab with running agents. Close it.
@@ -207,6 +216,12 @@ func (t *Target) startAgent(ctx context.Context, name string, cpus []int, server
 	args := []string{"agent", "--control", "unix:" + sock, "--exit-on-stdin-eof"}
 	if server {
 		args = append(args, "--dns-listen", ep.IP)
+		if t.cfg.HTTPResponseSize != 0 {
+			args = append(args, "--http-response-size", strconv.Itoa(t.cfg.HTTPResponseSize))
+		}
+		if t.cfg.HTTPWork != 0 {
+			args = append(args, "--http-work", t.cfg.HTTPWork.String())
+		}
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), agent.TokenEnv+"="+token)
@@ -238,17 +253,20 @@ func (t *Target) Kind() string { return "lab" }
 func (t *Target) Details() map[string]any {
 	l := t.lab
 	return map[string]any{
-		"lab":                l.Config.Name,
-		"nodes":              len(l.Nodes),
-		"pods_per_node":      l.Config.PodsPerNode,
-		"routing":            l.Routing,
-		"mtu":                l.MTU,
-		"sysctls":            l.Sysctls,
-		"cgroup_root":        l.CgroupRoot,
-		"client_cpus":        cpuList(t.clientCPUs),
-		"server_cpus":        cpuList(t.serverCPUs),
-		"lab_created_by_run": t.created,
-		"topology":           l.Nodes,
+		"lab":                 l.Config.Name,
+		"nodes":               len(l.Nodes),
+		"pods_per_node":       l.Config.PodsPerNode,
+		"routing":             l.Routing,
+		"mtu":                 l.MTU,
+		"sysctls":             l.Sysctls,
+		"cgroup_root":         l.CgroupRoot,
+		"client_cpus":         cpuList(t.clientCPUs),
+		"server_cpus":         cpuList(t.serverCPUs),
+		"lab_created_by_run":  t.created,
+		"http_response_bytes": httpSize(t.cfg.HTTPResponseSize),
+		"http_work":           t.cfg.HTTPWork.String(),
+		"service_datapath":    l.Config.ServiceDatapath,
+		"topology":            l.Nodes,
 	}
 }
 
@@ -417,4 +435,15 @@ func tail(path string) string {
 		s = "…" + s[len(s)-300:]
 	}
 	return s
+}
+
+// httpSize is the HTTP response body size the server agents use.
+func httpSize(n int) int {
+	switch n {
+	case 0:
+		return httpload.DefaultResponseSize
+	case -1:
+		return 0
+	}
+	return n
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/dnsload"
+	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 )
@@ -17,21 +19,47 @@ import (
 // or iperf3 -s), e.g. inside a lab pod with `cnibench lab exec`.
 func newServerCmd() *cobra.Command {
 	srv := &engine.Server{}
+	hsrv := &httpload.Server{}
+	var dns dnsload.ServerSpec
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Serve every engine's fixed data port until interrupted",
-		Long: "Serve TCP_STREAM (5201), UDP_STREAM (5202), TCP_RR (5203), UDP_RR (5204) and\n" +
-			"TCP_CRR (5205) until interrupted, for `cnibench client` or bench/ scripts.",
+		Long: "Serve TCP_STREAM (5201), UDP_STREAM (5202), TCP_RR (5203), UDP_RR (5204),\n" +
+			"TCP_CRR (5205) and HTTP (8080) until interrupted, for `cnibench client` or\n" +
+			"bench/ scripts; with --dns-listen also a DNS server (dnsmasq) for DNS_* tests.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			hsrv.Bind = srv.Bind
 			if err := srv.Listen(); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "cnibench server: listening on ports 5201-5205 (%s)\n", bindName(srv.Bind))
-			return srv.Serve(cmd.Context())
+			if err := hsrv.Listen(); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if dns.Listen != "" {
+				d, err := dnsload.NewServer(dns)
+				if err != nil {
+					return err
+				}
+				if err := d.Start(ctx); err != nil {
+					return err
+				}
+				defer d.Stop()
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "cnibench server: listening on ports 5201-5205 and %s (%s)\n", hsrv.Addr(), bindName(srv.Bind))
+			errc := make(chan error, 2)
+			go func() { errc <- srv.Serve(ctx) }()
+			go func() { errc <- hsrv.Serve(ctx) }()
+			return <-errc
 		},
 	}
-	cmd.Flags().StringVar(&srv.Bind, "bind", "", "address to listen on (default all)")
+	f := cmd.Flags()
+	f.StringVar(&srv.Bind, "bind", "", "address to listen on (default all)")
+	f.IntVar(&hsrv.ResponseSize, "http-response-size", 0, "HTTP response body bytes (default 512)")
+	f.DurationVar(&hsrv.Work, "http-work", 0, "artificial CPU work per HTTP request (default none)")
+	f.StringVar(&dns.Listen, "dns-listen", "", "also run dnsmasq answering the DNS tests' names on this address")
+	f.IntVar(&dns.Port, "dns-port", 0, "port of that DNS server (default 53)")
 	return cmd
 }
 
@@ -62,6 +90,9 @@ func newClientCmd() *cobra.Command {
 			spec, err := suite.LookupTest(args[0])
 			if err != nil {
 				return err
+			}
+			if spec.IsHTTP() || spec.IsDNS() {
+				return runKindClient(cmd, spec, args[1], o.Port, duration, warmup, jsonOut)
 			}
 			o.Test, o.Host = spec.Engine, args[1]
 			o.Duration, o.Warmup, o.Mode = engine.Duration(duration), engine.Duration(warmup), engine.Mode(mode)
@@ -95,4 +126,47 @@ func newClientCmd() *cobra.Command {
 	f.StringVar(&mode, "mode", "", "RR wait mode: blocking (default) or busy-poll")
 	f.BoolVar(&jsonOut, "json", false, "print the full result as JSON")
 	return cmd
+}
+
+// runKindClient runs an HTTP_* or DNS_* test once against host with the
+// suite's settings for it.
+func runKindClient(cmd *cobra.Command, spec suite.TestSpec, host string, port int, duration, warmup time.Duration, jsonOut bool) error {
+	plan := &suite.Plan{}
+	plan.Duration, plan.Warmup = engine.Duration(duration), engine.Duration(warmup)
+	var res any
+	var sample results.Sample
+	if spec.IsHTTP() {
+		o := plan.HTTPOptions(spec, host)
+		if port != 0 {
+			o.Port = port
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		r, err := httpload.Run(cmd.Context(), *o)
+		if err != nil {
+			return err
+		}
+		res, sample.HTTP = r, r
+	} else {
+		o := plan.DNSOptions(spec, host)
+		if port != 0 {
+			o.Port = port
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		r, err := dnsload.Run(cmd.Context(), *o)
+		if err != nil {
+			return err
+		}
+		res, sample.DNS = r, r
+	}
+	if jsonOut {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %s\n", spec.Name, host, strings.TrimSpace(suite.SampleLine(spec.Name, sample)))
+	return nil
 }

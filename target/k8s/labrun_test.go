@@ -201,6 +201,32 @@ func TestRunOnLabBackedCluster(t *testing.T) {
 	if err := report.Table(&b, saved); err != nil || !strings.Contains(b.String(), "TCP_RR") {
 		t.Errorf("report: %v\n%s", err, b.String())
 	}
+	// A k8s run and a lab run render in one comparison (as `cnibench
+	// compare` does): a column each, the cells they share side by side.
+	labRun, err := results.Load(filepath.Join("..", "..", "report", "testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := report.Build([]report.Input{{Run: labRun, Label: "lab"}, {Run: saved, Label: "k8s"}}, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	if err := report.Markdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	shared := 0
+	for _, g := range rep.Glance {
+		if g.Test == "TCP_RR" && g.Placement == suite.PodToPodSameNode && len(g.Values) >= 2 {
+			lab, k8s := g.Values[0], g.Values[len(g.Values)-1]
+			if lab != nil && k8s != nil && lab.N > 0 && k8s.N > 0 {
+				shared++
+			}
+		}
+	}
+	if shared == 0 || !strings.Contains(md.String(), "TCP_RR") {
+		t.Errorf("compare report of a lab and a k8s run has no TCP_RR pod-to-pod/same-node row with both values:\n%s", md.String())
+	}
 	if err := tgt.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/cnibench/cnibench/engine/internal/cpuuse"
 )
 
 // Client timeouts: how long a first connect or the server's final report may
@@ -213,11 +214,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if !sleepUntil(rc.measStart) {
 		return fail(ctxErr())
 	}
-	cpu0 := processCPU()
+	cpu0 := cpuuse.Process()
 	if !sleepUntil(rc.measEnd) {
 		return fail(ctxErr())
 	}
-	cpu1 := processCPU()
+	cpu1 := cpuuse.Process()
 	rc.stop.Store(true)
 	if eng.hardStop {
 		for i := range rc.flows {
@@ -255,8 +256,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Seconds:          rc.measEnd.Sub(rc.measStart).Seconds(),
 		Mode:             Blocking,
 		Streams:          o.Streams,
-		ClientCPUUserSec: (cpu1.user - cpu0.user).Seconds(),
-		ClientCPUSysSec:  (cpu1.sys - cpu0.sys).Seconds(),
+		ClientCPUUserSec: (cpu1.User - cpu0.User).Seconds(),
+		ClientCPUSysSec:  (cpu1.Sys - cpu0.Sys).Seconds(),
 	}
 	r.Start, r.End = r.Start.Round(0), r.End.Round(0) // wall clock only, for JSON
 	for i := range rc.flows {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os/exec"
 	"sort"
+
+	"github.com/cnibench/cnibench/internal/nsexec"
 )
 
 // Close removes our jump rules and flushes and deletes our chains, in one
@@ -24,7 +26,7 @@ func (d *Datapath) Close() error {
 		return err
 	}
 	if text := cleanup(dm); text != nil {
-		if _, err := run(ctx, d.ns, text, d.restore, "--wait=5", "--noflush", "--counters"); err != nil {
+		if _, err := nsexec.Run(ctx, d.ns, text, d.restore, "--wait=5", "--noflush", "--counters"); err != nil {
 			return fmt.Errorf("%s: cleanup: %w", d.Name(), err)
 		}
 	}
@@ -41,7 +43,7 @@ func (d *Datapath) Close() error {
 	}
 	for _, table := range []string{"filter", "nat"} {
 		if t := dm[table]; t != nil && !d.preTables[table] && t.empty() {
-			if _, err := run(ctx, d.ns, nil, nft, "delete", "table", "ip", table); err != nil {
+			if _, err := nsexec.Run(ctx, d.ns, nil, nft, "delete", "table", "ip", table); err != nil {
 				return fmt.Errorf("%s: remove empty table %s: %w", d.Name(), table, err)
 			}
 		}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/internal/nsexec"
 )
 
 // Datapath names, as used on the command line.
@@ -161,7 +162,7 @@ func checkNamespace(p string) error {
 // probe checks that the kernel has the tables we write, reading only.
 func (d *Datapath) probe(ctx context.Context) error {
 	for _, t := range []string{"nat", "filter"} {
-		if _, err := run(ctx, d.ns, nil, d.save, "-t", t); err != nil {
+		if _, err := nsexec.Run(ctx, d.ns, nil, d.save, "-t", t); err != nil {
 			return fmt.Errorf("%s: table %s: %w", d.Name(), t, err)
 		}
 	}
@@ -251,7 +252,7 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	st.Bytes = len(b.text)
 
 	t1 := time.Now()
-	_, err := run(ctx, d.ns, b.text, d.restore, "--wait=5", "--noflush", "--counters")
+	_, err := nsexec.Run(ctx, d.ns, b.text, d.restore, "--wait=5", "--noflush", "--counters")
 	st.Apply += time.Since(t1)
 	if err != nil {
 		d.probeAgain = true // a table may have committed without the other
@@ -322,7 +323,7 @@ func (d *Datapath) Expected(spec datapath.Spec) datapath.Counts {
 
 // dump runs iptables-save for all tables in the namespace.
 func (d *Datapath) dump(ctx context.Context) (dump, error) {
-	out, err := run(ctx, d.ns, nil, d.save)
+	out, err := nsexec.Run(ctx, d.ns, nil, d.save)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
 	}

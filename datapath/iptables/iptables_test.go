@@ -2,12 +2,13 @@ package iptables
 
 import (
 	"context"
-	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/internal/nsexec"
 )
 
 // backends are the two datapaths of this package, as subtests.
@@ -45,7 +46,7 @@ func TestChainNamesAreKubeProxys(t *testing.T) {
 // but the last endpoint, the NodePorts tail call last in KUBE-SERVICES,
 // comments dropped above 1,000 endpoints.
 func TestGenerateLayout(t *testing.T) {
-	s := testService("198.19.1.10", []uint16{1, 2, 3, 4})
+	s := labtest.TestService("198.19.1.10", []uint16{1, 2, 3, 4})
 	spec := datapath.Spec{Services: []datapath.Service{s}}
 	b := string(generate(&spec, genParams{mark: masqMark, clusterCIDR: "198.19.0.0/16"}).text)
 	sc := svcChain(&s)
@@ -78,21 +79,16 @@ func TestGenerateLayout(t *testing.T) {
 // Each backend balances real connections over all endpoints of a Service
 // on the other node, then Close leaves the node's tables empty.
 func TestBalance(t *testing.T) {
-	l := newLab(t)
-	node := endpoint(t, l, "node0")
-	client, server := endpoint(t, l, "node0-pod0"), endpoint(t, l, "node1-pod0")
-	ports := []uint16{9001, 9002, 9003, 9004}
-	counts := listeners(t, server, ports)
-	svc := testService(server.IP, ports)
-	hairpin := hairpinService(client)
+	l := labtest.NewLab(t, "c1i")
+	node := labtest.Endpoint(t, l, "node0")
+	bal := labtest.NewBalance(t, l)
 	// Dummies around the test Service, as in a sweep.
-	svcs, _, err := datapath.Place(datapath.DummyServices(50, 4), []datapath.Service{svc, hairpin}, datapath.PositionRandom, 1)
+	svcs, _, err := datapath.Place(datapath.DummyServices(50, 4), []datapath.Service{bal.Svc, bal.Hairpin}, datapath.PositionRandom, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec := datapath.Spec{Services: svcs}
 	const n = 400
-	done := 0
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			d := newOrSkip(t, node.NetnsPath(), b.opts)
@@ -102,21 +98,11 @@ func TestBalance(t *testing.T) {
 			if _, err := d.Verify(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			before := counts()
-			connect(t, client, netip.AddrPortFrom(svc.VIP, svc.Port), n)
-			checkBalance(t, func() map[uint16]int {
-				c := counts()
-				for p := range c {
-					c[p] -= before[p]
-				}
-				return c
-			}, ports, n)
-			checkHairpin(t, client, hairpin)
+			bal.Check(t, n)
 			if err := d.Close(); err != nil {
 				t.Fatal(err)
 			}
 			assertEmpty(t, node.NetnsPath(), b.tool)
-			done += n
 		})
 	}
 }
@@ -125,7 +111,7 @@ func TestBalance(t *testing.T) {
 // iptables backend, and no nftables table.
 func assertEmpty(t *testing.T, ns, tool string) {
 	t.Helper()
-	out, err := run(context.Background(), ns, nil, tool+"-save")
+	out, err := nsexec.Run(context.Background(), ns, nil, tool+"-save")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,13 +121,7 @@ func assertEmpty(t *testing.T, ns, tool string) {
 		}
 	}
 	if tool == "iptables-nft" {
-		rs, err := run(context.Background(), ns, nil, "nft", "list", "ruleset")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.TrimSpace(string(rs)) != "" {
-			t.Errorf("nftables ruleset not empty after Close:\n%s", rs)
-		}
+		labtest.AssertNoNFTables(t, ns)
 	}
 }
 
@@ -149,25 +129,16 @@ func assertEmpty(t *testing.T, ns, tool string) {
 func TestVerifyCatchesMissing(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			ns := scratchNS(t, "ipv")
+			ns := labtest.ScratchNS(t, "ipv")
 			d := newOrSkip(t, ns, b.opts)
 			spec := datapath.Spec{Services: datapath.DummyServices(5, 4)}
-			if _, err := d.Program(context.Background(), spec); err != nil {
-				t.Fatal(err)
-			}
-			got, err := d.Verify(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := d.Expected(spec); got != want {
-				t.Fatalf("counts %+v, want %+v", got, want)
-			}
+			labtest.Sync(t, d, spec, "counts")
 			s := &spec.Services[3]
 			ep := s.Endpoints[2]
 			sep := sepChain(s, ep)
 			// Rule 2 of a KUBE-SEP chain is its DNAT.
 			edit(t, ns, b.tool, "-t", "nat", "-D", sep, "2")
-			_, err = d.Verify(context.Background())
+			_, err := d.Verify(context.Background())
 			if err == nil || !strings.Contains(err.Error(), endpointString(ep)) || !strings.Contains(err.Error(), sep) {
 				t.Fatalf("after deleting the DNAT of %s: %v", endpointString(ep), err)
 			}
@@ -200,7 +171,7 @@ func TestVerifyCatchesMissing(t *testing.T) {
 
 func edit(t *testing.T, ns, tool string, args ...string) {
 	t.Helper()
-	if _, err := run(context.Background(), ns, nil, tool, args...); err != nil {
+	if _, err := nsexec.Run(context.Background(), ns, nil, tool, args...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -208,41 +179,16 @@ func edit(t *testing.T, ns, tool string, args ...string) {
 // 2,000 Services × 4 endpoints: counts read back equal Expected; Close
 // (twice) leaves nothing; the host's rulesets never change.
 func TestScale(t *testing.T) {
-	needRoot(t)
-	root := rootRulesets(t)
+	labtest.NeedRoot(t)
+	root := labtest.RootRulesets(t)
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			ns := scratchNS(t, "ips")
-			d := newOrSkip(t, ns, b.opts)
-			const n = 2000
-			spec := datapath.Spec{Services: datapath.DummyServices(n, 4)}
-			st, err := d.Program(context.Background(), spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := d.Verify(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := d.Expected(spec); got != want {
-				t.Fatalf("%d services: counts %+v, want %+v", n, got, want)
-			}
-			mem, err := d.Memory(context.Background())
-			if err != nil || mem.RulesetBytes <= 0 {
-				t.Fatalf("memory %+v, %v", mem, err)
-			}
-			t.Logf("%d services × 4: generate %v, apply %v, %d bytes sent; %+v; ruleset %d bytes",
-				n, st.Generate, st.Apply, st.Bytes, got, mem.RulesetBytes)
-			if err := d.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if err := d.Close(); err != nil {
-				t.Fatalf("second Close: %v", err)
-			}
+			ns := labtest.ScratchNS(t, "ips")
+			labtest.CheckScale(t, newOrSkip(t, ns, b.opts), 2000)
 			assertEmpty(t, ns, b.tool)
 		})
 	}
-	if after := rootRulesets(t); after != root {
+	if after := labtest.RootRulesets(t); after != root {
 		t.Errorf("host namespace rulesets changed:\nbefore:\n%s\nafter:\n%s", root, after)
 	}
 }
@@ -252,33 +198,22 @@ func TestScale(t *testing.T) {
 func TestStaleChainsDeleted(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			ns := scratchNS(t, "ipx")
+			ns := labtest.ScratchNS(t, "ipx")
 			d := newOrSkip(t, ns, b.opts)
 			if _, err := d.Program(context.Background(), datapath.Spec{Services: datapath.DummyServices(30, 4)}); err != nil {
 				t.Fatal(err)
 			}
-			spec := datapath.Spec{Services: datapath.DummyServices(20, 3)} // other endpoints too
-			if _, err := d.Program(context.Background(), spec); err != nil {
-				t.Fatal(err)
-			}
-			if got, err := d.Verify(context.Background()); err != nil || got != d.Expected(spec) {
-				t.Fatalf("after shrinking: %+v, %v (want %+v)", got, err, d.Expected(spec))
-			}
+			// Fewer Services, with other endpoints too.
+			labtest.Sync(t, d, datapath.Spec{Services: datapath.DummyServices(20, 3)}, "after shrinking")
 			// A new Datapath (a restarted kube-proxy) adopts the namespace.
 			d2 := newOrSkip(t, ns, b.opts)
-			small := datapath.Spec{Services: datapath.DummyServices(10, 4)}
-			if _, err := d2.Program(context.Background(), small); err != nil {
-				t.Fatal(err)
-			}
-			if got, err := d2.Verify(context.Background()); err != nil || got != d2.Expected(small) {
-				t.Fatalf("after restart: %+v, %v (want %+v)", got, err, d2.Expected(small))
-			}
+			labtest.Sync(t, d2, datapath.Spec{Services: datapath.DummyServices(10, 4)}, "after restart")
 		})
 	}
 }
 
 func TestRefusesHostNamespace(t *testing.T) {
-	needRoot(t)
+	labtest.NeedRoot(t)
 	if _, err := New("/proc/self/ns/net", Options{}); err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Fatalf("host namespace accepted: %v", err)
 	}
@@ -288,7 +223,7 @@ func TestRefusesHostNamespace(t *testing.T) {
 }
 
 func TestBadSpecRefused(t *testing.T) {
-	ns := scratchNS(t, "ipb")
+	ns := labtest.ScratchNS(t, "ipb")
 	d := newOrSkip(t, ns, Options{})
 	svcs := datapath.DummyServices(2, 2)
 	svcs[1].PortName = svcs[0].PortName
@@ -298,7 +233,7 @@ func TestBadSpecRefused(t *testing.T) {
 		t.Fatal("colliding chain names accepted")
 	}
 	if _, err := exec.LookPath("iptables-nft-save"); err == nil {
-		out, _ := run(context.Background(), ns, nil, "iptables-nft-save")
+		out, _ := nsexec.Run(context.Background(), ns, nil, "iptables-nft-save")
 		if strings.Contains(string(out), "KUBE-") {
 			t.Fatalf("a refused spec wrote rules:\n%s", out)
 		}

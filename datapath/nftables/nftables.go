@@ -32,6 +32,7 @@ import (
 
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/internal/nsexec"
 	"sigs.k8s.io/knftables"
 )
 
@@ -346,7 +347,7 @@ func (d *Datapath) Memory(ctx context.Context) (datapath.Memory, error) {
 	defer d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
-	out, err := run(ctx, d.ns, nil, "nft", "list", "table", "ip", table)
+	out, err := nsexec.Run(ctx, d.ns, nil, "nft", "list", "table", "ip", table)
 	if err != nil {
 		if strings.Contains(err.Error(), "No such file or directory") {
 			return datapath.Memory{}, nil

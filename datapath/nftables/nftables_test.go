@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/internal/nsexec"
 )
 
 var layouts = []struct {
@@ -34,8 +36,8 @@ func TestChainNamesAreKubeProxys(t *testing.T) {
 // The kube-proxy layout's transaction has its per-Service shape; the flat
 // one has no per-Service chain or anonymous map.
 func TestTransactionLayout(t *testing.T) {
-	ns := scratchNS(t, "nfl")
-	s := testService("198.19.1.10", []uint16{1, 2, 3, 4})
+	ns := labtest.ScratchNS(t, "nfl")
+	s := labtest.TestService("198.19.1.10", []uint16{1, 2, 3, 4})
 	spec := &datapath.Spec{Services: append(datapath.DummyServices(3, 4), s)}
 	kp := newOrSkip(t, ns, layouts[0].opts)
 	tx, _ := kp.transaction(spec, true)
@@ -75,16 +77,12 @@ func TestTransactionLayout(t *testing.T) {
 // on the other node; with two endpoint counts in the flat layout (lb
 // chains per count); Close leaves the namespace's ruleset empty.
 func TestBalance(t *testing.T) {
-	l := newLab(t)
-	node := endpoint(t, l, "node0")
-	client, server := endpoint(t, l, "node0-pod0"), endpoint(t, l, "node1-pod0")
-	ports := []uint16{9001, 9002, 9003, 9004}
-	counts := listeners(t, server, ports)
-	svc := testService(server.IP, ports)
-	hairpin := hairpinService(client)
+	l := labtest.NewLab(t, "c1n")
+	node := labtest.Endpoint(t, l, "node0")
+	bal := labtest.NewBalance(t, l)
 	// Dummies around the test Service, some with 3 endpoints.
 	dummies := append(datapath.DummyServices(40, 4), datapath.DummyServices(60, 3)[40:]...)
-	svcs, _, err := datapath.Place(dummies, []datapath.Service{svc, hairpin}, datapath.PositionRandom, 2)
+	svcs, _, err := datapath.Place(dummies, []datapath.Service{bal.Svc, bal.Hairpin}, datapath.PositionRandom, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,16 +99,7 @@ func TestBalance(t *testing.T) {
 			} else {
 				t.Logf("%+v", got)
 			}
-			before := counts()
-			connect(t, client, netip.AddrPortFrom(svc.VIP, svc.Port), n)
-			checkBalance(t, func() map[uint16]int {
-				c := counts()
-				for p := range c {
-					c[p] -= before[p]
-				}
-				return c
-			}, ports, n)
-			checkHairpin(t, client, hairpin)
+			bal.Check(t, n)
 			if err := d.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -121,32 +110,17 @@ func TestBalance(t *testing.T) {
 
 func assertEmpty(t *testing.T, ns string) {
 	t.Helper()
-	rs, err := run(context.Background(), ns, nil, "nft", "list", "ruleset")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.TrimSpace(string(rs)) != "" {
-		t.Errorf("nftables ruleset not empty after Close:\n%s", rs)
-	}
+	labtest.AssertNoNFTables(t, ns)
 }
 
 // Verify names the piece a hand edit removed, and notices an extra rule.
 func TestVerifyCatchesMissing(t *testing.T) {
 	for _, lay := range layouts {
 		t.Run(lay.name, func(t *testing.T) {
-			ns := scratchNS(t, "nfv")
+			ns := labtest.ScratchNS(t, "nfv")
 			d := newOrSkip(t, ns, lay.opts)
 			spec := datapath.Spec{Services: datapath.DummyServices(5, 4)}
-			if _, err := d.Program(context.Background(), spec); err != nil {
-				t.Fatal(err)
-			}
-			got, err := d.Verify(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := d.Expected(spec); got != want {
-				t.Fatalf("counts %+v, want %+v", got, want)
-			}
+			labtest.Sync(t, d, spec, "counts")
 			s := &spec.Services[3]
 			ep := s.Endpoints[2]
 			var edit []string
@@ -160,7 +134,7 @@ func TestVerifyCatchesMissing(t *testing.T) {
 				wantInErr = endpointChain(s, ep)
 			}
 			nft(t, ns, edit...)
-			_, err = d.Verify(context.Background())
+			_, err := d.Verify(context.Background())
 			if err == nil || !strings.Contains(err.Error(), wantInErr) || !strings.Contains(err.Error(), portName(s)) {
 				t.Fatalf("after %v: %v", edit, err)
 			}
@@ -192,7 +166,7 @@ func TestVerifyCatchesMissing(t *testing.T) {
 
 func nft(t *testing.T, ns string, args ...string) {
 	t.Helper()
-	if _, err := run(context.Background(), ns, nil, "nft", args...); err != nil {
+	if _, err := nsexec.Run(context.Background(), ns, nil, "nft", args...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -200,41 +174,16 @@ func nft(t *testing.T, ns string, args ...string) {
 // 2,000 Services × 4 endpoints: counts read back equal Expected; Close
 // (twice) leaves nothing; the host's rulesets never change.
 func TestScale(t *testing.T) {
-	needRoot(t)
-	root := rootRulesets(t)
+	labtest.NeedRoot(t)
+	root := labtest.RootRulesets(t)
 	for _, lay := range layouts {
 		t.Run(lay.name, func(t *testing.T) {
-			ns := scratchNS(t, "nfs")
-			d := newOrSkip(t, ns, lay.opts)
-			const n = 2000
-			spec := datapath.Spec{Services: datapath.DummyServices(n, 4)}
-			st, err := d.Program(context.Background(), spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := d.Verify(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := d.Expected(spec); got != want {
-				t.Fatalf("%d services: counts %+v, want %+v", n, got, want)
-			}
-			mem, err := d.Memory(context.Background())
-			if err != nil || mem.RulesetBytes <= 0 {
-				t.Fatalf("memory %+v, %v", mem, err)
-			}
-			t.Logf("%d services × 4: generate %v, apply %v, %d bytes sent; %+v; ruleset %d bytes",
-				n, st.Generate, st.Apply, st.Bytes, got, mem.RulesetBytes)
-			if err := d.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if err := d.Close(); err != nil {
-				t.Fatalf("second Close: %v", err)
-			}
+			ns := labtest.ScratchNS(t, "nfs")
+			labtest.CheckScale(t, newOrSkip(t, ns, lay.opts), 2000)
 			assertEmpty(t, ns)
 		})
 	}
-	if after := rootRulesets(t); after != root {
+	if after := labtest.RootRulesets(t); after != root {
 		t.Errorf("host namespace rulesets changed:\nbefore:\n%s\nafter:\n%s", root, after)
 	}
 }
@@ -244,32 +193,20 @@ func TestScale(t *testing.T) {
 func TestStaleChainsDeleted(t *testing.T) {
 	for _, lay := range layouts {
 		t.Run(lay.name, func(t *testing.T) {
-			ns := scratchNS(t, "nfx")
+			ns := labtest.ScratchNS(t, "nfx")
 			d := newOrSkip(t, ns, lay.opts)
 			if _, err := d.Program(context.Background(), datapath.Spec{Services: datapath.DummyServices(30, 4)}); err != nil {
 				t.Fatal(err)
 			}
-			spec := datapath.Spec{Services: datapath.DummyServices(20, 3)}
-			if _, err := d.Program(context.Background(), spec); err != nil {
-				t.Fatal(err)
-			}
-			if got, err := d.Verify(context.Background()); err != nil || got != d.Expected(spec) {
-				t.Fatalf("after shrinking: %+v, %v (want %+v)", got, err, d.Expected(spec))
-			}
+			labtest.Sync(t, d, datapath.Spec{Services: datapath.DummyServices(20, 3)}, "after shrinking")
 			d2 := newOrSkip(t, ns, lay.opts)
-			small := datapath.Spec{Services: datapath.DummyServices(10, 2)}
-			if _, err := d2.Program(context.Background(), small); err != nil {
-				t.Fatal(err)
-			}
-			if got, err := d2.Verify(context.Background()); err != nil || got != d2.Expected(small) {
-				t.Fatalf("after restart: %+v, %v (want %+v)", got, err, d2.Expected(small))
-			}
+			labtest.Sync(t, d2, datapath.Spec{Services: datapath.DummyServices(10, 2)}, "after restart")
 		})
 	}
 }
 
 func TestRefusesHostNamespace(t *testing.T) {
-	needRoot(t)
+	labtest.NeedRoot(t)
 	if _, err := New("/proc/self/ns/net", Options{}); err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Fatalf("host namespace accepted: %v", err)
 	}

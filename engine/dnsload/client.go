@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/engine/internal/cpuuse"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -68,7 +69,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	nloops := o.Threads
 	if nloops == 0 {
-		nloops = usableCPUs()
+		nloops = cpuuse.Usable()
 	}
 	nloops = min(nloops, o.Outstanding)
 	for i := range nloops {
@@ -103,7 +104,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	halt := func() error {
 		r.stop.Store(true)
 		for _, l := range r.loops {
-			l.wake()
+			l.ep.Wake()
 		}
 		timer := time.NewTimer(finishTimeout)
 		defer timer.Stop()
@@ -136,12 +137,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if !sleepUntil(r.measFrom) {
 		return fail()
 	}
-	cpu0 := processCPU()
+	cpu0 := cpuuse.Process()
 	start := time.Now()
 	if !sleepUntil(r.measTo) {
 		return fail()
 	}
-	cpu1 := processCPU()
+	cpu1 := cpuuse.Process()
 	end := time.Now()
 	if err := halt(); err != nil {
 		return nil, err
@@ -150,7 +151,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // result merges the loops' counters and histograms.
-func (r *run) result(start, end time.Time, cpu0, cpu1 cpuTimes) (*Result, error) {
+func (r *run) result(start, end time.Time, cpu0, cpu1 cpuuse.Times) (*Result, error) {
 	o := r.o
 	res := &Result{
 		Options: o, Address: r.addr.String(), Mode: "max-rate",
@@ -213,9 +214,9 @@ func (r *run) result(start, end time.Time, cpu0, cpu1 cpuTimes) (*Result, error)
 	if res.LatencyUncorrected, err = stats.Summarize(hu); err != nil {
 		return nil, err
 	}
-	res.ClientCPUUserSec = (cpu1.user - cpu0.user).Seconds()
-	res.ClientCPUSysSec = (cpu1.sys - cpu0.sys).Seconds()
-	res.ClientCPUs = usableCPUs()
+	res.ClientCPUUserSec = (cpu1.User - cpu0.User).Seconds()
+	res.ClientCPUSysSec = (cpu1.Sys - cpu0.Sys).Seconds()
+	res.ClientCPUs = cpuuse.Usable()
 	res.ClientCPUUtil = (res.ClientCPUUserSec + res.ClientCPUSysSec) / (end.Sub(start).Seconds() * float64(res.ClientCPUs))
 	res.ClientSaturated = res.ClientCPUUtil >= SaturatedUtil
 	return res, nil

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/engine/internal/epoll"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -65,7 +66,7 @@ type counters struct {
 }
 
 type loop struct {
-	poller
+	ep epoll.Poller
 	counters
 	r  *run
 	fd int
@@ -142,11 +143,12 @@ func newLoop(r *run, idx, nloops, k int) (*loop, error) {
 		l.close()
 		return nil, fmt.Errorf("connect %s: %v", r.addr, err)
 	}
-	if err := l.poller.init(); err != nil {
+	if err := l.ep.Init(); err != nil {
 		l.close()
 		return nil, err
 	}
-	if err := l.add(fd, 0); err != nil {
+	// Level-triggered, for input only (and errors).
+	if err := l.ep.Ctl(unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: 0}); err != nil {
 		l.close()
 		return nil, err
 	}
@@ -159,7 +161,7 @@ func (l *loop) close() {
 		unix.Close(l.fd)
 		l.fd = -1
 	}
-	l.poller.close()
+	l.ep.Close()
 }
 
 func (l *loop) run() {
@@ -191,16 +193,16 @@ func (l *loop) run() {
 		if isSend && ns > 0 {
 			t0 = r.now()
 		}
-		n := l.wait(max(0, ns))
-		if t0 > 0 && n == 0 && ns <= int64(shortWait) {
+		n := l.ep.Wait(max(0, ns))
+		if t0 > 0 && n == 0 && ns <= int64(epoll.ShortWait) {
 			// Woke by the timeout: learn how late such wake-ups are.
 			late := min(max(r.now()-(t0+ns), 0), l.maxLead)
 			l.lead += (late - l.lead) / 8
 		}
 		readable := false
 		for i := range n {
-			if l.events[i].Fd < 0 {
-				l.drainWake()
+			if l.ep.Events[i].Fd < 0 {
+				l.ep.DrainWake()
 			} else {
 				readable = true
 			}

@@ -16,6 +16,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/engine/internal/cpuuse"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -104,7 +105,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	nloops := min(o.Threads, o.Connections)
 	if nloops == 0 {
-		nloops = min(usableCPUs(), o.Connections)
+		nloops = min(cpuuse.Usable(), o.Connections)
 	}
 	r.workers = make([]*worker, o.Connections)
 	for i := range r.workers {
@@ -146,7 +147,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	halt := func() error {
 		r.stop.Store(true)
 		for _, l := range r.loops {
-			l.wake()
+			l.ep.Wake()
 		}
 		timer := time.NewTimer(finishTimeout)
 		defer timer.Stop()
@@ -179,12 +180,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if !sleepUntil(r.measFrom) {
 		return fail()
 	}
-	cpu0 := processCPU()
+	cpu0 := cpuuse.Process()
 	start := time.Now()
 	if !sleepUntil(r.measTo) {
 		return fail()
 	}
-	cpu1 := processCPU()
+	cpu1 := cpuuse.Process()
 	end := time.Now()
 	if err := halt(); err != nil {
 		return nil, err
@@ -205,7 +206,7 @@ func sockaddr(ip net.IP, port int) (int, unix.Sockaddr) {
 }
 
 // result merges the workers' counters and histograms.
-func (r *run) result(start, end time.Time, cpu0, cpu1 cpuTimes) (*Result, error) {
+func (r *run) result(start, end time.Time, cpu0, cpu1 cpuuse.Times) (*Result, error) {
 	o := r.o
 	res := &Result{
 		Options: o, URL: r.t.display, Address: r.raddr.String(),
@@ -260,9 +261,9 @@ func (r *run) result(start, end time.Time, cpu0, cpu1 cpuTimes) (*Result, error)
 	if res.LatencyUncorrected, err = stats.Summarize(hu); err != nil {
 		return nil, err
 	}
-	res.ClientCPUUserSec = (cpu1.user - cpu0.user).Seconds()
-	res.ClientCPUSysSec = (cpu1.sys - cpu0.sys).Seconds()
-	res.ClientCPUs = usableCPUs()
+	res.ClientCPUUserSec = (cpu1.User - cpu0.User).Seconds()
+	res.ClientCPUSysSec = (cpu1.Sys - cpu0.Sys).Seconds()
+	res.ClientCPUs = cpuuse.Usable()
 	res.ClientCPUUtil = (res.ClientCPUUserSec + res.ClientCPUSysSec) / (end.Sub(start).Seconds() * float64(res.ClientCPUs))
 	res.ClientSaturated = res.ClientCPUUtil >= SaturatedUtil
 	return res, nil

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/engine/internal/epoll"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -52,7 +53,7 @@ type econn struct {
 }
 
 type loop struct {
-	poller
+	ep     epoll.Poller
 	r      *run
 	sa     unix.Sockaddr // own copy: unix.Connect writes into it
 	conns  []*econn
@@ -62,7 +63,7 @@ type loop struct {
 func newLoop(r *run) (*loop, error) {
 	l := &loop{r: r}
 	_, l.sa = sockaddr(r.raddr.IP, r.raddr.Port)
-	if err := l.poller.init(); err != nil {
+	if err := l.ep.Init(); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -82,7 +83,7 @@ func (l *loop) closeAll() {
 	for _, c := range l.conns {
 		l.closeConn(c)
 	}
-	l.poller.close()
+	l.ep.Close()
 }
 
 func (l *loop) run() {
@@ -108,11 +109,11 @@ func (l *loop) run() {
 				next = min(next, c.deadline)
 			}
 		}
-		n := l.wait(max(0, next-r.now()))
+		n := l.ep.Wait(max(0, next-r.now()))
 		for i := range n {
-			ev := &l.events[i]
+			ev := &l.ep.Events[i]
 			if ev.Fd < 0 {
-				l.drainWake()
+				l.ep.DrainWake()
 				continue
 			}
 			c := l.conns[ev.Fd]
@@ -192,7 +193,10 @@ func (l *loop) connect(c *econn) error {
 		return err
 	}
 	c.gen++
-	if err := l.add(fd, int32(c.li), c.gen); err != nil {
+	// Edge-triggered, for input and output; Pad tells a reused fd's stale
+	// events from the current connection's.
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(c.li), Pad: int32(c.gen)}
+	if err := l.ep.Ctl(unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		unix.Close(fd)
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cnibench/cnibench/engine/internal/cpuuse"
+	"github.com/cnibench/cnibench/engine/internal/epoll"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,7 +33,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	defer s.ln.Close()
 	var stop atomic.Bool
-	n := usableCPUs()
+	n := cpuuse.Usable()
 	loops := make([]*sloop, 0, n)
 	defer func() {
 		for _, l := range loops {
@@ -40,13 +42,13 @@ func (s *Server) Serve(ctx context.Context) error {
 	}()
 	for range n {
 		l := &sloop{s: s, stop: &stop, listening: true}
-		if err := l.poller.init(); err != nil {
+		if err := l.ep.Init(); err != nil {
 			return fmt.Errorf("httpload server: %v", err)
 		}
 		loops = append(loops, l)
 		// Level-triggered, one loop woken per connection.
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: listenIdx}
-		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, s.lfd, &ev); err != nil {
+		if err := l.ep.Ctl(unix.EPOLL_CTL_ADD, s.lfd, &ev); err != nil {
 			return fmt.Errorf("httpload server: epoll: %v", err)
 		}
 	}
@@ -61,7 +63,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	halt := context.AfterFunc(ctx, func() {
 		stop.Store(true)
 		for _, l := range loops {
-			l.wake()
+			l.ep.Wake()
 		}
 	})
 	defer halt()
@@ -92,7 +94,7 @@ type sconn struct {
 }
 
 type sloop struct {
-	poller
+	ep   epoll.Poller
 	s    *Server
 	stop *atomic.Bool
 	base time.Time
@@ -123,7 +125,7 @@ func (l *sloop) run() {
 			if !l.listening {
 				if now >= l.acceptAt {
 					ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: listenIdx}
-					l.listening = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, l.s.lfd, &ev) == nil
+					l.listening = l.ep.Ctl(unix.EPOLL_CTL_ADD, l.s.lfd, &ev) == nil
 				}
 				next = min(next, l.acceptAt+int64(5*time.Millisecond))
 			}
@@ -150,12 +152,12 @@ func (l *sloop) run() {
 			l.delayed = keep
 			wait = max(0, next-l.now())
 		}
-		n := l.wait(wait)
+		n := l.ep.Wait(wait)
 		for i := range n {
-			ev := &l.events[i]
+			ev := &l.ep.Events[i]
 			switch ev.Fd {
 			case -1:
-				l.drainWake()
+				l.ep.DrainWake()
 				continue
 			case listenIdx:
 				l.accept()
@@ -190,7 +192,7 @@ func (l *sloop) closeAll() {
 			l.closeConn(c)
 		}
 	}
-	l.poller.close()
+	l.ep.Close()
 }
 
 // accept takes the connections waiting on the listener (a bounded batch,
@@ -212,7 +214,7 @@ func (l *sloop) accept() {
 		case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
 			// Out of descriptors: stop listening for 5 ms rather than spin
 			// on a level-triggered listener.
-			unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.s.lfd, nil)
+			l.ep.Ctl(unix.EPOLL_CTL_DEL, l.s.lfd, nil)
 			l.listening = false
 			l.acceptAt = l.now() + int64(5*time.Millisecond)
 			return
@@ -235,7 +237,7 @@ func (l *sloop) accept() {
 		// Input only: responses are small and almost never block; EPOLLOUT
 		// is added only when a write does (saves a wake-up per ACK).
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: int32(c.gen)}
-		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		if err := l.ep.Ctl(unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 			l.closeConn(c)
 			continue
 		}
@@ -282,7 +284,7 @@ func (l *sloop) service(c *sconn) {
 				if !c.wantOut {
 					c.wantOut = true
 					ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(c.fd), Pad: int32(c.gen)}
-					unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev)
+					l.ep.Ctl(unix.EPOLL_CTL_MOD, c.fd, &ev)
 				}
 				return
 			}

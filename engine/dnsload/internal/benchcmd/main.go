@@ -10,42 +10,23 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
-	"runtime/pprof"
-	"syscall"
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
+	"github.com/cnibench/cnibench/engine/internal/benchcli"
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchcmd server|client|rusage [flags]")
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch os.Args[1] {
-	case "server":
-		err = server(ctx, os.Args[2:])
-	case "client":
-		err = client(ctx, os.Args[2:])
-	case "rusage":
-		err = rusage(os.Args[2:])
-	default:
-		err = fmt.Errorf("unknown command %q (server, client or rusage)", os.Args[1])
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchcmd:", err)
-		os.Exit(1)
-	}
+	benchcli.Main(
+		benchcli.Command{Name: "server", Run: server},
+		benchcli.Command{Name: "client", Run: client},
+		benchcli.Command{Name: "rusage", Run: func(_ context.Context, args []string) error { return rusage(args) }},
+	)
 }
 
 func server(ctx context.Context, args []string) error {
@@ -85,23 +66,17 @@ func client(ctx context.Context, args []string) error {
 	fs.IntVar(&o.NameCount, "names", dnsload.DefaultNames, "names cycled through")
 	prof := fs.String("cpuprofile", "", "write a CPU profile here")
 	fs.Parse(args)
-	if *prof != "" {
-		f, err := os.Create(*prof)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchcli.CPUProfile(*prof)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	o.Duration, o.Warmup, o.Timeout = engine.Duration(d), engine.Duration(w), engine.Duration(to)
 	res, err := dnsload.Run(ctx, o)
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(res)
+	return benchcli.PrintJSON(res)
 }
 
 // rusage runs a command and prints the CPU it used, "user sys" in

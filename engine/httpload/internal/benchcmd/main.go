@@ -9,39 +9,21 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"runtime/pprof"
-	"syscall"
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/engine/internal/benchcli"
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchcmd server|client [flags]")
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch os.Args[1] {
-	case "server":
-		err = server(ctx, os.Args[2:])
-	case "client":
-		err = client(ctx, os.Args[2:])
-	default:
-		err = fmt.Errorf("unknown command %q (server or client)", os.Args[1])
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchcmd:", err)
-		os.Exit(1)
-	}
+	benchcli.Main(
+		benchcli.Command{Name: "server", Run: server},
+		benchcli.Command{Name: "client", Run: client},
+	)
 }
 
 func server(ctx context.Context, args []string) error {
@@ -54,15 +36,11 @@ func server(ctx context.Context, args []string) error {
 	fs.DurationVar(&s.Delay, "delay", 0, "sleep per request")
 	prof := fs.String("cpuprofile", "", "write a CPU profile here")
 	fs.Parse(args)
-	if *prof != "" {
-		f, err := os.Create(*prof)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchcli.CPUProfile(*prof)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	if err := s.Listen(); err != nil {
 		return err
 	}
@@ -84,21 +62,15 @@ func client(ctx context.Context, args []string) error {
 	fs.IntVar(&o.RequestSize, "req-size", 0, "request body bytes (0 = GET)")
 	prof := fs.String("cpuprofile", "", "write a CPU profile here")
 	fs.Parse(args)
-	if *prof != "" {
-		f, err := os.Create(*prof)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchcli.CPUProfile(*prof)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	o.Duration, o.Warmup, o.Timeout = engine.Duration(d), engine.Duration(w), engine.Duration(to)
 	res, err := httpload.Run(ctx, o)
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(res)
+	return benchcli.PrintJSON(res)
 }

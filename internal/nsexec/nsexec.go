@@ -1,4 +1,7 @@
-package nftables
+// Package nsexec runs command-line tools (iptables-restore, nft, ...)
+// inside a network namespace and turns their failures into errors, for the
+// datapaths that program a node's namespace through those tools.
+package nsexec
 
 import (
 	"bytes"
@@ -11,11 +14,12 @@ import (
 	"github.com/cnibench/cnibench/internal/netnsx"
 )
 
-// run runs name with args inside the network namespace at nsPath (the
+// Run runs name with args inside the network namespace at nsPath (the
 // child is forked from a thread that entered it; the caller's threads
 // never move), feeding stdin if not nil, and returns its stdout. A failure
-// carries the tool's first lines of stderr.
-func run(ctx context.Context, nsPath string, stdin []byte, name string, args ...string) ([]byte, error) {
+// carries the tool's first lines of stderr, and wraps
+// errors.ErrUnsupported when the tool says the kernel lacks something.
+func Run(ctx context.Context, nsPath string, stdin []byte, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -51,6 +55,7 @@ func unsupportedMsg(s string) bool {
 	return false
 }
 
+// firstLines joins the first n lines of s on one line.
 func firstLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {

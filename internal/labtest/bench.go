@@ -1,0 +1,67 @@
+package labtest
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/datapath"
+)
+
+// BenchSizes is the list of Service counts in CNB_PROGRAM_BENCH (e.g.
+// "1000,5000,10000"); it skips the test when the variable is not set, as
+// the programming-time measurements run only when asked for.
+func BenchSizes(t *testing.T) []int {
+	env := os.Getenv("CNB_PROGRAM_BENCH")
+	if env == "" {
+		t.Skip("set CNB_PROGRAM_BENCH=1000,5000,10000 to measure programming times")
+	}
+	var sizes []int
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			t.Fatalf("CNB_PROGRAM_BENCH: bad size %q", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// ProgramTimes is one measured full sync from an empty namespace.
+type ProgramTimes struct {
+	Spec   datapath.Spec
+	Stats  datapath.ProgramStats
+	Verify time.Duration // reading the kernel back
+	Close  time.Duration // removing everything
+	Counts datapath.Counts
+	Memory datapath.Memory
+}
+
+// MeasureProgram programs n dummy Services × 4 endpoints into d, then
+// times Verify and Close; the caller prints the line its script parses.
+func MeasureProgram(t *testing.T, d datapath.Datapath, n int) ProgramTimes {
+	t.Helper()
+	m := ProgramTimes{Spec: datapath.Spec{Services: datapath.DummyServices(n, 4)}}
+	var err error
+	if m.Stats, err = d.Program(context.Background(), m.Spec); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	m.Counts, err = d.Verify(context.Background())
+	m.Verify = time.Since(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Memory, err = d.Memory(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t0 = time.Now()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m.Close = time.Since(t0)
+	return m
+}

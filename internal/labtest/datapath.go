@@ -1,0 +1,67 @@
+package labtest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/cnibench/cnibench/datapath"
+)
+
+// OrSkip returns d, as a datapath constructor returned it with err, closed
+// at cleanup. It skips the test when err says the machine cannot
+// (errors.ErrUnsupported) and fails it on any other error.
+func OrSkip[D interface{ Close() error }](t *testing.T, d D, err error) D {
+	t.Helper()
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("unsupported here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// Sync programs spec and checks that Verify reads back what Expected says;
+// what names the step in the failure.
+func Sync(t *testing.T, d datapath.Datapath, spec datapath.Spec, what string) {
+	t.Helper()
+	if _, err := d.Program(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Verify(context.Background()); err != nil || got != d.Expected(spec) {
+		t.Fatalf("%s: %+v, %v (want %+v)", what, got, err, d.Expected(spec))
+	}
+}
+
+// CheckScale programs n dummy Services × 4 endpoints, checks the counts
+// read back and the ruleset size, then closes d twice (Close must be
+// idempotent). The caller checks that the namespace is empty afterwards.
+func CheckScale(t *testing.T, d datapath.Datapath, n int) {
+	t.Helper()
+	spec := datapath.Spec{Services: datapath.DummyServices(n, 4)}
+	st, err := d.Program(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Verify(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := d.Expected(spec); got != want {
+		t.Fatalf("%d services: counts %+v, want %+v", n, got, want)
+	}
+	mem, err := d.Memory(context.Background())
+	if err != nil || mem.RulesetBytes <= 0 {
+		t.Fatalf("memory %+v, %v", mem, err)
+	}
+	t.Logf("%d services × 4: generate %v, apply %v, %d bytes sent; %+v; ruleset %d bytes",
+		n, st.Generate, st.Apply, st.Bytes, got, mem.RulesetBytes)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}

@@ -1,0 +1,71 @@
+package labtest
+
+import (
+	"net"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/lab"
+)
+
+// TestService is a Service at TestVIP(0):80 backed by ports on ip.
+func TestService(ip string, ports []uint16) datapath.Service {
+	s := datapath.Service{Namespace: "cnibench", Name: "server", PortName: "http",
+		VIP: datapath.TestVIP(0), Port: 80, Protocol: datapath.TCP}
+	for _, p := range ports {
+		s.Endpoints = append(s.Endpoints, datapath.Endpoint{IP: netip.MustParseAddr(ip), Port: p})
+	}
+	return s
+}
+
+// HairpinService is a Service at TestVIP(1):81 whose only endpoint is ep
+// itself on port 9100.
+func HairpinService(ep lab.Endpoint) datapath.Service {
+	return datapath.Service{Namespace: "cnibench", Name: "hairpin", PortName: "http",
+		VIP: datapath.TestVIP(1), Port: 81, Protocol: datapath.TCP,
+		Endpoints: []datapath.Endpoint{{IP: netip.MustParseAddr(ep.IP), Port: 9100}}}
+}
+
+// CheckHairpin connects from ep to a Service whose endpoint is ep itself:
+// it only works if the datapath masquerades the hairpin connection (else
+// the reply never goes back through the node's conntrack), and the
+// endpoint must see the connection come from another address.
+func CheckHairpin(t *testing.T, ep lab.Endpoint, svc datapath.Service) {
+	t.Helper()
+	var ln net.Listener
+	err := netnsx.Do(ep.NetnsPath(), func() error {
+		var err error
+		ln, err = net.Listen("tcp4", net.JoinHostPort(ep.IP, strconv.Itoa(int(svc.Endpoints[0].Port))))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	from := make(chan string, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			from <- c.RemoteAddr().(*net.TCPAddr).IP.String()
+			c.Close()
+		}
+	}()
+	Connect(t, ep, netip.AddrPortFrom(svc.VIP, svc.Port), 5)
+	for i := 0; i < 5; i++ {
+		select {
+		case src := <-from:
+			if src == ep.IP {
+				t.Fatalf("hairpin connection not masqueraded: endpoint sees its own address %s", src)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("hairpin connection %d never accepted", i)
+		}
+	}
+}

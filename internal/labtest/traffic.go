@@ -1,0 +1,106 @@
+package labtest
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/lab"
+)
+
+// Listeners starts one TCP listener per port in ep's namespace; each
+// counts the connections it accepts.
+func Listeners(t *testing.T, ep lab.Endpoint, ports []uint16) func() map[uint16]int {
+	t.Helper()
+	var mu sync.Mutex
+	counts := map[uint16]int{}
+	for _, p := range ports {
+		var ln net.Listener
+		err := netnsx.Do(ep.NetnsPath(), func() error {
+			var err error
+			ln, err = net.Listen("tcp4", net.JoinHostPort(ep.IP, strconv.Itoa(int(p))))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+				mu.Lock()
+				counts[p]++
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() map[uint16]int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make(map[uint16]int, len(counts))
+		for k, v := range counts {
+			out[k] = v
+		}
+		return out
+	}
+}
+
+// Connect opens n short TCP connections from ep's namespace to addr.
+func Connect(t *testing.T, ep lab.Endpoint, addr netip.AddrPort, n int) {
+	t.Helper()
+	err := netnsx.Do(ep.NetnsPath(), func() error {
+		for i := 0; i < n; i++ {
+			c, err := net.DialTimeout("tcp4", addr.String(), 2*time.Second)
+			if err != nil {
+				return fmt.Errorf("connection %d to %s: %w", i, addr, err)
+			}
+			c.Close()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckBalance waits for n accepts and checks that a uniform choice among
+// the ports explains the counts: Pearson's chi-square below 30 (p ≈ 1.5e-6
+// with 3 degrees of freedom for 4 endpoints, so a correct layout fails
+// about once in 700,000 runs; kube-proxy's probabilities with a bug such
+// as 1/n on every rule give a chi-square near 70 at n = 400).
+func CheckBalance(t *testing.T, counts func() map[uint16]int, ports []uint16, n int) {
+	t.Helper()
+	var got map[uint16]int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got = counts()
+		total := 0
+		for _, c := range got {
+			total += c
+		}
+		if total == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d connections accepted: %v", total, n, got)
+		}
+	}
+	exp := float64(n) / float64(len(ports))
+	chi2 := 0.0
+	for _, p := range ports {
+		d := float64(got[p]) - exp
+		chi2 += d * d / exp
+	}
+	t.Logf("accepts per endpoint port %v, chi-square %.1f", got, chi2)
+	if chi2 > 30 {
+		t.Fatalf("unbalanced: %v (chi-square %.1f > 30 for a uniform choice)", got, chi2)
+	}
+}

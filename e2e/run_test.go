@@ -72,7 +72,7 @@ func TestQuickRunEveryEngineEveryPlacement(t *testing.T) {
 	l := newLab(t)
 	before := rootSnapshot(t)
 	out := filepath.Join(t.TempDir(), "out")
-	stdout, stderr, code := l.run("run", "--profile", "quick", "--duration", "400ms", "--warmup", "100ms", "--out", out)
+	stdout, stderr, code := l.run("run", "--profile", "quick", "--duration", "1s", "--warmup", "200ms", "--out", out)
 	if code != 0 {
 		t.Fatalf("run exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

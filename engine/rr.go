@@ -22,6 +22,15 @@ func fillRR(rc *runCtx, r *Result) error {
 	if r.Seconds > 0 {
 		r.RatePerSec = float64(r.Transactions) / r.Seconds
 	}
+	// A request/response test that completed nothing measured a stall, not
+	// a rate: say so rather than report a rate of 0 as a result.
+	if r.Transactions == 0 {
+		why := ""
+		if r.ErrorMsg != "" {
+			why = ", first: " + r.ErrorMsg
+		}
+		return fmt.Errorf("%s: no transaction completed in the %.2fs measured interval (%d errors%s): the path or the machine stalled", rc.o.Test, r.Seconds, r.Errors, why)
+	}
 	lat, err := stats.Summarize(total)
 	if err != nil {
 		return fmt.Errorf("%s: %w", rc.o.Test, err)

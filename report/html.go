@@ -18,7 +18,12 @@ var htmlTmpl = template.Must(template.New("report").Parse(htmlSource))
 // HTML writes the report as one self-contained page: inline CSS and SVG,
 // no script, no external reference.
 func HTML(w io.Writer, rep *Report) error {
-	return htmlTmpl.Execute(w, newHTMLView(rep))
+	v := newHTMLView(rep)
+	var err error
+	if v.ServiceScale, err = htmlServiceScale(rep.ServiceScale); err != nil {
+		return err
+	}
+	return htmlTmpl.Execute(w, v)
 }
 
 type htmlView struct {
@@ -35,6 +40,8 @@ type htmlView struct {
 	Charts    []chart
 	Sections  []sectionView
 	Method    string
+	// ServiceScale is the rendered Service-scale section (servicescale_render.go).
+	ServiceScale template.HTML
 }
 
 type labelled struct {

@@ -50,6 +50,9 @@ func Markdown(w io.Writer, rep *Report) error {
 		mdRow(b, row...)
 	}
 
+	if rep.ServiceScale != nil {
+		markdownServiceScale(b, rep.ServiceScale)
+	}
 	b.WriteString("\n## At a glance\n\n")
 	multi := len(rep.Columns) > 1
 	if multi {

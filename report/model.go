@@ -58,6 +58,8 @@ type Report struct {
 	Glance     []GlanceRow `json:"at_a_glance"`
 	Sections   []Section   `json:"tests"`
 	Warnings   []string    `json:"warnings,omitempty"`
+	// ServiceScale analyses a Service-scale sweep (one run only).
+	ServiceScale *ServiceScale `json:"service_scale,omitempty"`
 }
 
 // WinnerRule is the documented way a row's winner is picked.
@@ -241,7 +243,7 @@ func Build(in []Input, opt Options) (*Report, error) {
 				if r.Scenario != sc {
 					continue
 				}
-				k := sectionKey(r.Test, r.Placement.Name())
+				k := sectionKey(r.Test, sweepPlacement(run, r))
 				m[k] = r
 				if !seen[k] {
 					seen[k] = true
@@ -314,6 +316,12 @@ func Build(in []Input, opt Options) (*Report, error) {
 			}
 		}
 		rep.Sections = append(rep.Sections, sec)
+	}
+	if len(in) == 1 {
+		var err error
+		if rep.ServiceScale, err = buildServiceScale(in[0].Run, opt); err != nil {
+			return nil, err
+		}
 	}
 	return rep, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/sweep"
 )
 
 // SchemaVersion is bumped on any incompatible change to Run.
@@ -39,6 +40,39 @@ type Run struct {
 	Scenarios []Scenario `json:"scenarios"`
 	Plan      Plan       `json:"plan"`
 	Results   []Result   `json:"results"`
+	// Sweeps is set by a Service-scale run (--tests service-scale): one per
+	// scenario, with its programmed steps and why it stopped early, if it
+	// did. Its Results carry the step they belong to in Result.Services.
+	Sweeps []Sweep `json:"sweeps,omitempty"`
+}
+
+// Sweep is one datapath's Service-scale sweep.
+type Sweep struct {
+	Scenario string        `json:"scenario"`
+	Datapath string        `json:"datapath"`
+	Options  sweep.Options `json:"options"`
+	// Conntrack preflight: the most entries the new-connection tests may
+	// keep alive in node0's table (ephemeral ports × Service ports) and the
+	// table's size (nf_conntrack_max); 0 when not applicable.
+	ConntrackExpected int         `json:"conntrack_expected,omitempty"`
+	ConntrackMax      int         `json:"conntrack_max,omitempty"`
+	Steps             []SweepStep `json:"steps"`
+	// Stopped is why the sweep ended before its last step because of
+	// --max-step-time; Error is a programming or verification failure.
+	Stopped string `json:"stopped,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// SweepStep is one programmed and verified step (durations in ns, as
+// sweep.Step writes them) and what the datapath held after measuring.
+type SweepStep struct {
+	sweep.Step
+	// Conntrack is nf_conntrack_count in node0's namespace after the
+	// step's samples (-1: conntrack not loaded there).
+	Conntrack int `json:"conntrack"`
+	// FlowEntries is the BPF flow map's entries (ebpf-tc conntrack, ebpf
+	// UDP reverse-NAT) after the step's samples.
+	FlowEntries int `json:"flow_entries,omitempty"`
 }
 
 // Tool identifies the binary that produced the run.
@@ -118,8 +152,11 @@ type Result struct {
 	DNSOptions *dnsload.Options `json:"dns_options,omitempty"`
 	// Skipped is why the target could not run this test on this placement
 	// (e.g. other-node on a one-node cluster); it then has no samples.
-	Skipped string   `json:"skipped,omitempty"`
-	Samples []Sample `json:"samples"`
+	Skipped string `json:"skipped,omitempty"`
+	// Services is the Service-scale step this result belongs to (dummy
+	// Services programmed); only meaningful when Run.Sweeps is set.
+	Services int      `json:"services,omitempty"`
+	Samples  []Sample `json:"samples"`
 }
 
 // Sample is one measurement (one round of one test on one placement).

@@ -159,11 +159,11 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 		s.Error = err.Error()
 		return s
 	}
-	if hout != nil && hout.Requests == 0 && hout.Errors.Total > 0 {
-		s.Error = fmt.Sprintf("no HTTP response in %d attempts: %s", hout.Errors.Total, hout.Errors.First)
+	if hout != nil && hout.Requests == 0 {
+		s.Error = fmt.Sprintf("no HTTP response in the %.2fs measured interval (%d errors%s)", hout.Seconds, hout.Errors.Total, firstErr(hout.Errors.First))
 		return s
 	}
-	if dout != nil && dout.Responses == 0 && dout.Errors.Total > 0 {
+	if dout != nil && dout.Responses == 0 {
 		s.Error = fmt.Sprintf("no DNS answer to %d queries: %s (the server agent runs dnsmasq: is dnsmasq-base installed?)", dout.Sent, dout.Errors.First)
 		return s
 	}
@@ -202,4 +202,12 @@ func (r *Runner) progress(format string, a ...any) {
 	if r.Progress != nil {
 		fmt.Fprintf(r.Progress, format, a...)
 	}
+}
+
+// firstErr formats an engine's first error message for a sample error.
+func firstErr(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ", first: " + msg
 }

@@ -103,15 +103,23 @@ type Stopped struct{ Reason string }
 
 func (s *Stopped) Error() string { return s.Reason }
 
-// Run sweeps dp through opt.Steps with the test Services placed among the
-// dummies. It returns every step done (also on error) and a *Stopped error
-// when the programming-time limit cut the sweep short.
-func Run(ctx context.Context, dp datapath.Datapath, test []datapath.Service, opt Options, measure Measure, progress Progress) ([]Step, error) {
+// Sweeper is a sweep driven one step at a time, so a caller can
+// interleave several datapaths within a step (step k on A, B, C, then
+// step k+1) and let machine drift hit them alike.
+type Sweeper struct {
+	dp    datapath.Datapath
+	test  []datapath.Service
+	opt   Options
+	steps []Step
+	next  int
+	done  bool
+}
+
+// New validates opt and runs the capacity preflight for the largest step
+// before anything is programmed: a clear error, never a silent overflow.
+func New(dp datapath.Datapath, test []datapath.Service, opt Options) (*Sweeper, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
-	}
-	if progress == nil {
-		progress = func(string, ...any) {}
 	}
 	last := opt.Steps[len(opt.Steps)-1]
 	largest := buildSpec(test, last, opt)
@@ -123,60 +131,109 @@ func Run(ctx context.Context, dp datapath.Datapath, test []datapath.Service, opt
 			return nil, fmt.Errorf("%s: capacity preflight for %d Services × %d endpoints: %w", dp.Name(), last, opt.Endpoints, err)
 		}
 	}
-	var steps []Step
-	for i, n := range opt.Steps {
-		if err := ctx.Err(); err != nil {
-			return steps, err
+	return &Sweeper{dp: dp, test: test, opt: opt}, nil
+}
+
+// Options returns the validated options (defaults filled in).
+func (s *Sweeper) Options() Options { return s.opt }
+
+// Steps returns the steps done so far (programmed and verified).
+func (s *Sweeper) Steps() []Step { return s.steps }
+
+// Done tells whether the sweep has no step left to program (finished,
+// stopped or failed).
+func (s *Sweeper) Done() bool { return s.done || s.next >= len(s.opt.Steps) }
+
+// Next programs and verifies the next step. It returns the step (also on
+// failure, with Error set) and a *Stopped error, without programming
+// anything, when the step's predicted programming time exceeds the limit.
+// After any error the sweep is done.
+func (s *Sweeper) Next(ctx context.Context, progress Progress) (Step, error) {
+	if s.Done() {
+		return Step{}, errors.New("sweep: no step left")
+	}
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	if err := ctx.Err(); err != nil {
+		s.done = true
+		return Step{}, err
+	}
+	i, n, dp := s.next, s.opt.Steps[s.next], s.dp
+	st := Step{Services: n}
+	if pred, ok := predict(s.steps, n); ok {
+		st.Predicted = pred
+		if pred > s.opt.MaxStepTime {
+			s.done = true
+			return st, &Stopped{Reason: fmt.Sprintf("%s: stopped before %d Services: programming predicted to take %s (> --max-step-time %s) from the steps so far",
+				dp.Name(), n, roundDur(pred), s.opt.MaxStepTime)}
 		}
-		st := Step{Services: n}
-		if pred, ok := predict(steps, n); ok {
-			st.Predicted = pred
-			if pred > opt.MaxStepTime {
-				return steps, &Stopped{Reason: fmt.Sprintf("%s: stopped before %d Services: programming predicted to take %s (> --max-step-time %s) from the steps so far",
-					dp.Name(), n, pred.Round(time.Second), opt.MaxStepTime)}
+	}
+	s.next++
+	spec, at := placeSpec(s.test, n, s.opt)
+	st.Position = at
+	label := fmt.Sprintf("%s step %d/%d: %d Services", dp.Name(), i+1, len(s.opt.Steps), n)
+	pstart := time.Now()
+	if st.Predicted > 0 {
+		progress("%s: programming (predicted %s) ...", label, roundDur(st.Predicted))
+	} else {
+		progress("%s: programming ...", label)
+	}
+	ps, err := dp.Program(ctx, spec)
+	st.Program = ps
+	if err != nil {
+		s.done = true
+		st.Error = "programming: " + err.Error()
+		progress(" failed after %s\n", roundDur(time.Since(pstart)))
+		return st, fmt.Errorf("%s: %w", label, err)
+	}
+	progress(" %s; verifying ...", roundDur(time.Since(pstart)))
+	vstart := time.Now()
+	st.Expected = dp.Expected(spec)
+	st.Counts, err = dp.Verify(ctx)
+	st.Verify = time.Since(vstart)
+	if err == nil && (st.Counts.Services != st.Expected.Services || st.Counts.Endpoints != st.Expected.Endpoints) {
+		err = fmt.Errorf("kernel holds %d Services / %d endpoints, want %d / %d",
+			st.Counts.Services, st.Counts.Endpoints, st.Expected.Services, st.Expected.Endpoints)
+	}
+	if err != nil {
+		s.done = true
+		st.Error = "verify: " + err.Error()
+		progress(" FAILED\n")
+		return st, fmt.Errorf("%s: verify: %w", label, err)
+	}
+	if st.Memory, err = dp.Memory(ctx); err != nil {
+		st.Memory = datapath.Memory{}
+	}
+	progress(" ok (%s)\n", roundDur(st.Verify))
+	s.steps = append(s.steps, st)
+	return st, nil
+}
+
+// Run sweeps dp through opt.Steps with the test Services placed among the
+// dummies, calling measure after each verified step. It returns every
+// step done (also on error) and a *Stopped error when the
+// programming-time limit cut the sweep short.
+func Run(ctx context.Context, dp datapath.Datapath, test []datapath.Service, opt Options, measure Measure, progress Progress) ([]Step, error) {
+	s, err := New(dp, test, opt)
+	if err != nil {
+		return nil, err
+	}
+	for !s.Done() {
+		st, err := s.Next(ctx, progress)
+		if err != nil {
+			if st.Error != "" {
+				return append(s.Steps(), st), err
 			}
+			return s.Steps(), err
 		}
-		spec, at := placeSpec(test, n, opt)
-		st.Position = at
-		label := fmt.Sprintf("%s step %d/%d: %d Services", dp.Name(), i+1, len(opt.Steps), n)
-		pstart := time.Now()
-		if st.Predicted > 0 {
-			progress("%s: programming (predicted %s) ...", label, st.Predicted.Round(100*time.Millisecond))
-		} else {
-			progress("%s: programming ...", label)
-		}
-		ps, err := dp.Program(ctx, spec)
-		st.Program = ps
-		if err != nil {
-			st.Error = "programming: " + err.Error()
-			progress(" failed after %s\n", time.Since(pstart).Round(time.Millisecond))
-			return append(steps, st), fmt.Errorf("%s: %w", label, err)
-		}
-		progress(" %s; verifying ...", time.Since(pstart).Round(time.Millisecond))
-		vstart := time.Now()
-		st.Expected = dp.Expected(spec)
-		st.Counts, err = dp.Verify(ctx)
-		st.Verify = time.Since(vstart)
-		if err == nil && st.Counts.Services != st.Expected.Services {
-			err = fmt.Errorf("kernel holds %d Services, want %d", st.Counts.Services, st.Expected.Services)
-		}
-		if err != nil {
-			st.Error = "verify: " + err.Error()
-			progress(" FAILED\n")
-			return append(steps, st), fmt.Errorf("%s: verify: %w", label, err)
-		}
-		if st.Memory, err = dp.Memory(ctx); err != nil {
-			st.Memory = datapath.Memory{}
-		}
-		progress(" ok (%s); measuring ...\n", st.Verify.Round(time.Millisecond))
 		if measure != nil {
 			if err := measure(ctx, st); err != nil {
-				return append(steps, st), err
+				return s.Steps(), err
 			}
 		}
-		steps = append(steps, st)
 	}
-	return steps, nil
+	return s.Steps(), nil
 }
 
 // buildSpec is the spec of a step with n dummies (test Services placed as
@@ -221,6 +278,17 @@ func predict(done []Step, n int) (time.Duration, bool) {
 		return time.Duration(ys[last] * float64(n) / xs[last]), true
 	}
 	return time.Duration(math.Exp(f.Intercept) * math.Pow(float64(n), k)), true
+}
+
+// roundDur keeps three significant digits for progress lines (12.3ms,
+// 1.23s), so sub-millisecond eBPF steps do not print as 0s.
+func roundDur(d time.Duration) time.Duration {
+	for r := time.Microsecond; r <= time.Minute; r *= 10 {
+		if d < 1000*r {
+			return d.Round(r)
+		}
+	}
+	return d.Round(time.Second)
 }
 
 // IsStopped tells whether err is a sweep cut short by the time limit.

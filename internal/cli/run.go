@@ -30,6 +30,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		lf         labFlags
 		kf         k8sFlags
 		hs         httpServerFlags
+		sf         scaleFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -60,6 +61,10 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 				}
 			}
 			o.Tests = splitList(tests)
+			if sf.asked(o.Tests) { // a test of its own kind: servicescale.go
+				o.Mode = engine.Mode(mode)
+				return sf.run(cmd, g, o, &lf, target, placements, scenarios, out)
+			}
 			o.Placements = splitList(placements)
 			o.Mode = engine.Mode(mode)
 			plan, err := o.Resolve()
@@ -133,6 +138,7 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 	f.StringVar(&out, "out", "", "results directory (default cnibench-results/<run id>)")
 	f.StringVar(&scenarios, "scenarios", "", "comma-separated lab scenarios run side by side, rounds interleaved: "+strings.Join(labtarget.ScenarioNames(), ", ")+" (each in its own lab named after it)")
 	lf.register(f)
+	sf.register(f)
 	f.IntVar(&hs.responseSize, "http-response-size", 0, "HTTP tests: response body bytes the server agents send (default 512)")
 	f.DurationVar(&hs.work, "http-work", 0, "HTTP tests: artificial CPU work per request on the server agents, e.g. 20us (default none)")
 	kf.register(f)

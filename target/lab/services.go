@@ -72,6 +72,11 @@ func TestServices(backends []lab.Pod) ([]datapath.Service, error) {
 // on every node's pod veths), or once on the lab's cgroup for the socket
 // LB, which sees every pod's connect().
 func OpenDatapaths(l *lab.Lab, name string, autoSize bool) ([]datapath.Datapath, error) {
+	return OpenDatapathsWith(l, name, ebpf.Options{AutoSize: autoSize})
+}
+
+// OpenDatapathsWith is OpenDatapaths with the eBPF datapaths' map sizes.
+func OpenDatapathsWith(l *lab.Lab, name string, eo ebpf.Options) ([]datapath.Datapath, error) {
 	var dps []datapath.Datapath
 	fail := func(err error) ([]datapath.Datapath, error) {
 		for _, d := range dps {
@@ -83,7 +88,7 @@ func OpenDatapaths(l *lab.Lab, name string, autoSize bool) ([]datapath.Datapath,
 		if l.CgroupRoot == "" {
 			return fail(errors.New("the socket load balancer attaches to the lab's cgroup, and this machine has no cgroup v2"))
 		}
-		d, err := ebpf.NewSocketLB(l.CgroupRoot, ebpf.Options{AutoSize: autoSize})
+		d, err := ebpf.NewSocketLB(l.CgroupRoot, eo)
 		if err != nil {
 			return fail(err)
 		}
@@ -100,7 +105,7 @@ func OpenDatapaths(l *lab.Lab, name string, autoSize bool) ([]datapath.Datapath,
 			d, err = nftables.New(ns, nftables.Options{Flat: name == "nftables-flat",
 				ClusterCIDR: "198.19.0.0/16", ServiceCIDR: datapath.ServiceCIDR.String()})
 		case "ebpf-tc":
-			d, err = ebpf.NewTCLB(ns, nil, ebpf.Options{AutoSize: autoSize})
+			d, err = ebpf.NewTCLB(ns, nil, eo)
 		default:
 			err = fmt.Errorf("unknown (known: %s)", strings.Join(datapath.Names, ", "))
 		}
@@ -148,7 +153,7 @@ func (t *Target) openServices(ctx context.Context) error {
 		return err
 	}
 	t.progress("programming the test Service (%s datapath) ...", name)
-	t.dps, err = OpenDatapaths(t.lab, name, false)
+	t.dps, err = OpenDatapathsWith(t.lab, name, t.cfg.EBPF)
 	if err == nil {
 		var took time.Duration
 		took, err = ProgramAndVerify(ctx, t.dps, datapath.Spec{Services: svcs})

@@ -1,0 +1,208 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/cnibench/cnibench/datapath/ebpf"
+	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite"
+	"github.com/cnibench/cnibench/sweep"
+	labtarget "github.com/cnibench/cnibench/target/lab"
+)
+
+// defaultScaleScenarios are swept when --scenarios is not given.
+const defaultScaleScenarios = "iptables,nftables,ebpf"
+
+// scaleFlags are the flags of `run --tests service-scale`.
+type scaleFlags struct {
+	steps       string
+	endpoints   int
+	position    string
+	seed        uint64
+	maxStepTime time.Duration
+	autoSize    bool
+	bpfMapMax   int
+}
+
+func (f *scaleFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.steps, "scale-steps", "0,1000,5000,10000,20000,30000", "service-scale: cumulative dummy Service counts, increasing")
+	fs.IntVar(&f.endpoints, "endpoints-per-service", sweep.DefaultEndpoints, "service-scale: endpoints of each dummy Service")
+	fs.StringVar(&f.position, "service-position", "random", "service-scale: the test Service among the dummies: random, first or last")
+	fs.Uint64Var(&f.seed, "scale-seed", 0, "service-scale: seed of the random test Service position")
+	fs.DurationVar(&f.maxStepTime, "max-step-time", sweep.DefaultMaxStepTime, "service-scale: stop a datapath's sweep when its next step's programming is predicted to take longer")
+	fs.BoolVar(&f.autoSize, "auto-size", false, "service-scale: grow the eBPF maps to the largest step instead of refusing it")
+	fs.IntVar(&f.bpfMapMax, "bpf-map-max", 0, "service-scale: entries of the eBPF service and backend maps (default 65536)")
+}
+
+// asked tells whether --tests asks for the sweep.
+func (f *scaleFlags) asked(tests []string) bool {
+	for _, t := range tests {
+		if strings.EqualFold(t, suite.ServiceScaleTest) {
+			return true
+		}
+	}
+	return false
+}
+
+// options parses the sweep flags.
+func (f *scaleFlags) options() (sweep.Options, error) {
+	o := sweep.Options{Endpoints: f.endpoints, Position: f.position, Seed: f.seed, MaxStepTime: f.maxStepTime}
+	for _, s := range splitList(f.steps) {
+		n, err := strconv.Atoi(strings.ReplaceAll(s, "_", ""))
+		if err != nil {
+			return o, fmt.Errorf("--scale-steps: %q is not a number", s)
+		}
+		o.Steps = append(o.Steps, n)
+	}
+	if len(o.Steps) == 0 {
+		return o, errors.New("--scale-steps: no step given")
+	}
+	if f.endpoints == 0 {
+		return o, errors.New("--endpoints-per-service must be at least 1")
+	}
+	if f.maxStepTime <= 0 {
+		return o, fmt.Errorf("--max-step-time must be positive, got %s", f.maxStepTime)
+	}
+	if f.bpfMapMax < 0 {
+		return o, fmt.Errorf("--bpf-map-max must be positive, got %d", f.bpfMapMax)
+	}
+	return o, o.Validate()
+}
+
+// run is `cnibench run --tests service-scale`: one lab per datapath
+// scenario, swept step by step with the datapaths interleaved.
+func (f *scaleFlags) run(cmd *cobra.Command, g *globals, o suite.Options, lf *labFlags, target, placements, scenarios, out string) (err error) {
+	if len(o.Tests) > 1 {
+		return fmt.Errorf("--tests: %s is a test of its own kind (it reprograms the datapath between steps) and cannot mix with %s: run them separately",
+			suite.ServiceScaleTest, strings.Join(without(o.Tests, suite.ServiceScaleTest), ","))
+	}
+	if target != "lab" {
+		return fmt.Errorf("--tests %s runs on the lab target only, not --target %s", suite.ServiceScaleTest, target)
+	}
+	for _, p := range splitList(placements) {
+		if p != suite.PodToServiceOtherNode {
+			return fmt.Errorf("--placements: %s measures %s only, not %s", suite.ServiceScaleTest, suite.PodToServiceOtherNode, p)
+		}
+	}
+	opt, err := f.options()
+	if err != nil {
+		return err
+	}
+	o.Tests = suite.ScaleTests
+	o.Placements = []string{suite.PodToServiceOtherNode}
+	if o.Rounds == 0 {
+		o.Rounds = 3 // verdicts against step 0 need repeated samples
+	}
+	plan, err := o.Resolve()
+	if err != nil {
+		return err
+	}
+	labCfg, err := lf.config(cmd.Flags(), g)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(scenarios) == "" {
+		scenarios = defaultScaleScenarios
+	}
+	var labs []namedLab
+	seen := map[string]bool{}
+	for _, n := range splitList(scenarios) {
+		cfg, err := labtarget.ScenarioConfig(n, labCfg)
+		if err != nil {
+			return err
+		}
+		// With an explicit --lab, the scenario labs are named after it too,
+		// so two sweeps (or a sweep and another run) never share a lab.
+		if cmd.Flags().Changed("lab") {
+			cfg.Name = g.labName + cfg.Name
+			if err := cfg.Validate(); err != nil {
+				return fmt.Errorf("--lab %s + scenario %s: %w (use a shorter --lab)", g.labName, n, err)
+			}
+		}
+		if cfg.ServiceDatapath == "" {
+			return fmt.Errorf("--scenarios: %s has no Service datapath to sweep (use iptables, iptables-legacy, nftables, nftables-flat, ebpf or ebpf-tc)", n)
+		}
+		if !seen[cfg.Name] {
+			seen[cfg.Name] = true
+			labs = append(labs, namedLab{name: cfg.Name, cfg: cfg})
+		}
+	}
+	if err := lab.RequirePrivileges(); err != nil {
+		return err
+	}
+	runID := newRunID()
+	if out == "" {
+		out = filepath.Join("cnibench-results", runID)
+	}
+	_, statErr := os.Stat(out)
+	if err := results.CheckWritable(out); err != nil {
+		return err
+	}
+	createdOut := os.IsNotExist(statErr)
+
+	ctx, w := cmd.Context(), cmd.ErrOrStderr()
+	perStep := time.Duration(plan.Samples()) * time.Duration(plan.Duration+plan.Warmup) * time.Duration(len(labs))
+	fmt.Fprintf(w, "cnibench run %s: service-scale sweep of %s over %s Services (%d endpoints each, test Service %s), %d rounds: about %s of measurement plus programming\n",
+		runID, strings.Join(labNames(labs), ", "), f.steps, opt.Endpoints, opt.Position, plan.Rounds,
+		(perStep * time.Duration(len(opt.Steps))).Round(time.Second))
+
+	var scs []suite.Scenario
+	defer func() {
+		for _, sc := range scs {
+			if cerr := sc.Target.(*labtarget.Target).Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}()
+	for _, l := range labs {
+		tgt, err := labtarget.Open(ctx, labtarget.Config{Lab: l.cfg, Placements: plan.Placements, RunID: runID, Progress: w,
+			EBPF: ebpf.Options{AutoSize: f.autoSize, LBMapMax: f.bpfMapMax}})
+		if err != nil {
+			if createdOut {
+				_ = os.Remove(out)
+			}
+			return err
+		}
+		scs = append(scs, suite.Scenario{Name: l.name, Target: tgt})
+	}
+	runner := &suite.ScaleRunner{Scenarios: scs, Plan: plan, Sweep: opt, OutDir: out, RunID: runID, Progress: w}
+	run, runErr := runner.Run(ctx)
+	if run == nil && createdOut {
+		_ = os.RemoveAll(out) // refused before anything was measured
+	}
+	if err := writeOutputs(cmd, out, run); err != nil {
+		return err
+	}
+	if errors.Is(runErr, ctx.Err()) && ctx.Err() != nil {
+		return fmt.Errorf("interrupted: completed samples are in %s", filepath.Join(out, results.FileName))
+	}
+	return runErr
+}
+
+func labNames(labs []namedLab) []string {
+	var n []string
+	for _, l := range labs {
+		n = append(n, l.name)
+	}
+	return n
+}
+
+func without(list []string, drop string) []string {
+	var out []string
+	for _, s := range list {
+		if !strings.EqualFold(s, drop) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"strings"
+)
+
+// scaleTable is one table of the Service-scale section, as plain strings
+// both renderers share.
+type scaleTable struct {
+	Title string
+	Head  []string
+	Rows  [][]string
+	Notes []string
+}
+
+// tables lays the analysis out: one degradation table per datapath, then
+// the fits.
+func (ss *ServiceScale) tables() []scaleTable {
+	var out []scaleTable
+	for _, d := range ss.Datapaths {
+		t := scaleTable{Title: fmt.Sprintf("%s (%s), test Service position %s", d.Scenario, d.Datapath, d.Position)}
+		t.Head = []string{"Services", "programming (gen + apply)", "verify"}
+		for _, tr := range d.Metrics {
+			t.Head = append(t.Head, tr.Name)
+		}
+		t.Head = append(t.Head, "counts (kernel/expected)", "memory", "conntrack")
+		for _, s := range d.Steps {
+			row := []string{thousands(s.Services) + " (test at " + thousands(s.TestPosition) + ")",
+				fmt.Sprintf("%s (%s + %s)", msText(float64(s.ProgramMs)), msText(float64(s.GenerateMs)), msText(float64(s.ApplyMs))),
+				msText(float64(s.VerifyMs))}
+			for _, m := range s.Metrics {
+				row = append(row, scaleCell(m))
+			}
+			row = append(row, countsText(s), memoryText(s), conntrackText(s))
+			t.Rows = append(t.Rows, row)
+		}
+		if d.Stopped != "" {
+			t.Notes = append(t.Notes, "Stopped: "+d.Stopped)
+		}
+		if d.Error != "" {
+			t.Notes = append(t.Notes, "Failed: "+d.Error)
+		}
+		out = append(out, t)
+	}
+	fit := scaleTable{Title: "Fits against the Service count",
+		Head: []string{"datapath", "per-connection cost (1/short RPS)", "TCP_CRR p50", "programming time growth"}}
+	for _, d := range ss.Datapaths {
+		fit.Rows = append(fit.Rows, []string{d.Scenario, fitText(d.Cost), fitText(d.CRRCost), programText(d.Program)})
+	}
+	fit.Notes = append(fit.Notes, "Per-connection cost is 1e6 / short-connection RPS per sample (µs of wall time per connection at 64 concurrent), fitted linearly against the Service count; "+
+		"programming growth is the exponent of a power-law fit (1 linear, 2 quadratic) and the linear slope.")
+	out = append(out, fit)
+	return out
+}
+
+func scaleCell(m ScaleMetric) string {
+	if m.Value == nil {
+		return "–"
+	}
+	s := fmtNum(float64(m.Value.Median))
+	if m.VsStep0 == nil {
+		return s
+	}
+	pct := (float64(m.Ratio) - 1) * 100
+	return fmt.Sprintf("%s (%+.1f%%, %s)", s, pct, m.VsStep0.Verdict)
+}
+
+func countsText(s ScaleStep) string {
+	c, e := s.Counts, s.Expected
+	parts := []string{fmt.Sprintf("%s/%s svc", thousands(c.Services), thousands(e.Services)),
+		fmt.Sprintf("%s/%s ep", thousands(c.Endpoints), thousands(e.Endpoints))}
+	if c.Rules > 0 || e.Rules > 0 {
+		parts = append(parts, fmt.Sprintf("%s/%s rules", thousands(c.Rules), thousands(e.Rules)))
+	}
+	if c.Elements > 0 || e.Elements > 0 {
+		parts = append(parts, fmt.Sprintf("%s/%s elements", thousands(c.Elements), thousands(e.Elements)))
+	}
+	if c.MapEntries > 0 || e.MapEntries > 0 {
+		parts = append(parts, fmt.Sprintf("%s/%s map entries", thousands(c.MapEntries), thousands(e.MapEntries)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func memoryText(s ScaleStep) string {
+	var p []string
+	if s.Memory.BPFMapBytes > 0 {
+		p = append(p, bytesText(s.Memory.BPFMapBytes)+" BPF maps")
+	}
+	if s.Memory.RulesetBytes > 0 {
+		p = append(p, bytesText(s.Memory.RulesetBytes)+" ruleset")
+	}
+	if len(p) == 0 {
+		return "–"
+	}
+	return strings.Join(p, ", ")
+}
+
+func conntrackText(s ScaleStep) string {
+	t := "not loaded"
+	if s.Conntrack >= 0 {
+		t = thousands(s.Conntrack)
+	}
+	if s.FlowEntries > 0 {
+		t += fmt.Sprintf(", %s BPF flow entries", thousands(s.FlowEntries))
+	}
+	return t
+}
+
+func bytesText(b int64) string {
+	switch {
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+func fitText(f *ScaleFit) string {
+	if f == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%+.2f %s per 1,000 Services, r² %.2f (n=%d)", float64(f.PerThousand), f.Unit, float64(f.R2), f.N)
+}
+
+func programText(p *ProgramFit) string {
+	if p == nil {
+		return "–"
+	}
+	exp := "exponent n/a"
+	if !math.IsNaN(float64(p.Exponent)) {
+		exp = fmt.Sprintf("exponent %.2f", float64(p.Exponent))
+	}
+	lin := ""
+	if !math.IsNaN(float64(p.MsPerThous)) {
+		lin = fmt.Sprintf(", %s per 1,000 Services (r² %.2f)", msText(float64(p.MsPerThous)), float64(p.R2))
+	}
+	return fmt.Sprintf("%s%s; %s for %s Services = %.1f µs per Service; generation ≤ %.1f%%",
+		exp, lin, msText(float64(p.MaxMs)), thousands(p.MaxServices), float64(p.UsPerService), float64(p.GenSharePct))
+}
+
+// markdownServiceScale writes the section in Markdown.
+func markdownServiceScale(b *strings.Builder, ss *ServiceScale) {
+	b.WriteString("\n## Service scale\n\n")
+	b.WriteString("Each step adds dummy Services (cumulative) to the client node's datapath, verifies the kernel holds them, then measures pod-to-service/other-node. " +
+		"Median over rounds; each value with its change against step 0 and the verdict of stats.Compare against step 0.\n\n")
+	for _, f := range ss.Findings {
+		fmt.Fprintf(b, "- %s\n", mdText(f))
+	}
+	for _, t := range ss.tables() {
+		fmt.Fprintf(b, "\n### %s\n\n", mdText(t.Title))
+		mdRow(b, t.Head...)
+		mdSep(b, len(t.Head), 1, len(t.Head))
+		for _, r := range t.Rows {
+			mdRow(b, r...)
+		}
+		for _, n := range t.Notes {
+			fmt.Fprintf(b, "\n%s\n", mdText(n))
+		}
+	}
+}
+
+var scaleTmpl = template.Must(template.New("scale").Parse(`<h2 id="service-scale">Service scale</h2>
+<p class="about">Each step adds dummy Services (cumulative) to the client node's datapath, verifies the kernel holds them, then measures pod-to-service/other-node. Median over rounds; each value with its change against step 0 and the verdict of stats.Compare against step 0.</p>
+<ul>{{range .Findings}}<li>{{.}}</li>{{end}}</ul>
+<div class="charts">{{range .Charts}}<figure style="width:{{.W}}px"><figcaption>{{.Title}}</figcaption>
+<svg width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" role="img" aria-label="{{.Title}}">
+{{range .Grid}}<line x1="{{.X1}}" y1="{{.Y1}}" x2="{{.X2}}" y2="{{.Y2}}" class="{{.Class}}" shape-rendering="crispEdges"/>{{end}}
+{{range .Series}}<polyline points="{{.Points}}" fill="none" stroke="{{.Colour}}" stroke-width="2"/>{{range .Dots}}<circle cx="{{.X}}" cy="{{.Y}}" r="3" fill="{{.Colour}}"><title>{{.Tip}}</title></circle>{{end}}{{end}}
+{{range .Texts}}<text x="{{.X}}" y="{{.Y}}" text-anchor="{{.Anchor}}" class="{{.Class}}">{{.S}}</text>{{end}}
+</svg>
+<div class="legend">{{range .Series}}<span><svg width="12" height="12" style="display:inline-block;vertical-align:-1px;margin-right:6px"><rect width="12" height="12" fill="{{.Colour}}"/></svg>{{.Name}}</span>{{end}}</div>
+</figure>{{end}}</div>
+{{range .Tables}}<h3>{{.Title}}</h3>
+<div style="overflow-x:auto"><table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if $i}} class="num"{{end}}>{{$c}}</td>{{end}}</tr>
+{{end}}</table></div>
+{{range .Notes}}<p class="muted">{{.}}</p>{{end}}{{end}}`))
+
+// htmlServiceScale renders the section for the HTML report (escaped by
+// html/template, so names from results cannot inject markup).
+func htmlServiceScale(ss *ServiceScale) (template.HTML, error) {
+	if ss == nil {
+		return "", nil
+	}
+	var b strings.Builder
+	err := scaleTmpl.Execute(&b, struct {
+		Findings []string
+		Charts   []lineChart
+		Tables   []scaleTable
+	}{ss.Findings, ss.charts(), ss.tables()})
+	return template.HTML(b.String()), err
+}

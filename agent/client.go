@@ -80,26 +80,23 @@ func (c *Client) WaitReady(ctx context.Context, timeout time.Duration) error {
 
 // Run asks the agent to run the client side of a test and returns its result.
 func (c *Client) Run(ctx context.Context, o engine.Options) (*engine.Result, error) {
-	var res engine.Result
-	if err := c.do(ctx, http.MethodPost, PathRun, o, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return call[engine.Result](ctx, c, PathRun, o)
 }
 
 // RunHTTP asks the agent to run the client side of an HTTP load test.
 func (c *Client) RunHTTP(ctx context.Context, o httpload.Options) (*httpload.Result, error) {
-	var res httpload.Result
-	if err := c.do(ctx, http.MethodPost, PathHTTP, o, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return call[httpload.Result](ctx, c, PathHTTP, o)
 }
 
 // RunDNS asks the agent to run the client side of a DNS load test.
 func (c *Client) RunDNS(ctx context.Context, o dnsload.Options) (*dnsload.Result, error) {
-	var res dnsload.Result
-	if err := c.do(ctx, http.MethodPost, PathDNS, o, &res); err != nil {
+	return call[dnsload.Result](ctx, c, PathDNS, o)
+}
+
+// call posts options to a run endpoint and decodes its result.
+func call[R any](ctx context.Context, c *Client, path string, in any) (*R, error) {
+	var res R
+	if err := c.do(ctx, http.MethodPost, path, in, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil

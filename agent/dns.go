@@ -2,9 +2,7 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os/exec"
 	"syscall"
 
@@ -27,30 +25,4 @@ func startDNS(ctx context.Context, spec dnsload.ServerSpec) (stop func(), err er
 		return nil, fmt.Errorf("DNS server: %w", err)
 	}
 	return func() { _ = s.Stop() }, nil
-}
-
-// runDNS runs the client side of a DNS load test (PathDNS).
-func (h *handler) runDNS(w http.ResponseWriter, r *http.Request) {
-	var o dnsload.Options
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil {
-		http.Error(w, "bad DNS options: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if err := o.Validate(); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	if !h.busy.TryLock() {
-		http.Error(w, "agent is already running a test", http.StatusConflict)
-		return
-	}
-	defer h.busy.Unlock()
-	res, err := dnsload.Run(r.Context(), o)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
 }

@@ -137,9 +137,9 @@ type handler struct {
 func (h *handler) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathHealth, h.health)
-	mux.HandleFunc("POST "+PathRun, h.run)
-	mux.HandleFunc("POST "+PathHTTP, h.runHTTP)
-	mux.HandleFunc("POST "+PathDNS, h.runDNS)
+	mux.HandleFunc("POST "+PathRun, runHandler[engine.Options](h, "options", engine.Run))
+	mux.HandleFunc("POST "+PathHTTP, runHandler[httpload.Options](h, "HTTP options", httpload.Run))
+	mux.HandleFunc("POST "+PathDNS, runHandler[dnsload.Options](h, "DNS options", dnsload.Run))
 	return h.authenticate(mux)
 }
 
@@ -160,29 +160,42 @@ func (h *handler) health(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, Health{OK: true, Version: version.Get().Version, PID: os.Getpid()})
 }
 
-func (h *handler) run(w http.ResponseWriter, r *http.Request) {
-	var o engine.Options
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil {
-		http.Error(w, "bad options: "+err.Error(), http.StatusBadRequest)
-		return
+// options are what a run endpoint decodes: a JSON Options struct that
+// fills its defaults and names its first bad field.
+type options interface{ Validate() error }
+
+// runHandler serves one engine's run endpoint: decode the options strictly
+// (what names them in errors: "options", "HTTP options" ...), validate,
+// take the agent (one run at a time: runs must not disturb each other),
+// run the client side and answer with the checksummed result.
+func runHandler[O any, PO interface {
+	*O
+	options
+}, R any](h *handler, what string, run func(context.Context, O) (*R, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var o O
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&o); err != nil {
+			http.Error(w, "bad "+what+": "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := PO(&o).Validate(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if !h.busy.TryLock() {
+			http.Error(w, "agent is already running a test", http.StatusConflict)
+			return
+		}
+		defer h.busy.Unlock()
+		res, err := run(r.Context(), o)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
 	}
-	if err := o.Validate(); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	if !h.busy.TryLock() {
-		http.Error(w, "agent is already running a test", http.StatusConflict)
-		return
-	}
-	defer h.busy.Unlock()
-	res, err := engine.Run(r.Context(), o)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
 }
 
 // writeJSON sends v with a SHA-256 of the body, so the client can tell a

@@ -4,20 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/engine/internal/cpuuse"
+	"github.com/cnibench/cnibench/engine/internal/window"
 	"github.com/cnibench/cnibench/stats"
 )
-
-// finishTimeout bounds how long Run waits for its event loops after the
-// end of the interval (they are woken through an eventfd, so this only
-// trips on a bug).
-var finishTimeout = 5 * time.Second
 
 // run is the state shared by the event loops of one Run. Times are
 // nanoseconds since base (monotonic clock).
@@ -87,67 +82,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.loops = append(r.loops, l)
 	}
 
-	var wg sync.WaitGroup
 	r.base = time.Now()
 	r.measFrom = int64(o.Warmup)
 	r.measTo = r.measFrom + int64(o.Duration)
+	loops := window.Loops{Stop: &r.stop,
+		Wake: func() {
+			for _, l := range r.loops {
+				l.ep.Wake()
+			}
+		},
+		Close: func() {
+			for _, l := range r.loops {
+				l.close()
+			}
+		}}
 	for _, l := range r.loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.run()
-		}()
+		loops.Run = append(loops.Run, l.run)
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-
-	halt := func() error {
-		r.stop.Store(true)
-		for _, l := range r.loops {
-			l.ep.Wake()
-		}
-		timer := time.NewTimer(finishTimeout)
-		defer timer.Stop()
-		select {
-		case <-done:
-		case <-timer.C:
-			return fmt.Errorf("dnsload %s: event loops did not stop within %s (bug)", addr, finishTimeout)
-		}
-		for _, l := range r.loops {
-			l.close()
-		}
-		return nil
-	}
-	sleepUntil := func(at int64) bool {
-		timer := time.NewTimer(time.Duration(at - r.now()))
-		defer timer.Stop()
-		select {
-		case <-timer.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	fail := func() (*Result, error) {
-		if err := halt(); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("dnsload %s: %w", addr, ctx.Err())
-	}
-	if !sleepUntil(r.measFrom) {
-		return fail()
-	}
-	cpu0 := cpuuse.Process()
-	start := time.Now()
-	if !sleepUntil(r.measTo) {
-		return fail()
-	}
-	cpu1 := cpuuse.Process()
-	end := time.Now()
-	if err := halt(); err != nil {
+	w, err := window.Measure(ctx, r.base, time.Duration(o.Warmup), time.Duration(o.Duration), loops, "dnsload "+addr.String())
+	if err != nil {
 		return nil, err
 	}
-	return r.result(start, end, cpu0, cpu1)
+	return r.result(w.Start, w.End, w.CPU0, w.CPU1)
 }
 
 // result merges the loops' counters and histograms.

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -17,15 +16,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/engine/internal/cpuuse"
+	"github.com/cnibench/cnibench/engine/internal/window"
 	"github.com/cnibench/cnibench/stats"
 )
 
 // Test hooks.
 var (
-	// finishTimeout bounds how long Run waits for its event loops after
-	// the end of the interval (they are woken through an eventfd, so this
-	// only trips on a bug).
-	finishTimeout = 5 * time.Second
 	// connectBackoff is how long a closed-loop connection waits after a
 	// failed connect before the next attempt, so a dead server is not
 	// hammered in a busy loop (open-loop connections just wait for their
@@ -130,67 +126,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.loops = append(r.loops, l)
 	}
 
-	var wg sync.WaitGroup
 	r.base = time.Now()
 	r.measFrom = int64(o.Warmup)
 	r.measTo = r.measFrom + int64(o.Duration)
+	loops := window.Loops{Stop: &r.stop,
+		Wake: func() {
+			for _, l := range r.loops {
+				l.ep.Wake()
+			}
+		},
+		Close: func() {
+			for _, l := range r.loops {
+				l.closeAll()
+			}
+		}}
 	for _, l := range r.loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.run()
-		}()
+		loops.Run = append(loops.Run, l.run)
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-
-	halt := func() error {
-		r.stop.Store(true)
-		for _, l := range r.loops {
-			l.ep.Wake()
-		}
-		timer := time.NewTimer(finishTimeout)
-		defer timer.Stop()
-		select {
-		case <-done:
-		case <-timer.C:
-			return fmt.Errorf("httpload %s: event loops did not stop within %s (bug)", t.display, finishTimeout)
-		}
-		for _, l := range r.loops {
-			l.closeAll()
-		}
-		return nil
-	}
-	sleepUntil := func(at int64) bool {
-		timer := time.NewTimer(time.Duration(at - r.now()))
-		defer timer.Stop()
-		select {
-		case <-timer.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	fail := func() (*Result, error) {
-		if err := halt(); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("httpload %s: %w", t.display, ctx.Err())
-	}
-	if !sleepUntil(r.measFrom) {
-		return fail()
-	}
-	cpu0 := cpuuse.Process()
-	start := time.Now()
-	if !sleepUntil(r.measTo) {
-		return fail()
-	}
-	cpu1 := cpuuse.Process()
-	end := time.Now()
-	if err := halt(); err != nil {
+	w, err := window.Measure(ctx, r.base, time.Duration(o.Warmup), time.Duration(o.Duration), loops, "httpload "+t.display)
+	if err != nil {
 		return nil, err
 	}
-	return r.result(start, end, cpu0, cpu1)
+	return r.result(w.Start, w.End, w.CPU0, w.CPU1)
 }
 
 // sockaddr builds the unix.Sockaddr for ip:port.

@@ -1,0 +1,93 @@
+// Package window drives the event loops of a load engine (HTTP, DNS)
+// through its warmup and its measured interval: start the loops, wait out
+// the warmup, read the clock and the process CPU at both ends of the
+// interval, then stop the loops and close them. The loops decide for
+// themselves which completions fall inside the interval; this package only
+// owns the timeline, so both engines measure the same way.
+package window
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cnibench/cnibench/engine/internal/cpuuse"
+)
+
+// FinishTimeout bounds the wait for the loops after they are told to stop
+// (they are woken through an eventfd, so it only trips on a bug).
+const FinishTimeout = 5 * time.Second
+
+// Loops are an engine's event loops, as functions so that engines keep
+// their loop types to themselves.
+type Loops struct {
+	Run   []func() // one per loop; each returns once Stop is set and it is woken
+	Wake  func()   // wakes every loop (after Stop is set)
+	Close func()   // closes every loop's sockets, after all Run returned
+	Stop  *atomic.Bool
+}
+
+// Window is the measured interval and the process CPU at its ends.
+type Window struct {
+	Start, End time.Time
+	CPU0, CPU1 cpuuse.Times
+}
+
+// Measure runs the loops from base: unmeasured until base+warmup, measured
+// until base+warmup+duration. name prefixes errors ("httpload
+// http://198.19.1.10:8080/"). On ctx cancellation the loops are stopped and
+// closed and the error wraps ctx.Err().
+func Measure(ctx context.Context, base time.Time, warmup, duration time.Duration, l Loops, name string) (Window, error) {
+	var wg sync.WaitGroup
+	for _, run := range l.Run {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run()
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	halt := func() error {
+		l.Stop.Store(true)
+		l.Wake()
+		timer := time.NewTimer(FinishTimeout)
+		defer timer.Stop()
+		select {
+		case <-done:
+		case <-timer.C:
+			return fmt.Errorf("%s: event loops did not stop within %s (bug)", name, FinishTimeout)
+		}
+		l.Close()
+		return nil
+	}
+	sleepUntil := func(at time.Duration) bool {
+		timer := time.NewTimer(at - time.Since(base))
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	var w Window
+	fail := func() (Window, error) {
+		if err := halt(); err != nil {
+			return w, err
+		}
+		return w, fmt.Errorf("%s: %w", name, ctx.Err())
+	}
+	if !sleepUntil(warmup) {
+		return fail()
+	}
+	w.CPU0, w.Start = cpuuse.Process(), time.Now()
+	if !sleepUntil(warmup + duration) {
+		return fail()
+	}
+	w.CPU1, w.End = cpuuse.Process(), time.Now()
+	return w, halt()
+}

@@ -197,44 +197,28 @@ func Metrics(r Result) (Series, error) {
 					firstErr = e.ErrorMsg
 				}
 			}
-		case KindHTTP:
-			lat = smp.HTTP.Latency
-			collectHTTP(c, smp)
-			h := smp.HTTP
-			if h.TargetQPS > 0 && h.LatencyUncorrected != nil {
-				uncorrected = append(uncorrected, h.LatencyUncorrected)
+		case KindHTTP, KindDNS:
+			ld, _ := asLoad(smp)
+			lat = ld.latency
+			if kind == KindHTTP {
+				collectHTTP(c, smp, ld)
+			} else {
+				collectDNS(c, smp, ld)
 			}
-			if h.ClientSaturated {
+			if ld.targetQPS > 0 && ld.uncorrected != nil {
+				uncorrected = append(uncorrected, ld.uncorrected)
+			}
+			if ld.saturated {
 				saturated++
 			}
-			if h.MissedTarget {
+			if ld.missed {
 				missed++
-				missedMax = max(missedMax, h.MissedByPercent)
+				missedMax = max(missedMax, ld.missedBy)
 			}
-			if h.Errors.Total > 0 {
-				errs += h.Errors.Total
+			if ld.errors > 0 {
+				errs += ld.errors
 				if firstErr == "" {
-					firstErr = h.Errors.First
-				}
-			}
-		case KindDNS:
-			d := smp.DNS
-			lat = d.Latency
-			collectDNS(c, smp)
-			if d.TargetQPS > 0 && d.LatencyUncorrected != nil {
-				uncorrected = append(uncorrected, d.LatencyUncorrected)
-			}
-			if d.ClientSaturated {
-				saturated++
-			}
-			if d.MissedTarget {
-				missed++
-				missedMax = max(missedMax, d.MissedByPercent)
-			}
-			if d.Errors.Total > 0 {
-				errs += d.Errors.Total
-				if firstErr == "" {
-					firstErr = d.Errors.First
+					firstErr = ld.firstError
 				}
 			}
 		}
@@ -430,49 +414,40 @@ func collectRR(c *collector, test string, s Sample) {
 // collectHTTP: at a fixed QPS the rate is set by the plan, so the headline
 // is latency alone and the shortfall is a metric; at max rate, requests/s
 // leads.
-func collectHTTP(c *collector, s Sample) {
+func collectHTTP(c *collector, s Sample, ld loadSample) {
+	collectLoad(c, s, ld, MetricRPS, "req/s", MetricClientCPUReq, MetricServerCPUReq)
 	h := s.HTTP
-	openLoop := h.TargetQPS > 0
-	c.add(MetricRPS, "req/s", HigherIsBetter, !openLoop, s.Round, h.RPS)
-	if openLoop {
-		c.add(MetricMissedBy, "%", LowerIsBetter, false, s.Round, h.MissedByPercent).Complement = "achieved share of the target rate"
-		if l := h.LatencyUncorrected; l != nil {
-			c.add(MetricP99Uncorr, "µs", Info, false, s.Round, p99(l))
-		}
-	}
 	if n := h.Requests + h.Errors.Total; n > 0 {
 		c.add(MetricErrors, "%", LowerIsBetter, false, s.Round, 100*float64(h.Errors.Total)/float64(n)).Complement = "success share"
-	}
-	if h.ClientCPUs > 0 {
-		c.add(MetricClientUtil, "%", Info, false, s.Round, 100*h.ClientCPUUtil)
-	}
-	if f := measuredShare(s, h.Seconds); f > 0 && h.Requests > 0 {
-		ops := float64(h.Requests)
-		c.add(MetricClientCPUReq, "µs", LowerIsBetter, false, s.Round, s.ClientCPUSec*f*1e6/ops)
-		c.add(MetricServerCPUReq, "µs", LowerIsBetter, false, s.Round, s.ServerCPUSec*f*1e6/ops)
 	}
 }
 
 // collectDNS mirrors collectHTTP: queries answered per second lead at max
 // rate (the server's capacity), latency alone at a fixed rate; lost
 // queries (timeouts) are judged on the answered share.
-func collectDNS(c *collector, s Sample) {
-	d := s.DNS
-	openLoop := d.TargetQPS > 0
-	c.add(MetricQPS, "queries/s", HigherIsBetter, !openLoop, s.Round, d.QPS)
+func collectDNS(c *collector, s Sample, ld loadSample) {
+	collectLoad(c, s, ld, MetricQPS, "queries/s", MetricClientCPUQuery, MetricServerCPUQuery)
+	c.add(MetricDNSLoss, "%", LowerIsBetter, false, s.Round, s.DNS.LossPercent).Complement = "answered share"
+}
+
+// collectLoad adds what HTTP and DNS samples have in common: the rate (the
+// headline only at max rate), at a fixed rate the shortfall and the
+// uncorrected p99, the client's CPU use and the CPU per answered request.
+func collectLoad(c *collector, s Sample, ld loadSample, rateName, rateUnit, clientCPU, serverCPU string) {
+	openLoop := ld.targetQPS > 0
+	c.add(rateName, rateUnit, HigherIsBetter, !openLoop, s.Round, ld.rate)
 	if openLoop {
-		c.add(MetricMissedBy, "%", LowerIsBetter, false, s.Round, d.MissedByPercent).Complement = "achieved share of the target rate"
-		if l := d.LatencyUncorrected; l != nil {
+		c.add(MetricMissedBy, "%", LowerIsBetter, false, s.Round, ld.missedBy).Complement = "achieved share of the target rate"
+		if l := ld.uncorrected; l != nil {
 			c.add(MetricP99Uncorr, "µs", Info, false, s.Round, p99(l))
 		}
 	}
-	c.add(MetricDNSLoss, "%", LowerIsBetter, false, s.Round, d.LossPercent).Complement = "answered share"
-	if d.ClientCPUs > 0 {
-		c.add(MetricClientUtil, "%", Info, false, s.Round, 100*d.ClientCPUUtil)
+	if ld.cpus > 0 {
+		c.add(MetricClientUtil, "%", Info, false, s.Round, 100*ld.util)
 	}
-	if f := measuredShare(s, d.Seconds); f > 0 && d.Responses > 0 {
-		ops := float64(d.Responses)
-		c.add(MetricClientCPUQuery, "µs", LowerIsBetter, false, s.Round, s.ClientCPUSec*f*1e6/ops)
-		c.add(MetricServerCPUQuery, "µs", LowerIsBetter, false, s.Round, s.ServerCPUSec*f*1e6/ops)
+	if f := measuredShare(s, ld.seconds); f > 0 && ld.ops > 0 {
+		ops := float64(ld.ops)
+		c.add(clientCPU, "µs", LowerIsBetter, false, s.Round, s.ClientCPUSec*f*1e6/ops)
+		c.add(serverCPU, "µs", LowerIsBetter, false, s.Round, s.ServerCPUSec*f*1e6/ops)
 	}
 }

@@ -42,47 +42,22 @@ func Summarize(r Result) (Summary, error) {
 	var bytes float64
 	for _, smp := range r.Samples {
 		s.Samples++
-		if smp.Error == "" && smp.HTTP != nil {
-			h := smp.HTTP
+		if ld, ok := asLoad(smp); ok && smp.Error == "" {
 			s.IsRequestReply = true
-			rate = append(rate, h.RPS)
-			if h.Latency != nil {
-				lats = append(lats, h.Latency)
+			rate = append(rate, ld.rate)
+			if ld.latency != nil {
+				lats = append(lats, ld.latency)
 			}
-			ops += h.Requests
-			if wall := smp.End.Sub(smp.Start).Seconds(); wall > 0 && h.Seconds > 0 {
-				f := min(h.Seconds/wall, 1)
-				ccpu += smp.ClientCPUSec * f
-				scpu += smp.ServerCPUSec * f
-			}
-			if h.ClientSaturated {
+			ops += ld.ops
+			f := measuredShare(smp, ld.seconds)
+			ccpu += smp.ClientCPUSec * f
+			scpu += smp.ServerCPUSec * f
+			if ld.saturated {
 				s.ClientSaturated++
 			}
-			if h.MissedTarget {
+			if ld.missed {
 				s.MissedTarget++
-				missed = append(missed, h.MissedByPercent)
-			}
-			continue
-		}
-		if smp.Error == "" && smp.DNS != nil {
-			d := smp.DNS
-			s.IsRequestReply = true
-			rate = append(rate, d.QPS)
-			if d.Latency != nil {
-				lats = append(lats, d.Latency)
-			}
-			ops += d.Responses
-			if wall := smp.End.Sub(smp.Start).Seconds(); wall > 0 && d.Seconds > 0 {
-				f := min(d.Seconds/wall, 1)
-				ccpu += smp.ClientCPUSec * f
-				scpu += smp.ServerCPUSec * f
-			}
-			if d.ClientSaturated {
-				s.ClientSaturated++
-			}
-			if d.MissedTarget {
-				s.MissedTarget++
-				missed = append(missed, d.MissedByPercent)
+				missed = append(missed, ld.missedBy)
 			}
 			continue
 		}
@@ -96,11 +71,9 @@ func Summarize(r Result) (Summary, error) {
 		e := smp.Engine
 		// The cgroup CPU spans the whole sample (warmup, setup); scale it to
 		// the measured interval, assuming steady load throughout.
-		if wall := smp.End.Sub(smp.Start).Seconds(); wall > 0 && e.Seconds > 0 {
-			f := min(e.Seconds/wall, 1)
-			ccpu += smp.ClientCPUSec * f
-			scpu += smp.ServerCPUSec * f
-		}
+		f := measuredShare(smp, e.Seconds)
+		ccpu += smp.ClientCPUSec * f
+		scpu += smp.ServerCPUSec * f
 		if e.Latency != nil && e.Transactions > 0 {
 			s.IsRequestReply = true
 			rate = append(rate, e.RatePerSec)

@@ -81,11 +81,13 @@ func Place(dummies, test []Service, position string, seed uint64) ([]Service, in
 	return out, at, nil
 }
 
-// Validate checks a Spec the way the API server would refuse a bad one:
-// unique Service keys, a VIP inside ServiceCIDR, ports set, at least one
-// endpoint with an address and port.
+// Validate checks a Spec the way the API server would refuse a bad one,
+// and what no datapath's keys can hold twice: unique Service keys, one
+// Service per VIP:port/protocol, a VIP inside ServiceCIDR, ports set, at
+// least one endpoint, each with an address and port and listed once.
 func (s Spec) Validate() error {
 	seen := make(map[string]bool, len(s.Services))
+	vips := make(map[string]string, len(s.Services))
 	for _, svc := range s.Services {
 		k := svc.Key()
 		switch {
@@ -100,10 +102,20 @@ func (s Spec) Validate() error {
 		case len(svc.Endpoints) == 0:
 			return fmt.Errorf("service %s: no endpoints", k)
 		}
+		v := fmt.Sprintf("%s:%d/%s", svc.VIP, svc.Port, svc.Protocol)
+		if o, ok := vips[v]; ok {
+			return fmt.Errorf("services %s and %s both use %s", o, k, v)
+		}
+		vips[v] = k
+		eps := make(map[Endpoint]bool, len(svc.Endpoints))
 		for _, ep := range svc.Endpoints {
 			if !ep.IP.Is4() || ep.Port == 0 {
 				return fmt.Errorf("service %s: bad endpoint %s:%d", k, ep.IP, ep.Port)
 			}
+			if eps[ep] {
+				return fmt.Errorf("service %s lists endpoint %s:%d twice", k, ep.IP, ep.Port)
+			}
+			eps[ep] = true
 		}
 		seen[k] = true
 	}

@@ -72,6 +72,10 @@ func TestValidateRefusesBadSpecs(t *testing.T) {
 		"no endpoints": func(s []Service) { s[0].Endpoints = nil },
 		"port 0":       func(s []Service) { s[0].Port = 0 },
 		"protocol":     func(s []Service) { s[0].Protocol = "SCTP" },
+		"shared vip":   func(s []Service) { s[1].VIP, s[1].Port = s[0].VIP, s[0].Port },
+		"endpoint twice": func(s []Service) {
+			s[0].Endpoints = append(s[0].Endpoints, s[0].Endpoints[0])
+		},
 	}
 	for name, mutate := range cases {
 		s := append([]Service(nil), good...)

@@ -264,14 +264,13 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	return st, nil
 }
 
-// checkSpec validates spec and refuses what kube-proxy's naming or the
-// maps' keys cannot hold twice.
+// checkSpec validates spec (datapath.Spec.Validate) and refuses two
+// Service ports that kube-proxy's naming gives one chain.
 func checkSpec(spec *datapath.Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
 	chains := make(map[string]string, len(spec.Services))
-	vips := make(map[string]string, len(spec.Services))
 	for i := range spec.Services {
 		s := &spec.Services[i]
 		c := serviceChain(s)
@@ -279,18 +278,6 @@ func checkSpec(spec *datapath.Spec) error {
 			return fmt.Errorf("services %s and %s have the same port name %q", o, s.Key(), portName(s))
 		}
 		chains[c] = s.Key()
-		v := fmt.Sprintf("%s:%d/%s", s.VIP, s.Port, s.Protocol)
-		if o, ok := vips[v]; ok {
-			return fmt.Errorf("services %s and %s both use %s", o, s.Key(), v)
-		}
-		vips[v] = s.Key()
-		seen := make(map[datapath.Endpoint]bool, len(s.Endpoints))
-		for _, ep := range s.Endpoints {
-			if seen[ep] {
-				return fmt.Errorf("service %s lists endpoint %s:%d twice", s.Key(), ep.IP, ep.Port)
-			}
-			seen[ep] = true
-		}
 	}
 	return nil
 }

@@ -50,6 +50,17 @@ type Service struct {
 	Endpoints []Endpoint `json:"endpoints"`
 }
 
+// ServicePortName is kube-proxy's ServicePortName, "namespace/name" with
+// ":portname" when the port is named: what its chain names are hashed from
+// and how its errors name a Service port.
+func (s Service) ServicePortName() string {
+	n := s.Namespace + "/" + s.Name
+	if s.PortName != "" {
+		n += ":" + s.PortName
+	}
+	return n
+}
+
 // Key is "namespace/name:port/proto", unique per Service port.
 func (s Service) Key() string {
 	return fmt.Sprintf("%s/%s:%d/%s", s.Namespace, s.Name, s.Port, strings.ToLower(string(s.Protocol)))

@@ -122,6 +122,22 @@ func (s Spec) Validate() error {
 	return nil
 }
 
+// UniqueNames refuses two Service ports that a datapath's naming maps to
+// one name (kube-proxy hashes its per-Service chain names from the
+// ServicePortName and protocol, so a collision would merge two Services).
+func UniqueNames(spec *Spec, name func(*Service) string) error {
+	names := make(map[string]string, len(spec.Services))
+	for i := range spec.Services {
+		s := &spec.Services[i]
+		n := name(s)
+		if o, ok := names[n]; ok {
+			return fmt.Errorf("services %s and %s have the same port name %q", o, s.Key(), s.ServicePortName())
+		}
+		names[n] = s.Key()
+	}
+	return nil
+}
+
 // Endpoints counts the endpoints of all Services.
 func (s Spec) Endpoints() int {
 	n := 0

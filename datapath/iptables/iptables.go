@@ -273,16 +273,7 @@ func checkSpec(spec *datapath.Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	chains := make(map[string]string, len(spec.Services))
-	for i := range spec.Services {
-		s := &spec.Services[i]
-		c := svcChain(s)
-		if o, ok := chains[c]; ok {
-			return fmt.Errorf("services %s and %s have the same port name %q", o, s.Key(), portName(s))
-		}
-		chains[c] = s.Key()
-	}
-	return nil
+	return datapath.UniqueNames(spec, svcChain)
 }
 
 // Expected is what Verify should count for spec: chains and rules of ours

@@ -152,7 +152,7 @@ func TestVerifyCatchesMissing(t *testing.T) {
 			}
 			edit(t, ns, b.tool, "-t", "nat", "-D", "KUBE-SERVICES", "2")
 			_, err = d.Verify(context.Background())
-			if err == nil || !strings.Contains(err.Error(), portName(&spec.Services[1])) {
+			if err == nil || !strings.Contains(err.Error(), spec.Services[1].ServicePortName()) {
 				t.Fatalf("after deleting the KUBE-SERVICES rule of %s: %v", spec.Services[1].Key(), err)
 			}
 			t.Logf("caught: %v", err)

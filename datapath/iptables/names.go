@@ -72,16 +72,6 @@ func isOurChain(table, name string) bool {
 	return false
 }
 
-// portName is proxy.ServicePortName.String(): "namespace/name:portname",
-// or "namespace/name" when the port is unnamed.
-func portName(s *datapath.Service) string {
-	n := s.Namespace + "/" + s.Name
-	if s.PortName != "" {
-		n += ":" + s.PortName
-	}
-	return n
-}
-
 func proto(s *datapath.Service) string { return strings.ToLower(string(s.Protocol)) }
 
 // endpointString is proxy.BaseEndpointInfo.String(): "ip:port".
@@ -97,9 +87,9 @@ func hash16(s string) string {
 }
 
 // svcChain is servicePortPolicyClusterChain: KUBE-SVC-<hash(portname+proto)>.
-func svcChain(s *datapath.Service) string { return prefixSVC + hash16(portName(s)+proto(s)) }
+func svcChain(s *datapath.Service) string { return prefixSVC + hash16(s.ServicePortName()+proto(s)) }
 
 // sepChain is servicePortEndpointChainName: KUBE-SEP-<hash(portname+proto+ip:port)>.
 func sepChain(s *datapath.Service, ep datapath.Endpoint) string {
-	return prefixSEP + hash16(portName(s)+proto(s)+endpointString(ep))
+	return prefixSEP + hash16(s.ServicePortName()+proto(s)+endpointString(ep))
 }

@@ -102,7 +102,7 @@ func generate(spec *datapath.Spec, p genParams) batch {
 // endpoint with probability 1/(n-i), the last unconditional) and one
 // KUBE-SEP chain per endpoint (hairpin masquerade, DNAT).
 func writeService(chains, b *bytes.Buffer, s *datapath.Service, clusterCIDR string, large bool, active map[string]bool) {
-	name := portName(s)
+	name := s.ServicePortName()
 	pr := proto(s)
 	sc := svcChain(s)
 	seps := make([]string, len(s.Endpoints))

@@ -103,7 +103,7 @@ func check(dm dump, spec *datapath.Spec) error {
 	for i := range spec.Services {
 		s := &spec.Services[i]
 		sc := svcChain(s)
-		what := fmt.Sprintf("service %s (%s:%d/%s)", portName(s), s.VIP, s.Port, s.Protocol)
+		what := fmt.Sprintf("service %s (%s:%d/%s)", s.ServicePortName(), s.VIP, s.Port, s.Protocol)
 		if dispatch[dispatchKey(s.VIP.String()+"/32", proto(s), strconv.Itoa(int(s.Port)))] != sc {
 			return fmt.Errorf("%s: no %s rule jumping to %s", what, chainServices, sc)
 		}

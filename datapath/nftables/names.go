@@ -125,11 +125,3 @@ var flatProtos = []string{"tcp", "udp"}
 
 // lbChain is the flat layout's shared chain for Services with n endpoints.
 func lbChain(n int) string { return fmt.Sprintf("%s%d-endpoints", lbPrefix, n) }
-
-func portName(s *datapath.Service) string {
-	n := s.Namespace + "/" + s.Name
-	if s.PortName != "" {
-		n += ":" + s.PortName
-	}
-	return n
-}

@@ -270,16 +270,7 @@ func checkSpec(spec *datapath.Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	chains := make(map[string]string, len(spec.Services))
-	for i := range spec.Services {
-		s := &spec.Services[i]
-		c := serviceChain(s)
-		if o, ok := chains[c]; ok {
-			return fmt.Errorf("services %s and %s have the same port name %q", o, s.Key(), portName(s))
-		}
-		chains[c] = s.Key()
-	}
-	return nil
+	return datapath.UniqueNames(spec, serviceChain)
 }
 
 // fixedRules counts the rules every sync writes besides the Services'.

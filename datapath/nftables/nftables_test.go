@@ -135,7 +135,7 @@ func TestVerifyCatchesMissing(t *testing.T) {
 			}
 			nft(t, ns, edit...)
 			_, err := d.Verify(context.Background())
-			if err == nil || !strings.Contains(err.Error(), wantInErr) || !strings.Contains(err.Error(), portName(s)) {
+			if err == nil || !strings.Contains(err.Error(), wantInErr) || !strings.Contains(err.Error(), s.ServicePortName()) {
 				t.Fatalf("after %v: %v", edit, err)
 			}
 			t.Logf("caught: %v", err)
@@ -148,7 +148,7 @@ func TestVerifyCatchesMissing(t *testing.T) {
 			s1 := &spec.Services[1]
 			nft(t, ns, "delete", "element", "ip", table, serviceIPsMap, "{", svcKey(s1), "}")
 			_, err = d.Verify(context.Background())
-			if err == nil || !strings.Contains(err.Error(), portName(s1)) || !strings.Contains(err.Error(), serviceIPsMap) {
+			if err == nil || !strings.Contains(err.Error(), s1.ServicePortName()) || !strings.Contains(err.Error(), serviceIPsMap) {
 				t.Fatalf("after deleting the service-ips element of %s: %v", s1.Key(), err)
 			}
 			t.Logf("caught: %v", err)

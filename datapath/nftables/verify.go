@@ -77,7 +77,7 @@ func (d *Datapath) count(l *listing) datapath.Counts {
 // checkCommon checks the chains every layout has and a Service's dispatch
 // element, returning the element's verdict.
 func checkCommon(l *listing, s *datapath.Service) (what, verdict string, err error) {
-	what = fmt.Sprintf("service %s (%s:%d/%s)", portName(s), s.VIP, s.Port, s.Protocol)
+	what = fmt.Sprintf("service %s (%s:%d/%s)", s.ServicePortName(), s.VIP, s.Port, s.Protocol)
 	if _, ok := l.elements[clusterIPsSet][s.VIP.String()]; !ok {
 		return what, "", fmt.Errorf("%s: ClusterIP missing from set %s", what, clusterIPsSet)
 	}

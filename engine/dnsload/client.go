@@ -103,15 +103,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.result(w.Start, w.End, w.CPU0, w.CPU1)
+	return r.result(w)
 }
 
 // result merges the loops' counters and histograms.
-func (r *run) result(start, end time.Time, cpu0, cpu1 cpuuse.Times) (*Result, error) {
+func (r *run) result(w window.Window) (*Result, error) {
 	o := r.o
 	res := &Result{
 		Options: o, Address: r.addr.String(), Mode: "max-rate",
-		Start: start, End: end, Seconds: time.Duration(o.Duration).Seconds(),
+		Start: w.Start, End: w.End, Seconds: time.Duration(o.Duration).Seconds(),
 		Outstanding: o.Outstanding, Threads: len(r.loops), Names: r.qs.len(),
 		Rcodes: map[string]int64{},
 	}
@@ -154,12 +154,9 @@ func (r *run) result(start, end time.Time, cpu0, cpu1 cpuuse.Times) (*Result, er
 		res.LossPercent = 100 * float64(e.Timeout) / float64(n)
 	}
 	if o.QPS > 0 {
-		res.TargetQPS = o.QPS
-		res.AchievedRatio = res.QPS / o.QPS
-		if res.AchievedRatio < MissedTargetRatio {
-			res.MissedTarget = true
-			res.MissedByPercent = 100 * (1 - res.AchievedRatio)
-		}
+		sf := window.Achieved(res.QPS, o.QPS, MissedTargetRatio)
+		res.TargetQPS, res.AchievedRatio = o.QPS, sf.Ratio
+		res.MissedTarget, res.MissedByPercent = sf.Missed, sf.MissedByPercent
 	} else {
 		hu = h
 	}
@@ -170,11 +167,9 @@ func (r *run) result(start, end time.Time, cpu0, cpu1 cpuuse.Times) (*Result, er
 	if res.LatencyUncorrected, err = stats.Summarize(hu); err != nil {
 		return nil, err
 	}
-	res.ClientCPUUserSec = (cpu1.User - cpu0.User).Seconds()
-	res.ClientCPUSysSec = (cpu1.Sys - cpu0.Sys).Seconds()
-	res.ClientCPUs = cpuuse.Usable()
-	res.ClientCPUUtil = (res.ClientCPUUserSec + res.ClientCPUSysSec) / (end.Sub(start).Seconds() * float64(res.ClientCPUs))
-	res.ClientSaturated = res.ClientCPUUtil >= SaturatedUtil
+	c := w.CPU(SaturatedUtil)
+	res.ClientCPUUserSec, res.ClientCPUSysSec = c.User, c.Sys
+	res.ClientCPUs, res.ClientCPUUtil, res.ClientSaturated = c.CPUs, c.Util, c.Saturated
 	return res, nil
 }
 

@@ -147,7 +147,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.result(w.Start, w.End, w.CPU0, w.CPU1)
+	return r.result(w)
 }
 
 // sockaddr builds the unix.Sockaddr for ip:port.
@@ -163,11 +163,11 @@ func sockaddr(ip net.IP, port int) (int, unix.Sockaddr) {
 }
 
 // result merges the workers' counters and histograms.
-func (r *run) result(start, end time.Time, cpu0, cpu1 cpuuse.Times) (*Result, error) {
+func (r *run) result(w window.Window) (*Result, error) {
 	o := r.o
 	res := &Result{
 		Options: o, URL: r.t.display, Address: r.raddr.String(),
-		Mode: "max-rate", Start: start, End: end,
+		Mode: "max-rate", Start: w.Start, End: w.End,
 		Seconds: time.Duration(o.Duration).Seconds(),
 		Conns:   o.Connections, StatusCodes: map[int]int64{},
 	}
@@ -202,12 +202,9 @@ func (r *run) result(start, end time.Time, cpu0, cpu1 cpuuse.Times) (*Result, er
 	e.Total = e.Connect + e.Timeout + e.Status + e.ShortRead + e.Protocol
 	res.RPS = float64(res.Requests) / res.Seconds
 	if o.QPS > 0 {
-		res.TargetQPS = o.QPS
-		res.AchievedRatio = res.RPS / o.QPS
-		if res.AchievedRatio < MissedTargetRatio {
-			res.MissedTarget = true
-			res.MissedByPercent = 100 * (1 - res.AchievedRatio)
-		}
+		sf := window.Achieved(res.RPS, o.QPS, MissedTargetRatio)
+		res.TargetQPS, res.AchievedRatio = o.QPS, sf.Ratio
+		res.MissedTarget, res.MissedByPercent = sf.Missed, sf.MissedByPercent
 	} else {
 		hu = h
 	}
@@ -218,11 +215,9 @@ func (r *run) result(start, end time.Time, cpu0, cpu1 cpuuse.Times) (*Result, er
 	if res.LatencyUncorrected, err = stats.Summarize(hu); err != nil {
 		return nil, err
 	}
-	res.ClientCPUUserSec = (cpu1.User - cpu0.User).Seconds()
-	res.ClientCPUSysSec = (cpu1.Sys - cpu0.Sys).Seconds()
-	res.ClientCPUs = cpuuse.Usable()
-	res.ClientCPUUtil = (res.ClientCPUUserSec + res.ClientCPUSysSec) / (end.Sub(start).Seconds() * float64(res.ClientCPUs))
-	res.ClientSaturated = res.ClientCPUUtil >= SaturatedUtil
+	c := w.CPU(SaturatedUtil)
+	res.ClientCPUUserSec, res.ClientCPUSysSec = c.User, c.Sys
+	res.ClientCPUs, res.ClientCPUUtil, res.ClientSaturated = c.CPUs, c.Util, c.Saturated
 	return res, nil
 }
 

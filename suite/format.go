@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/stats"
 )
 
 // SampleLine is the one-line progress summary of a sample.
@@ -12,36 +13,18 @@ func SampleLine(test string, s results.Sample) string {
 		return "FAILED: " + s.Error
 	}
 	if d := s.DNS; d != nil {
-		line := fmt.Sprintf("%10.0f q/s", d.QPS)
-		if d.Latency != nil {
-			line += fmt.Sprintf("  p50 %7.1f µs  p99 %7.1f µs", d.Latency.P50Us, d.Latency.P99Us)
-		}
+		extra := ""
 		if d.LossPercent > 0 {
-			line += fmt.Sprintf("  lost %.2f%%", d.LossPercent)
+			extra = fmt.Sprintf("  lost %.2f%%", d.LossPercent)
 		}
-		if d.MissedTarget {
-			line += fmt.Sprintf("  MISSED target by %.1f%%", d.MissedByPercent)
-		}
-		if d.ClientSaturated {
-			line += "  (client CPU saturated)"
-		}
-		return line
+		return loadLine(d.QPS, "q/s", d.Latency, extra, d.MissedTarget, d.MissedByPercent, d.ClientSaturated)
 	}
 	if h := s.HTTP; h != nil {
-		line := fmt.Sprintf("%10.0f req/s", h.RPS)
-		if h.Latency != nil {
-			line += fmt.Sprintf("  p50 %7.1f µs  p99 %7.1f µs", h.Latency.P50Us, h.Latency.P99Us)
-		}
+		extra := ""
 		if h.Errors.Total > 0 {
-			line += fmt.Sprintf("  %d errors", h.Errors.Total)
+			extra = fmt.Sprintf("  %d errors", h.Errors.Total)
 		}
-		if h.MissedTarget {
-			line += fmt.Sprintf("  MISSED target by %.1f%%", h.MissedByPercent)
-		}
-		if h.ClientSaturated {
-			line += "  (client CPU saturated)"
-		}
-		return line
+		return loadLine(h.RPS, "req/s", h.Latency, extra, h.MissedTarget, h.MissedByPercent, h.ClientSaturated)
 	}
 	e := s.Engine
 	if e == nil {
@@ -53,6 +36,24 @@ func SampleLine(test string, s results.Sample) string {
 	line := fmt.Sprintf("%8.2f Gbit/s", e.ThroughputBitsSec/1e9)
 	if e.PacketsSent > 0 {
 		line += fmt.Sprintf("  loss %5.2f%%  (offered %.2f Gbit/s)", e.LossPercent, e.OfferedBitsSec/1e9)
+	}
+	return line
+}
+
+// loadLine is the progress line of an HTTP or DNS sample: rate, latency,
+// the engine's own trouble (extra), and the flags that make a number
+// suspect.
+func loadLine(rate float64, unit string, lat *stats.Latency, extra string, missed bool, missedBy float64, saturated bool) string {
+	line := fmt.Sprintf("%10.0f %s", rate, unit)
+	if lat != nil {
+		line += fmt.Sprintf("  p50 %7.1f µs  p99 %7.1f µs", lat.P50Us, lat.P99Us)
+	}
+	line += extra
+	if missed {
+		line += fmt.Sprintf("  MISSED target by %.1f%%", missedBy)
+	}
+	if saturated {
+		line += "  (client CPU saturated)"
 	}
 	return line
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -33,7 +34,7 @@ type Options struct {
 	Steps       []int         `json:"steps"`                 // Service counts, increasing; default DefaultSteps
 	Endpoints   int           `json:"endpoints_per_service"` // per dummy Service; default 4
 	Position    string        `json:"service_position"`      // random (default), first or last
-	Seed        uint64        `json:"seed"`                  // for random placement
+	Seed        uint64        `json:"seed"`                  // for random placement; 0 draws one (recorded)
 	MaxStepTime time.Duration `json:"max_step_time"`         // default 10 min
 }
 
@@ -62,6 +63,12 @@ func (o *Options) Validate() error {
 	case datapath.PositionRandom, datapath.PositionFirst, datapath.PositionLast:
 	default:
 		return fmt.Errorf("--service-position %q: want random, first or last", o.Position)
+	}
+	// A fixed default seed would put the test Service at the same spot in
+	// every sweep (seed 0 lands it at ~1% of the list, which hides the
+	// iptables walk); draw one, and the results record it for a rerun.
+	if o.Position == datapath.PositionRandom && o.Seed == 0 {
+		o.Seed = rand.Uint64() | 1
 	}
 	if o.MaxStepTime == 0 {
 		o.MaxStepTime = DefaultMaxStepTime

@@ -104,3 +104,30 @@ func TestNewRefusesBadSpec(t *testing.T) {
 		t.Errorf("kernel holds %+v after a refused sweep", got)
 	}
 }
+
+// A random position without a seed draws one, so two sweeps do not put the
+// test Service at the same spot; a given seed is kept.
+func TestValidateDrawsSeed(t *testing.T) {
+	seen := map[uint64]bool{}
+	for range 4 {
+		o := Options{}
+		if err := o.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if o.Seed == 0 {
+			t.Fatal("random position kept seed 0")
+		}
+		seen[o.Seed] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("four sweeps drew one seed: %v", seen)
+	}
+	o := Options{Seed: 42}
+	if err := o.Validate(); err != nil || o.Seed != 42 {
+		t.Errorf("given seed changed to %d (%v)", o.Seed, err)
+	}
+	o = Options{Position: "last"}
+	if err := o.Validate(); err != nil || o.Seed != 0 {
+		t.Errorf("last position drew seed %d (%v)", o.Seed, err)
+	}
+}

@@ -38,7 +38,7 @@ func (f *scaleFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.steps, "scale-steps", "0,1000,5000,10000,20000,30000", "service-scale: cumulative dummy Service counts, increasing")
 	fs.IntVar(&f.endpoints, "endpoints-per-service", sweep.DefaultEndpoints, "service-scale: endpoints of each dummy Service")
 	fs.StringVar(&f.position, "service-position", "random", "service-scale: the test Service among the dummies: random, first or last")
-	fs.Uint64Var(&f.seed, "scale-seed", 0, "service-scale: seed of the random test Service position")
+	fs.Uint64Var(&f.seed, "scale-seed", 0, "service-scale: seed of the random test Service position (0: draw one; the header and results record it)")
 	fs.DurationVar(&f.maxStepTime, "max-step-time", sweep.DefaultMaxStepTime, "service-scale: stop a datapath's sweep when its next step's programming is predicted to take longer")
 	fs.BoolVar(&f.autoSize, "auto-size", false, "service-scale: grow the eBPF maps to the largest step instead of refusing it")
 	fs.IntVar(&f.bpfMapMax, "bpf-map-max", 0, "service-scale: entries of the eBPF service and backend maps (default 65536)")
@@ -152,8 +152,12 @@ func (f *scaleFlags) run(cmd *cobra.Command, g *globals, o suite.Options, lf *la
 
 	ctx, w := cmd.Context(), cmd.ErrOrStderr()
 	perStep := time.Duration(plan.Samples()) * time.Duration(plan.Duration+plan.Warmup) * time.Duration(len(labs))
+	position := opt.Position
+	if position == "random" {
+		position = fmt.Sprintf("random, --scale-seed %d", opt.Seed)
+	}
 	fmt.Fprintf(w, "cnibench run %s: service-scale sweep of %s over %s Services (%d endpoints each, test Service %s), %d rounds: about %s of measurement plus programming\n",
-		runID, strings.Join(labNames(labs), ", "), f.steps, opt.Endpoints, opt.Position, plan.Rounds,
+		runID, strings.Join(labNames(labs), ", "), f.steps, opt.Endpoints, position, plan.Rounds,
 		(perStep * time.Duration(len(opt.Steps))).Round(time.Second))
 
 	var scs []suite.Scenario

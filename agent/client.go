@@ -16,6 +16,7 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/nodeprobe"
 )
 
 // Client talks to one agent's control API.
@@ -45,6 +46,16 @@ func NewClient(name, control, token string) (*Client, error) {
 		base = "http://" + addr
 	}
 	return &Client{name: name, base: base, token: token, http: &http.Client{Transport: tr}}, nil
+}
+
+// NodeServices asks a node-probe agent (`agent --node-probe`) what the
+// node's Service datapath holds now.
+func (c *Client) NodeServices(ctx context.Context) (*nodeprobe.Report, error) {
+	var r nodeprobe.Report
+	if err := c.do(ctx, http.MethodGet, PathNodeServices, nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // Name is the endpoint the agent runs on.

@@ -28,12 +28,15 @@ import (
 
 // API paths and headers of the control protocol.
 const (
-	PathHealth     = "/v1/health"
-	PathRun        = "/v1/run"
-	PathHTTP       = "/v1/http"
-	PathDNS        = "/v1/dns"
-	HeaderChecksum = "X-Cnibench-Sha256"
-	TokenEnv       = "CNIBENCH_AGENT_TOKEN" // the token travels in the environment, not argv
+	PathHealth = "/v1/health"
+	PathRun    = "/v1/run"
+	PathHTTP   = "/v1/http"
+	PathDNS    = "/v1/dns"
+	// PathNodeServices is served by node-probe agents only: what the
+	// node's Service datapath holds (nodeprobe.Report).
+	PathNodeServices = "/v1/node/services"
+	HeaderChecksum   = "X-Cnibench-Sha256"
+	TokenEnv         = "CNIBENCH_AGENT_TOKEN" // the token travels in the environment, not argv
 )
 
 // Config says where the agent listens.

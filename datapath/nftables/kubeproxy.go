@@ -119,19 +119,37 @@ func setup(tx *knftables.Transaction, p syncParams, created map[string]bool) {
 // off-cluster sources, then one "numgen random mod n vmap" rule over an
 // anonymous map of endpoint chains) and one chain per endpoint (hairpin
 // masquerade, DNAT).
-func writeService(tx *knftables.Transaction, s *datapath.Service, p syncParams, created map[string]bool) {
+//
+// With unchanged (kube-proxy's partial sync of a Service that did not
+// change), only the set and map elements are written: the chains stay as
+// the kernel holds them, and are only marked as in use so they are not
+// deleted as stale.
+func writeService(tx *knftables.Transaction, s *datapath.Service, p syncParams, created map[string]bool, unchanged bool) {
 	pr := proto(s)
 	sc := serviceChain(s)
 	eps := make([]string, len(s.Endpoints))
 	for i, ep := range s.Endpoints {
 		eps[i] = endpointChain(s, ep)
-		ensureChain(tx, created, eps[i])
 	}
-	ensureChain(tx, created, sc)
+	if unchanged {
+		created[sc] = true
+		for _, ec := range eps {
+			created[ec] = true
+		}
+	} else {
+		for _, ec := range eps {
+			ensureChain(tx, created, ec)
+		}
+		ensureChain(tx, created, sc)
+	}
+	// The elements after the chains they jump to (nft applies in order).
 	tx.Add(&knftables.Element{Set: clusterIPsSet, Key: []string{s.VIP.String()}})
 	tx.Add(&knftables.Element{Map: serviceIPsMap,
 		Key:   []string{s.VIP.String(), pr, strconv.Itoa(int(s.Port))},
 		Value: []string{"goto " + sc}})
+	if unchanged {
+		return
+	}
 	if p.clusterCIDR != "" {
 		tx.Add(&knftables.Rule{Chain: sc, Rule: knftables.Concat(
 			"ip", "daddr", s.VIP, pr, "dport", s.Port, "ip saddr !=", p.clusterCIDR, "jump", markMasqChain)})

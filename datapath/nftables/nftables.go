@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +72,10 @@ type Datapath struct {
 	synced bool            // a sync succeeded: the table is ours
 	prev   map[string]bool // per-Service chains the kernel holds from us
 	last   *datapath.Spec
+	// drift: a sync failed or Verify found the kernel not holding the last
+	// one, so the next sync rewrites every chain (kube-proxy's full sync)
+	// instead of only the changed Services'.
+	drift bool
 }
 
 var _ datapath.Datapath = (*Datapath)(nil)
@@ -204,8 +209,14 @@ func (d *Datapath) transaction(spec *datapath.Spec, first bool) (*knftables.Tran
 	if d.opts.Flat {
 		flatServices(tx, spec, p, created)
 	} else {
+		// kube-proxy's partial sync: the sets and maps are rebuilt every
+		// time, but the chains of a Service that did not change since the
+		// last successful sync are left as they are (rewriting them
+		// re-creates every anonymous numgen map, which costs the kernel
+		// time proportional to the sets already in the table).
+		unchanged := d.unchanged(spec, first)
 		for i := range spec.Services {
-			writeService(tx, &spec.Services[i], p, created)
+			writeService(tx, &spec.Services[i], p, created, unchanged[spec.Services[i].Key()])
 		}
 	}
 	if !first {
@@ -225,6 +236,32 @@ func (d *Datapath) transaction(spec *datapath.Spec, first bool) (*knftables.Tran
 	return tx, created
 }
 
+// unchanged names the Services of spec that the last successful sync
+// programmed exactly alike (same address, port, protocol and endpoints in
+// the same order, which the numgen map's indexes depend on); none on a
+// first sync.
+func (d *Datapath) unchanged(spec *datapath.Spec, first bool) map[string]bool {
+	same := map[string]bool{}
+	if first || d.drift || d.last == nil {
+		return same
+	}
+	before := make(map[string]*datapath.Service, len(d.last.Services))
+	for i := range d.last.Services {
+		before[d.last.Services[i].Key()] = &d.last.Services[i]
+	}
+	for i := range spec.Services {
+		s := &spec.Services[i]
+		if b := before[s.Key()]; b != nil && sameService(b, s) {
+			same[s.Key()] = true
+		}
+	}
+	return same
+}
+
+func sameService(a, b *datapath.Service) bool {
+	return a.VIP == b.VIP && a.Port == b.Port && a.Protocol == b.Protocol && slices.Equal(a.Endpoints, b.Endpoints)
+}
+
 // isServiceChain reports whether a chain belongs to a Service (kube-proxy:
 // names with a "/") or to the flat layout's endpoint counts.
 func isServiceChain(c string) bool { return strings.Contains(c, "/") || strings.HasPrefix(c, lbPrefix) }
@@ -234,25 +271,33 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var st datapath.ProgramStats
+	// Generate is all of our side: checking the spec, building the
+	// knftables transaction and writing it out as nft text (what
+	// knftables' Run would do before exec); Apply is nft -f alone.
+	t0 := time.Now()
 	if err := checkSpec(&spec); err != nil {
 		return st, fmt.Errorf("%s: %w", d.Name(), err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
-	t0 := time.Now()
 	tx, created := d.transaction(&spec, !d.synced)
+	text := tx.String()
 	st.Generate = time.Since(t0)
-	// knftables writes the transaction out again inside Run (part of Apply,
-	// as in kube-proxy); this copy only measures its size.
-	st.Bytes = len(tx.String())
+	st.Bytes = len(text)
+	// tx.String() appends a comment when building the transaction failed
+	// (knftables' Run would return that error): nft must never apply it.
+	if i := strings.LastIndex(text, "# ERROR: "); i >= 0 {
+		return st, fmt.Errorf("%s: transaction of %d Services: %s", d.Name(), len(spec.Services), strings.TrimSpace(text[i+len("# ERROR: "):]))
+	}
 
 	t1 := time.Now()
-	err := netnsx.Do(d.ns, func() error { return d.nft.Run(ctx, tx) })
+	_, err := nsexec.Run(ctx, d.ns, []byte(text), "nft", "-f", "-")
 	st.Apply = time.Since(t1)
 	if err != nil {
+		d.drift = true
 		return st, fmt.Errorf("%s: transaction of %d Services: %w", d.Name(), len(spec.Services), err)
 	}
-	d.synced = true
+	d.synced, d.drift = true, false
 	d.prev = map[string]bool{}
 	for c := range created {
 		if isServiceChain(c) {

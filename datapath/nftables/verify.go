@@ -44,9 +44,11 @@ func (d *Datapath) Verify(ctx context.Context) (datapath.Counts, error) {
 		err = checkKubeProxy(l, d.last)
 	}
 	if err != nil {
+		d.drift = true
 		return got, fmt.Errorf("%s: %w", d.Name(), err)
 	}
 	if want := d.Expected(*d.last); got != want {
+		d.drift = true
 		return got, fmt.Errorf("%s: kernel holds %s, want %s", d.Name(), fmtCounts(got), fmtCounts(want))
 	}
 	return got, nil

@@ -7,6 +7,7 @@
 #
 #   sudo bench/services-program.sh                 # 1000,5000,10000
 #   sudo bench/services-program.sh 1000,2000
+#   sudo CNB_PROGRAM_ONLY=nftables-flat bench/services-program.sh 10000,30000
 set -eu
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"

@@ -13,6 +13,9 @@ import (
 func TestProgramTimes(t *testing.T) {
 	sizes := labtest.BenchSizes(t)
 	for _, b := range backends {
+		if !labtest.BenchWants(b.name) {
+			continue
+		}
 		for _, n := range sizes {
 			d := newOrSkip(t, labtest.ScratchNS(t, "ipbench"), b.opts)
 			m := labtest.MeasureProgram(t, d, n)

@@ -1,6 +1,7 @@
 package nftables
 
 import (
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,9 +53,12 @@ func flatSetup(tx *knftables.Transaction) {
 	tx.Flush(&knftables.Set{Name: hairpinSet})
 }
 
-// flatServices writes every Service's elements and the lb chains of the
-// endpoint counts in use.
-func flatServices(tx *knftables.Transaction, spec *datapath.Spec, p syncParams, created map[string]bool) {
+// flatServices writes the lb chains of the endpoint counts in use into tx
+// and returns every Service's set and map elements as nft text, to be
+// sent after tx's: the same "add element" lines knftables would write,
+// built with appends instead of one Element object and Fprintf each (at
+// 30,000 Services that was more than 10% of the programming time).
+func flatServices(tx *knftables.Transaction, spec *datapath.Spec, p syncParams, created map[string]bool) []byte {
 	counts := map[int]bool{}
 	for i := range spec.Services {
 		counts[len(spec.Services[i].Endpoints)] = true
@@ -64,8 +68,10 @@ func flatServices(tx *knftables.Transaction, spec *datapath.Spec, p syncParams, 
 		ns = append(ns, n)
 	}
 	sort.Ints(ns)
+	chains := make(map[int]string, len(ns))
 	for _, n := range ns {
 		c := lbChain(n)
+		chains[n] = c
 		ensureChain(tx, created, c)
 		if p.clusterCIDR != "" {
 			tx.Add(&knftables.Rule{Chain: c, Rule: knftables.Concat("ip saddr !=", p.clusterCIDR, "jump", markMasqChain)})
@@ -76,22 +82,54 @@ func flatServices(tx *knftables.Transaction, spec *datapath.Spec, p syncParams, 
 				"map", "@", endpointsMap(pr))})
 		}
 	}
-	hairpin := map[string]bool{}
+	prefix := "add element ip " + table + " "
+	epMaps := map[string]string{}
+	for _, pr := range flatProtos {
+		epMaps[pr] = endpointsMap(pr)
+	}
+	b := make([]byte, 0, len(spec.Services)*(200+100*4))
+	hairpin := map[netip.Addr]bool{}
 	for i := range spec.Services {
 		s := &spec.Services[i]
-		pr, port := proto(s), strconv.Itoa(int(s.Port))
-		vip := s.VIP.String()
-		tx.Add(&knftables.Element{Set: clusterIPsSet, Key: []string{vip}})
-		tx.Add(&knftables.Element{Map: serviceIPsMap, Key: []string{vip, pr, port}, Value: []string{"goto " + lbChain(len(s.Endpoints))}})
-		for b, ep := range s.Endpoints {
-			ip := ep.IP.String()
-			tx.Add(&knftables.Element{Map: endpointsMap(pr),
-				Key:   []string{vip, port, strconv.Itoa(b)},
-				Value: []string{ip, strconv.Itoa(int(ep.Port))}})
-			if !hairpin[ip] {
-				hairpin[ip] = true
-				tx.Add(&knftables.Element{Set: hairpinSet, Key: []string{ip, ip}})
+		pr := proto(s)
+		b = append(b, prefix...)
+		b = append(b, clusterIPsSet+" { "...)
+		b = s.VIP.AppendTo(b)
+		b = append(b, " }\n"...)
+		b = append(b, prefix...)
+		b = append(b, serviceIPsMap+" { "...)
+		b = s.VIP.AppendTo(b)
+		b = append(b, " . "...)
+		b = append(b, pr...)
+		b = append(b, " . "...)
+		b = strconv.AppendUint(b, uint64(s.Port), 10)
+		b = append(b, " : goto "...)
+		b = append(b, chains[len(s.Endpoints)]...)
+		b = append(b, " }\n"...)
+		for n, ep := range s.Endpoints {
+			b = append(b, prefix...)
+			b = append(b, epMaps[pr]...)
+			b = append(b, " { "...)
+			b = s.VIP.AppendTo(b)
+			b = append(b, " . "...)
+			b = strconv.AppendUint(b, uint64(s.Port), 10)
+			b = append(b, " . "...)
+			b = strconv.AppendInt(b, int64(n), 10)
+			b = append(b, " : "...)
+			b = ep.IP.AppendTo(b)
+			b = append(b, " . "...)
+			b = strconv.AppendUint(b, uint64(ep.Port), 10)
+			b = append(b, " }\n"...)
+			if !hairpin[ep.IP] {
+				hairpin[ep.IP] = true
+				b = append(b, prefix...)
+				b = append(b, hairpinSet+" { "...)
+				b = ep.IP.AppendTo(b)
+				b = append(b, " . "...)
+				b = ep.IP.AppendTo(b)
+				b = append(b, " }\n"...)
 			}
 		}
 	}
+	return b
 }

@@ -200,14 +200,29 @@ func (d *Datapath) Name() string {
 // transaction builds the full sync of spec and returns it with the chains
 // it creates. Chains of an earlier sync that spec no longer needs are
 // flushed and deleted in the same transaction.
-func (d *Datapath) transaction(spec *datapath.Spec, first bool) (*knftables.Transaction, map[string]bool) {
+// render is the whole sync as nft text: the transaction, then (flat
+// layout) the elements written directly. The chains the sync creates are
+// returned too.
+func (d *Datapath) render(spec *datapath.Spec, first bool) (string, map[string]bool) {
+	tx, created, elements := d.transaction(spec, first)
+	text := tx.String()
+	if len(elements) == 0 {
+		return text, created
+	}
+	return text + string(elements), created
+}
+
+// transaction builds the sync; for the flat layout, the Services'
+// elements come back as text to append (see flatServices).
+func (d *Datapath) transaction(spec *datapath.Spec, first bool) (*knftables.Transaction, map[string]bool, []byte) {
+	var elements []byte
 	tx := d.nft.NewTransaction()
 	created := map[string]bool{}
 	p := syncParams{mark: masqMark, clusterCIDR: d.opts.ClusterCIDR, serviceCIDR: d.opts.ServiceCIDR,
 		first: first, flat: d.opts.Flat}
 	setup(tx, p, created)
 	if d.opts.Flat {
-		flatServices(tx, spec, p, created)
+		elements = flatServices(tx, spec, p, created)
 	} else {
 		// kube-proxy's partial sync: the sets and maps are rebuilt every
 		// time, but the chains of a Service that did not change since the
@@ -233,7 +248,7 @@ func (d *Datapath) transaction(spec *datapath.Spec, first bool) (*knftables.Tran
 			tx.Delete(&knftables.Chain{Name: c})
 		}
 	}
-	return tx, created
+	return tx, created, elements
 }
 
 // unchanged names the Services of spec that the last successful sync
@@ -275,13 +290,12 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	// knftables transaction and writing it out as nft text (what
 	// knftables' Run would do before exec); Apply is nft -f alone.
 	t0 := time.Now()
-	if err := checkSpec(&spec); err != nil {
+	if err := d.checkSpec(&spec); err != nil {
 		return st, fmt.Errorf("%s: %w", d.Name(), err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
-	tx, created := d.transaction(&spec, !d.synced)
-	text := tx.String()
+	text, created := d.render(&spec, !d.synced)
 	st.Generate = time.Since(t0)
 	st.Bytes = len(text)
 	// tx.String() appends a comment when building the transaction failed
@@ -309,11 +323,15 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	return st, nil
 }
 
-// checkSpec validates spec (datapath.Spec.Validate) and refuses two
-// Service ports that kube-proxy's naming gives one chain.
-func checkSpec(spec *datapath.Spec) error {
+// checkSpec validates spec (datapath.Spec.Validate) and, for kube-proxy's
+// layout, refuses two Service ports that its naming gives one chain (the
+// flat layout has no per-Service chains).
+func (d *Datapath) checkSpec(spec *datapath.Spec) error {
 	if err := spec.Validate(); err != nil {
 		return err
+	}
+	if d.opts.Flat {
+		return nil
 	}
 	return datapath.UniqueNames(spec, serviceChain)
 }

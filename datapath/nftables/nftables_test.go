@@ -40,8 +40,7 @@ func TestTransactionLayout(t *testing.T) {
 	s := labtest.TestService("198.19.1.10", []uint16{1, 2, 3, 4})
 	spec := &datapath.Spec{Services: append(datapath.DummyServices(3, 4), s)}
 	kp := newOrSkip(t, ns, layouts[0].opts)
-	tx, _ := kp.transaction(spec, true)
-	text := tx.String()
+	text, _ := kp.render(spec, true)
 	sc := serviceChain(&s)
 	for _, want := range []string{
 		"add element ip kube-proxy service-ips { 198.18.128.1 . tcp . 80 : goto " + sc + " }",
@@ -56,8 +55,7 @@ func TestTransactionLayout(t *testing.T) {
 		}
 	}
 	flat := newOrSkip(t, ns, layouts[1].opts)
-	tx, _ = flat.transaction(spec, true)
-	text = tx.String()
+	text, _ = flat.render(spec, true)
 	if perService := regexp.MustCompile(`chain ip kube-proxy (service|endpoint)-[A-Z2-7]{8}-`); perService.MatchString(text) ||
 		strings.Contains(text, "vmap {") {
 		t.Errorf("flat transaction has per-Service objects:\n%s", text)

@@ -30,6 +30,22 @@ func BenchSizes(t *testing.T) []int {
 	return sizes
 }
 
+// BenchWants tells whether the programming benchmark measures the named
+// datapath: CNB_PROGRAM_ONLY (comma-separated names) narrows it, so one
+// slow layout does not have to be re-measured to get another's curve.
+func BenchWants(name string) bool {
+	only := os.Getenv("CNB_PROGRAM_ONLY")
+	if only == "" {
+		return true
+	}
+	for _, f := range strings.Split(only, ",") {
+		if strings.TrimSpace(f) == name {
+			return true
+		}
+	}
+	return false
+}
+
 // ProgramTimes is one measured full sync from an empty namespace.
 type ProgramTimes struct {
 	Spec   datapath.Spec

@@ -3,9 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -104,51 +103,99 @@ func (c *Client) RunDNS(ctx context.Context, o dnsload.Options) (*dnsload.Result
 	return call[dnsload.Result](ctx, c, PathDNS, o)
 }
 
-// call posts options to a run endpoint and decodes its result.
+// call posts options to a run endpoint and decodes its result, fetching
+// the result again by request id when the answer is lost (refetch.go).
 func call[R any](ctx context.Context, c *Client, path string, in any) (*R, error) {
 	var res R
-	if err := c.do(ctx, http.MethodPost, path, in, &res); err != nil {
+	if err := c.runCall(ctx, path, in, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
+// do is one plain request (health, node services): an answer lost on the
+// way is an error, the caller may simply ask again.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	rp, err := c.send(ctx, method, path, body, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("agent %s: %w", c.name, err)
+	}
+	if rp.status == http.StatusNotImplemented { // keeps errors.ErrUnsupported across the wire (probe.go)
+		return &unsupportedError{msg: fmt.Sprintf("agent %s: %s", c.name, rp.text())}
+	}
+	if rp.status != http.StatusOK {
+		return fmt.Errorf("agent %s: %s", c.name, rp.text())
+	}
+	if err := rp.verify(); err != nil {
+		return fmt.Errorf("agent %s: %w", c.name, err)
+	}
+	return c.decode(rp.body, out)
+}
+
+// reply is one answer as received.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (rp *reply) text() string { return strings.TrimSpace(string(rp.body)) }
+
+// errChecksum marks a document damaged on the way.
+var errChecksum = errors.New("answer failed its checksum")
+
+// verify checks the body against its checksum header, so a truncated or
+// corrupted document is never taken for a whole one.
+func (rp *reply) verify() error {
+	want := rp.header.Get(HeaderChecksum)
+	if want == "" {
+		return errors.New("answer has no checksum header")
+	}
+	if checksum(rp.body) != want {
+		return fmt.Errorf("%w (%d bytes): truncated or corrupted", errChecksum, len(rp.body))
+	}
+	return nil
+}
+
+// send makes one request and reads the whole answer.
+func (c *Client) send(ctx context.Context, method, path string, body []byte, hdr http.Header) (*reply, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("agent %s: %w", c.name, err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("agent %s: reading answer: %w", c.name, err)
+		return nil, fmt.Errorf("reading answer: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("agent %s: %s", c.name, strings.TrimSpace(string(b)))
-	}
-	if want := resp.Header.Get(HeaderChecksum); want != "" {
-		sum := sha256.Sum256(b)
-		if hex.EncodeToString(sum[:]) != want {
-			return fmt.Errorf("agent %s: answer failed its checksum (%d bytes): truncated or corrupted", c.name, len(b))
-		}
-	} else {
-		return fmt.Errorf("agent %s: answer has no checksum header", c.name)
-	}
+	return &reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// decode reads a checked document strictly: an unknown field means CLI
+// and agent disagree on the protocol.
+func (c *Client) decode(b []byte, out any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {

@@ -96,7 +96,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	h := &handler{token: cfg.Token}
+	h := &handler{token: cfg.Token, ctx: ctx}
 	hs := &http.Server{Handler: h.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -135,6 +135,10 @@ func listenControl(control string) (net.Listener, error) {
 type handler struct {
 	token string
 	busy  sync.Mutex // one client run at a time: runs must not disturb each other
+	// ctx ends runs when the agent stops (nil: never); results keeps
+	// answers by request id for re-fetch (results.go).
+	ctx     context.Context
+	results resultRing
 }
 
 func (h *handler) routes() http.Handler {
@@ -143,6 +147,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("POST "+PathRun, runHandler[engine.Options](h, "options", engine.Run))
 	mux.HandleFunc("POST "+PathHTTP, runHandler[httpload.Options](h, "HTTP options", httpload.Run))
 	mux.HandleFunc("POST "+PathDNS, runHandler[dnsload.Options](h, "DNS options", dnsload.Run))
+	mux.HandleFunc("GET "+PathResult+"{id}", h.result)
 	return h.authenticate(mux)
 }
 
@@ -170,12 +175,23 @@ type options interface{ Validate() error }
 // runHandler serves one engine's run endpoint: decode the options strictly
 // (what names them in errors: "options", "HTTP options" ...), validate,
 // take the agent (one run at a time: runs must not disturb each other),
-// run the client side and answer with the checksummed result.
+// run the client side and answer with the checksummed result. The run is
+// kept by request id and outlives its connection (results.go); a repeated
+// request id gets that run's answer, or 202 while it runs, never a new run.
 func runHandler[O any, PO interface {
 	*O
 	options
 }, R any](h *handler, what string, run func(context.Context, O) (*R, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		id, budget, err := runRequest(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if e := h.results.get(id); e != nil {
+			e.reply(w, id)
+			return
+		}
 		var o O
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
@@ -191,13 +207,18 @@ func runHandler[O any, PO interface {
 			http.Error(w, "agent is already running a test", http.StatusConflict)
 			return
 		}
-		defer h.busy.Unlock()
-		res, err := run(r.Context(), o)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+		e, fresh := h.results.start(id)
+		if !fresh { // the same id raced in since the check above
+			h.busy.Unlock()
+			e.reply(w, id)
 			return
 		}
-		writeJSON(w, http.StatusOK, res)
+		launch(h, id, e, budget, run, o)
+		select {
+		case <-e.done:
+			e.ans.write(w, id)
+		case <-r.Context().Done(): // connection gone: the run goes on, its answer waits in h.results
+		}
 	}
 }
 

@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/cnibench/cnibench/nodeprobe"
+)
+
+// DefaultProbePort is a node probe's control port: agents use 5200, the
+// engines 5201-5205 and HTTP 8080, so a hostNetwork probe beside an agent
+// on the same node takes none of theirs.
+const DefaultProbePort = 5210
+
+// ProbeConfig says where a node probe listens and what it reads.
+type ProbeConfig struct {
+	// Control is "unix:/path/to.sock" or "tcp:host:port" (a probe on a
+	// cluster: tcp::5210, see DefaultProbePort).
+	Control string
+	// Token authenticates the CLI as for Config.Token.
+	Token string
+	// Node is the node name the reports carry.
+	Node string
+	// BPFFS is where the node's BPF filesystem is mounted ("" =
+	// nodeprobe.DefaultBPFFS).
+	BPFFS string
+	// NetNS is the network namespace to read ("" = the probe's own, the
+	// node's in a hostNetwork pod); tests point it at a scratch one.
+	NetNS string
+}
+
+// ServeProbe serves a node probe's control API until ctx is done: health
+// and the node's Service datapath (PathNodeServices), nothing else. It
+// starts no engine: a probe runs in the node's network namespace
+// (hostNetwork) and must not take the data ports the agents use there.
+func ServeProbe(ctx context.Context, cfg ProbeConfig) error {
+	ln, err := listenControl(cfg.Control)
+	if err != nil {
+		return err
+	}
+	h := &handler{token: cfg.Token}
+	p := &probeHandler{opts: nodeprobe.Options{Node: cfg.Node, NetNS: cfg.NetNS, BPFFS: cfg.BPFFS}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+PathHealth, h.health)
+	mux.HandleFunc("GET "+PathNodeServices, p.nodeServices)
+	hs := &http.Server{Handler: h.authenticate(mux), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serveErr <- fmt.Errorf("control API: %w", err)
+		}
+	}()
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	shutdownCtx, done := context.WithTimeout(context.Background(), 2*time.Second)
+	defer done()
+	_ = hs.Shutdown(shutdownCtx)
+	return err
+}
+
+// probeHandler answers PathNodeServices with one nodeprobe.Read.
+type probeHandler struct {
+	opts nodeprobe.Options
+	mu   sync.Mutex // one read at a time: polls queue rather than load the node
+}
+
+// nodeServices reads the datapath now. A datapath the probe cannot read
+// (kube-proxy on iptables-legacy) is 501 Not Implemented, which the client
+// turns back into an error wrapping errors.ErrUnsupported.
+func (p *probeHandler) nodeServices(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rep, err := nodeprobe.Read(r.Context(), p.opts)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		http.Error(w, err.Error(), http.StatusNotImplemented)
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	default:
+		writeJSON(w, http.StatusOK, rep)
+	}
+}
+
+// unsupportedError is an agent's 501 answer: its text, and
+// errors.Is(err, errors.ErrUnsupported) holds.
+type unsupportedError struct{ msg string }
+
+func (e *unsupportedError) Error() string { return e.msg }
+func (e *unsupportedError) Unwrap() error { return errors.ErrUnsupported }

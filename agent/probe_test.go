@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/datapath/iptables"
+	"github.com/cnibench/cnibench/datapath/nftables"
+	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/nodeprobe"
+)
+
+// startProbe serves a node probe reading the namespace at ns on a unix
+// socket, stopped at cleanup, and returns its control address.
+func startProbe(t *testing.T, ns, token string) string {
+	t.Helper()
+	control := "unix:" + filepath.Join(t.TempDir(), "probe.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- ServeProbe(ctx, ProbeConfig{Control: control, Token: token, Node: "node-p", NetNS: ns, BPFFS: t.TempDir()})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("probe: %v", err)
+		}
+	})
+	c, err := NewClient("probe", control, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return control
+}
+
+// The probe mode end to end: token checked, the node's datapath read over
+// the control API, nothing else served.
+func TestProbeServesNodeServices(t *testing.T) {
+	ns := labtest.ScratchNS(t, "apr")
+	d, err := nftables.New(ns, nftables.Options{})
+	d = labtest.OrSkip(t, d, err)
+	labtest.Sync(t, d, datapath.Spec{Services: datapath.DummyServices(10, 2)}, "nftables")
+	control := startProbe(t, ns, "s3cret")
+	ctx := context.Background()
+
+	bad, _ := NewClient("probe", control, "wrong")
+	if _, err := bad.NodeServices(ctx); err == nil || !strings.Contains(err.Error(), "bad or missing agent token") {
+		t.Fatalf("wrong token: %v, want refused", err)
+	}
+	c, _ := NewClient("probe", control, "s3cret")
+	rep, err := c.NodeServices(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Node != "node-p" || rep.Datapath != nodeprobe.KubeProxyNFTables || rep.Services != 10 || rep.Endpoints != 20 {
+		t.Fatalf("report %+v, want node-p %s 10/20", rep, nodeprobe.KubeProxyNFTables)
+	}
+	if _, err := c.Health(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A probe runs no engine: the run endpoints are not there.
+	if err := c.do(ctx, "POST", PathRun, struct{}{}, &struct{}{}); err == nil {
+		t.Fatal("a probe answered a run request")
+	}
+}
+
+// A datapath the probe cannot read reaches the client as
+// errors.ErrUnsupported, so a sweep can fall back to the API-side check.
+func TestProbeUnsupportedCrossesTheWire(t *testing.T) {
+	ns := labtest.ScratchNS(t, "apl")
+	d, err := iptables.New(ns, iptables.Options{Legacy: true})
+	d = labtest.OrSkip(t, d, err)
+	labtest.Sync(t, d, datapath.Spec{Services: datapath.DummyServices(3, 2)}, "iptables-legacy")
+	c, _ := NewClient("probe", startProbe(t, ns, ""), "")
+	_, err = c.NodeServices(context.Background())
+	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "iptables-legacy") {
+		t.Fatalf("NodeServices on iptables-legacy: %v, want unsupported", err)
+	}
+	t.Log(err)
+}

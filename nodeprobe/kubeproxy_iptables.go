@@ -1,0 +1,41 @@
+package nodeprobe
+
+import "strings"
+
+// kube-proxy's iptables mode chains (pkg/proxy/iptables/proxier.go) as
+// iptables-nft lays them out: table ip nat.
+const (
+	iptNATTable    = "nat"
+	iptServices    = "KUBE-SERVICES"
+	iptSvcCluster  = "KUBE-SVC-" // + hash of Service port and protocol, Cluster traffic policy
+	iptSvcLocal    = "KUBE-SVL-" // the same hash, Local traffic policy
+	iptEndpointSEP = "KUBE-SEP-" // one chain per endpoint of a Service port
+)
+
+// readKubeProxyIPT counts kube-proxy's iptables mode given the chains of
+// table ip nat: Services are the Service ports with a KUBE-SVC-<hash> or
+// KUBE-SVL-<hash> chain (the same hash names both, so a port with both
+// policies counts once; ports without endpoints have neither), Endpoints
+// the KUBE-SEP-* chains.
+func readKubeProxyIPT(chains []string) (*reading, error) {
+	r := &reading{datapath: KubeProxyIPTables}
+	ports := map[string]bool{}
+	seen := false
+	for _, ch := range chains {
+		switch {
+		case ch == iptServices:
+			seen = true
+		case strings.HasPrefix(ch, iptSvcCluster):
+			ports[strings.TrimPrefix(ch, iptSvcCluster)] = true
+		case strings.HasPrefix(ch, iptSvcLocal):
+			ports[strings.TrimPrefix(ch, iptSvcLocal)] = true
+		case strings.HasPrefix(ch, iptEndpointSEP):
+			r.endpoints++
+		}
+	}
+	if !seen {
+		return nil, absentError(iptServices + " chain in table ip " + iptNATTable + " (kube-proxy iptables mode on iptables-nft)")
+	}
+	r.services = len(ports)
+	return r, nil
+}

@@ -1,0 +1,139 @@
+package nodeprobe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DefaultBPFFS is where a node mounts the BPF filesystem Cilium pins to.
+const DefaultBPFFS = "/sys/fs/bpf"
+
+// Options say which node the probe reports on and where it reads.
+type Options struct {
+	// Node is the name reported in Report.Node.
+	Node string
+	// NetNS is the network namespace whose nftables are read, as a path
+	// (/run/netns/x, /proc/<pid>/ns/net); "" is the probe's own (a
+	// hostNetwork pod's is the node's).
+	NetNS string
+	// BPFFS is the BPF filesystem mount point; "" is DefaultBPFFS.
+	BPFFS string
+}
+
+// reading is what one datapath reader found.
+type reading struct {
+	datapath  string
+	services  int
+	endpoints int
+	lbMap     *mapEntry // Cilium's service map, its entries counted
+}
+
+// absentError says a datapath's objects are not there; its text is what
+// was looked for, so an empty report can say it.
+type absentError string
+
+func (e absentError) Error() string { return string(e) }
+
+// Read finds which Service datapath the node has and counts what it holds,
+// from the kernel directly (nftables netlink, the bpf syscall): the probe
+// image has no iptables or nft binary. When several datapaths are present
+// (Cilium beside a kube-proxy that was not removed) Cilium wins, then
+// kube-proxy's nftables mode, then its iptables mode, and Errors names the
+// others. Failures of one part (BPF map memory, a second datapath) go into
+// Errors; Read fails only when it cannot say what the datapath holds,
+// with an error wrapping errors.ErrUnsupported for kube-proxy on
+// iptables-legacy, which nftables netlink cannot see.
+func Read(ctx context.Context, o Options) (*Report, error) {
+	start := time.Now()
+	if o.BPFFS == "" {
+		o.BPFFS = DefaultBPFFS
+	}
+	var (
+		found  []*reading
+		absent []string
+		failed []error
+	)
+	add := func(r *reading, err error) {
+		var a absentError
+		switch {
+		case errors.As(err, &a):
+			absent = append(absent, string(a))
+		case err != nil:
+			failed = append(failed, err)
+		default:
+			found = append(found, r)
+		}
+	}
+	add(readCilium(ctx, o.BPFFS))
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, r := range readKubeProxy(o.NetNS) {
+		add(r.r, r.err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	rep := &Report{Node: o.Node}
+	if len(found) == 0 {
+		legacy, lerr := legacyNATInUse(o.NetNS)
+		switch {
+		case legacy:
+			return nil, fmt.Errorf("nodeprobe: %w: no kube-proxy nftables objects or Cilium map found and the nat table is iptables-legacy (/proc/net/ip_tables_names): kube-proxy on iptables-legacy is not readable over nftables netlink", errors.ErrUnsupported)
+		case len(failed) > 0:
+			return nil, fmt.Errorf("nodeprobe: no datapath readable: %w", oneLine(failed))
+		case lerr != nil:
+			rep.Errors = append(rep.Errors, lerr.Error())
+		}
+		rep.Errors = append(rep.Errors, "no Service datapath found: looked for "+strings.Join(absent, ", "))
+		rep.ReadTime = time.Since(start)
+		return rep, nil
+	}
+
+	best := found[0]
+	rep.Datapath, rep.Services, rep.Endpoints = best.datapath, best.services, best.endpoints
+	for _, other := range found[1:] {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("also found %s holding %d Services, %d endpoints (not the one reported)",
+			other.datapath, other.services, other.endpoints))
+	}
+	for _, err := range failed {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	if best.datapath == Cilium {
+		maps, total, err := mapsNamed(ctx, ciliumMapPrefix)
+		if err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+		}
+		for i := range maps {
+			if best.lbMap != nil && maps[i].id == best.lbMap.id {
+				maps[i].Name, maps[i].Entries = best.lbMap.Name, best.lbMap.Entries
+			}
+			rep.Maps = append(rep.Maps, maps[i].MapInfo)
+		}
+		rep.BPFMapBytes = total
+	}
+	rep.ReadTime = time.Since(start)
+	return rep, nil
+}
+
+// oneLine joins errs into one line (errors.Join puts newlines between
+// them), still matching each with errors.Is.
+func oneLine(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return &joined{msg: strings.Join(msgs, "; "), errs: errs}
+}
+
+type joined struct {
+	msg  string
+	errs []error
+}
+
+func (j *joined) Error() string   { return j.msg }
+func (j *joined) Unwrap() []error { return j.errs }

@@ -78,6 +78,9 @@ type RunInfo struct {
 	Environment results.Environment `json:"environment"`
 	Plan        results.Plan        `json:"plan"`
 	Scenarios   []ScenarioInfo      `json:"scenarios"`
+	// Notes are the run's own remarks (results.Run.Notes), e.g. why
+	// datapath CPU and memory were not recorded.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ScenarioInfo is a scenario's target with its details flattened to
@@ -537,7 +540,7 @@ func title(rep *Report) string {
 
 func runInfo(run *results.Run, label string) RunInfo {
 	ri := RunInfo{Label: label, RunID: run.RunID, Status: run.Status, Error: squash(run.Error),
-		Start: run.Start, End: run.End, Tool: run.Tool, Environment: run.Environment, Plan: run.Plan}
+		Start: run.Start, End: run.End, Tool: run.Tool, Environment: run.Environment, Plan: run.Plan, Notes: run.Notes}
 	scs := run.Scenarios
 	if len(scs) == 0 {
 		scs = []results.Scenario{{Name: columnLabel(run, ""), Target: run.Target}}
@@ -599,6 +602,9 @@ func runWarnings(rep *Report, opt Options) []string {
 				msg += " (" + r.Error + ")"
 			}
 			w = append(w, msg+": only its completed samples are reported")
+		}
+		for _, n := range r.Notes {
+			w = append(w, "run "+r.Label+": "+squash(n))
 		}
 		if r.Plan.Rounds > 0 && r.Plan.Rounds < opt.MinSamples && len(rep.Columns) > 1 {
 			w = append(w, fmt.Sprintf("run %s has %d round(s): a verdict needs at least %d per column, so no difference in it is judged (use --rounds %d or more)",

@@ -8,6 +8,7 @@ import (
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
+	"github.com/cnibench/cnibench/sweep"
 )
 
 // ServiceScale is the analysis of a Service-scale sweep (issue 4, item 4):
@@ -28,6 +29,7 @@ type ScaleDatapath struct {
 	Position string      `json:"service_position"`
 	Stopped  string      `json:"stopped,omitempty"`
 	Error    string      `json:"error,omitempty"`
+	Notes    []string    `json:"notes,omitempty"`
 	Steps    []ScaleStep `json:"steps"`
 	// Cost is the linear fit of the per-connection cost (1/short-connection
 	// RPS, µs) against Services, per sample; CRRCost the same for the
@@ -51,6 +53,7 @@ type ScaleStep struct {
 	Memory       datapath.Memory `json:"memory"`
 	Conntrack    int             `json:"conntrack"`
 	FlowEntries  int             `json:"flow_entries,omitempty"`
+	Sync         *sweep.Sync     `json:"sync,omitempty"` // cluster sweeps: per-node sync
 	Metrics      []ScaleMetric   `json:"metrics"`
 }
 
@@ -145,7 +148,7 @@ func buildServiceScale(run *results.Run, opt Options) (*ServiceScale, error) {
 
 func scaleDatapath(run *results.Run, sw results.Sweep, opt Options) (ScaleDatapath, error) {
 	d := ScaleDatapath{Scenario: sw.Scenario, Datapath: sw.Datapath, Position: sw.Options.Position,
-		Stopped: sw.Stopped, Error: sw.Error, Metrics: scaleTracks}
+		Stopped: sw.Stopped, Error: sw.Error, Notes: sw.Notes, Metrics: scaleTracks}
 	find := func(test string, n int) (*results.Series, error) {
 		for _, r := range run.Results {
 			if r.Scenario == sw.Scenario && r.Test == test && r.Services == n {
@@ -161,7 +164,7 @@ func scaleDatapath(run *results.Run, sw results.Sweep, opt Options) (ScaleDatapa
 		row := ScaleStep{Services: st.Services, TestPosition: st.Position,
 			GenerateMs: ms(st.Program.Generate.Seconds()), ApplyMs: ms(st.Program.Apply.Seconds()),
 			ProgramMs: ms((st.Program.Generate + st.Program.Apply).Seconds()), VerifyMs: ms(st.Verify.Seconds()),
-			Counts: st.Counts, Expected: st.Expected, Memory: st.Memory, Conntrack: st.Conntrack, FlowEntries: st.FlowEntries}
+			Counts: st.Counts, Expected: st.Expected, Memory: st.Memory, Conntrack: st.Conntrack, FlowEntries: st.FlowEntries, Sync: st.Sync}
 		for ti, tr := range scaleTracks {
 			sm := ScaleMetric{Name: tr.Name, Ratio: Num(math.NaN())}
 			s, err := find(tr.Test, st.Services)

@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"math"
 	"strings"
+
+	"github.com/cnibench/cnibench/sweep"
 )
 
 // scaleTable is one table of the Service-scale section, as plain strings
@@ -23,6 +25,10 @@ func (ss *ServiceScale) tables() []scaleTable {
 	for _, d := range ss.Datapaths {
 		t := scaleTable{Title: fmt.Sprintf("%s (%s), test Service position %s", d.Scenario, d.Datapath, d.Position)}
 		t.Head = []string{"Services", "programming (gen + apply)", "verify"}
+		synced := d.synced()
+		if synced {
+			t.Head = append(t.Head, "node sync")
+		}
 		for _, tr := range d.Metrics {
 			t.Head = append(t.Head, tr.Name)
 		}
@@ -31,6 +37,9 @@ func (ss *ServiceScale) tables() []scaleTable {
 			row := []string{thousands(s.Services) + " (test at " + thousands(s.TestPosition) + ")",
 				fmt.Sprintf("%s (%s + %s)", msText(float64(s.ProgramMs)), msText(float64(s.GenerateMs)), msText(float64(s.ApplyMs))),
 				msText(float64(s.VerifyMs))}
+			if synced {
+				row = append(row, syncText(s.Sync))
+			}
 			for _, m := range s.Metrics {
 				row = append(row, scaleCell(m))
 			}
@@ -43,6 +52,7 @@ func (ss *ServiceScale) tables() []scaleTable {
 		if d.Error != "" {
 			t.Notes = append(t.Notes, "Failed: "+d.Error)
 		}
+		t.Notes = append(t.Notes, d.Notes...)
 		out = append(out, t)
 	}
 	fit := scaleTable{Title: "Fits against the Service count",
@@ -84,6 +94,40 @@ func countsText(s ScaleStep) string {
 	return strings.Join(parts, ", ")
 }
 
+// synced tells whether the sweep verified its steps on a cluster's nodes
+// (then the table gets a "node sync" column).
+func (d ScaleDatapath) synced() bool {
+	for _, s := range d.Steps {
+		if s.Sync != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// syncText is one step's sync per node: "worker-a 1.2s, worker-b 1.4s
+// (API only: iptables-legacy)".
+func syncText(s *sweep.Sync) string {
+	if s == nil {
+		return "–"
+	}
+	if len(s.Nodes) == 0 {
+		return s.Mode + " only"
+	}
+	var p []string
+	for _, n := range s.Nodes {
+		t := n.Node + " " + msText(float64(n.Time.Seconds()*1000))
+		if n.Mode != "node" {
+			t = n.Node + " API only"
+		}
+		if n.Note != "" {
+			t += " (" + n.Note + ")"
+		}
+		p = append(p, t)
+	}
+	return strings.Join(p, ", ")
+}
+
 func memoryText(s ScaleStep) string {
 	var p []string
 	if s.Memory.BPFMapBytes > 0 {
@@ -100,6 +144,9 @@ func memoryText(s ScaleStep) string {
 
 func conntrackText(s ScaleStep) string {
 	t := "not loaded"
+	if s.Conntrack == -2 { // suite.ConntrackUnknown
+		t = "not read"
+	}
 	if s.Conntrack >= 0 {
 		t = thousands(s.Conntrack)
 	}

@@ -52,9 +52,13 @@ func TableOf(w io.Writer, rep *Report) error {
 			fmt.Fprintln(w)
 		}
 		first = false
+		head, dp := k.head, hasDatapath(secs)
+		if dp {
+			head += "\t" + datapathHead(k.kind)
+		}
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "Test\tPlacement\tSamples\t%s\t\n", k.head)
-		ncols := strings.Count(k.head, "\t") + 1
+		fmt.Fprintf(tw, "Test\tPlacement\tSamples\t%s\t\n", head)
+		ncols := strings.Count(head, "\t") + 1
 		for _, sec := range secs {
 			for ci, col := range rep.Columns {
 				where := sec.Placement
@@ -70,7 +74,11 @@ func TableOf(w io.Writer, rep *Report) error {
 					fmt.Fprintf(tw, "%s\t\n", strings.Repeat("-\t", ncols-1)+"-")
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t\n", k.row(sec, ci))
+				row := k.row(sec, ci)
+				if dp {
+					row += "\t" + datapathCells(sec, ci, k.kind)
+				}
+				fmt.Fprintf(tw, "%s\t\n", row)
 			}
 		}
 		if err := tw.Flush(); err != nil {

@@ -222,6 +222,7 @@ func Metrics(r Result) (Series, error) {
 				}
 			}
 		}
+		collectDatapath(c, kind, smp)
 		if lat != nil {
 			if err := c.latency(lat, smp.Round); err != nil {
 				return s, fmt.Errorf("%s %s round %d: %w", r.Test, r.Placement.Name(), smp.Round, err)
@@ -295,7 +296,10 @@ func rank(name string) int {
 	if i := slices.Index(metricOrder, name); i >= 0 {
 		return i
 	}
-	return len(metricOrder)
+	if i := slices.Index(datapathMetricOrder, name); i >= 0 {
+		return len(metricOrder) + i
+	}
+	return len(metricOrder) + len(datapathMetricOrder)
 }
 
 // sampleKind tells which kind of result a sample carries; "" means failed.

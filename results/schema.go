@@ -40,6 +40,9 @@ type Run struct {
 	Scenarios []Scenario `json:"scenarios"`
 	Plan      Plan       `json:"plan"`
 	Results   []Result   `json:"results"`
+	// Notes are run-level remarks that are not errors, e.g. why datapath
+	// CPU and memory could not be read (said once, not per sample).
+	Notes []string `json:"notes,omitempty"`
 	// Sweeps is set by a Service-scale run (--tests service-scale): one per
 	// scenario, with its programmed steps and why it stopped early, if it
 	// did. Its Results carry the step they belong to in Result.Services.
@@ -61,6 +64,9 @@ type Sweep struct {
 	// --max-step-time; Error is a programming or verification failure.
 	Stopped string `json:"stopped,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Notes are checks the target could not make (e.g. the conntrack
+	// preflight on a cluster) and other caveats of the sweep.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // SweepStep is one programmed and verified step (durations in ns, as
@@ -68,7 +74,8 @@ type Sweep struct {
 type SweepStep struct {
 	sweep.Step
 	// Conntrack is nf_conntrack_count in node0's namespace after the
-	// step's samples (-1: conntrack not loaded there).
+	// step's samples (-1: conntrack not loaded there, -2: the target
+	// cannot read it, e.g. a cluster).
 	Conntrack int `json:"conntrack"`
 	// FlowEntries is the BPF flow map's entries (ebpf-tc conntrack, ebpf
 	// UDP reverse-NAT) after the step's samples.
@@ -174,4 +181,7 @@ type Sample struct {
 	// over the whole sample, including kernel work charged to them.
 	ClientCPUSec float64 `json:"client_cpu_sec"`
 	ServerCPUSec float64 `json:"server_cpu_sec"`
+	// DatapathUsage is the CPU and memory of the datapath components on
+	// the run's nodes during the sample (k8s target; nil when not read).
+	DatapathUsage *DatapathUsage `json:"datapath_usage,omitempty"`
 }

@@ -28,6 +28,8 @@ type Runner struct {
 	OutDir    string
 	RunID     string
 	Progress  io.Writer // one line per sample; nil for silence
+
+	usage usageState // datapath usage reads that failed (usage.go)
 }
 
 // Run takes every sample of the plan. On ctx cancellation it stops after
@@ -66,6 +68,9 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 				}
 				if err != nil {
 					return r.finish(run, fmt.Errorf("scenario %s: %w", sc.Name, err))
+				}
+				if skipped == "" {
+					skipped = checkTest(sc.Target, spec)
 				}
 				index[key{spec.Name, name, sc.Name}] = len(run.Results)
 				res := results.Result{Scenario: sc.Name, Test: spec.Name, Placement: pl, Skipped: skipped}
@@ -116,6 +121,7 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 						return r.finish(run, ctx.Err())
 					}
 					res.Samples = append(res.Samples, sample)
+					run.Notes = append(run.Notes, r.takeUsageNotes()...)
 					if err := results.Save(r.OutDir, run); err != nil {
 						return run, err
 					}
@@ -139,6 +145,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	c0, cerr0 := tgt.CPUSeconds(res.Placement.Client)
 	s0, serr0 := tgt.CPUSeconds(res.Placement.Server)
 	timeout := time.Duration(res.Options.Duration+res.Options.Warmup) + 30*time.Second
+	us, mark := r.startUsage(ctx, tgt, res, round)
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	var out *engine.Result
 	var hout *httpload.Result
@@ -152,6 +159,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 		out, err = client.Run(rctx, res.Options)
 	}
 	cancel()
+	usage := r.endUsage(ctx, us, mark, res, round)
 	c1, cerr1 := tgt.CPUSeconds(res.Placement.Client)
 	s1, serr1 := tgt.CPUSeconds(res.Placement.Server)
 	s.End = time.Now().UTC()
@@ -168,6 +176,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 		return s
 	}
 	s.Engine, s.HTTP, s.DNS = out, hout, dout
+	s.DatapathUsage = usage
 	if cerr0 == nil && cerr1 == nil {
 		s.ClientCPUSec = c1 - c0
 	}

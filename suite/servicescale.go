@@ -25,7 +25,7 @@ const ServiceScaleTest = "service-scale"
 var ScaleTests = []string{"HTTP_RPS_C64", "HTTP_RPS_SHORT_C64", "TCP_CRR", "TCP_RR"}
 
 // ScaleTarget is a target whose client node's Service datapath a sweep can
-// reprogram (the lab target implements it).
+// reprogram (the lab and k8s targets implement it).
 type ScaleTarget interface {
 	Target
 	// ScaleDatapath is the client node's Service datapath and the test
@@ -35,6 +35,9 @@ type ScaleTarget interface {
 	// and size, and the eBPF flow map's entries.
 	ConntrackUsage(ctx context.Context) (count, max, flows int, err error)
 	// EphemeralPorts is the client's local port range size.
+	// ConntrackUsage and EphemeralPorts return an error wrapping
+	// errors.ErrUnsupported when the target cannot read the value: the
+	// conntrack preflight is then skipped with a note in the results.
 	EphemeralPorts() (int, error)
 }
 
@@ -96,7 +99,13 @@ func (r *ScaleRunner) Run(ctx context.Context) (*results.Run, error) {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
 		rec := results.Sweep{Scenario: sc.Name, Datapath: dp.Name(), Options: r.Sweep}
-		if rec.ConntrackExpected, rec.ConntrackMax, err = r.conntrackPreflight(ctx, tgt, dp.Name()); err != nil {
+		if rec.ConntrackExpected, rec.ConntrackMax, err = r.conntrackPreflight(ctx, tgt, dp.Name()); unknown(err) {
+			// A target that cannot read the table (a cluster) must not
+			// fail the sweep: the check is skipped and says so.
+			note := "conntrack preflight skipped: " + err.Error()
+			rec.Notes = append(rec.Notes, note)
+			r.progress("%s: %s\n", sc.Name, note)
+		} else if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
 		sw, err := sweep.New(dp, test, r.Sweep)
@@ -191,7 +200,10 @@ func (r *ScaleRunner) Run(ctx context.Context) (*results.Run, error) {
 			rec := &run.Sweeps[st.rec]
 			last := &rec.Steps[len(rec.Steps)-1]
 			count, _, flows, err := st.tgt.ConntrackUsage(ctx)
-			if err != nil {
+			switch {
+			case unknown(err):
+				count = ConntrackUnknown // noted once, at the preflight
+			case err != nil:
 				r.progress("%s: conntrack: %v\n", st.sc.Name, err)
 			}
 			last.Conntrack, last.FlowEntries = count, flows
@@ -201,6 +213,17 @@ func (r *ScaleRunner) Run(ctx context.Context) (*results.Run, error) {
 		}
 	}
 	return r.finish(run, errors.Join(failed...))
+}
+
+// ConntrackUnknown is a step's conntrack count when the target cannot
+// read it (results.SweepStep.Conntrack).
+const ConntrackUnknown = -2
+
+// unknown tells whether a ScaleTarget said it cannot read a value (an
+// error wrapping errors.ErrUnsupported or ErrUnsupported), as opposed to
+// a read that failed.
+func unknown(err error) bool {
+	return err != nil && (errors.Is(err, errors.ErrUnsupported) || errors.Is(err, ErrUnsupported))
 }
 
 // newConnPorts are the test Service ports the new-connection tests dial.

@@ -89,7 +89,39 @@ type Step struct {
 	Expected  datapath.Counts       `json:"expected"`            // what it should hold
 	Memory    datapath.Memory       `json:"memory"`              // datapath memory as the kernel reports it
 	Predicted time.Duration         `json:"predicted,omitempty"` // programming time predicted before the step
+	Sync      *Sync                 `json:"sync,omitempty"`      // how the step reached the nodes (cluster sweeps)
 	Error     string                `json:"error,omitempty"`     // programming or verification failed: not measured
+}
+
+// Sync is how a step's Services reached the cluster's nodes: a cluster
+// datapath's Verify waits until every node's Service proxy holds them, so
+// a step is measured only once it is really programmed.
+type Sync struct {
+	Mode  string     `json:"mode"` // node (read on each node) or api (API server only)
+	Nodes []NodeSync `json:"nodes,omitempty"`
+	Notes []string   `json:"notes,omitempty"`
+}
+
+// NodeSync is one node's sync at one step. Counts are the node's totals
+// (the cluster's other Services included); Want is the baseline read
+// before the first step plus the step's dummies.
+type NodeSync struct {
+	Node          string        `json:"node"`
+	Mode          string        `json:"mode"` // node, or api when its probe cannot read the datapath
+	Datapath      string        `json:"datapath,omitempty"`
+	Time          time.Duration `json:"time"` // end of the API writes to the first matching read
+	Services      int           `json:"services"`
+	Endpoints     int           `json:"endpoints"`
+	WantServices  int           `json:"want_services"`
+	WantEndpoints int           `json:"want_endpoints"`
+	BPFMapBytes   uint64        `json:"bpf_map_bytes,omitempty"`
+	Note          string        `json:"note,omitempty"`
+}
+
+// SyncReporter is implemented by datapaths that verify a step on the
+// cluster's nodes; the sweep records what the last Verify found.
+type SyncReporter interface {
+	SyncStats() *Sync
 }
 
 // Preflighter is implemented by datapaths with fixed capacity (BPF maps):
@@ -199,6 +231,9 @@ func (s *Sweeper) Next(ctx context.Context, progress Progress) (Step, error) {
 	st.Expected = dp.Expected(spec)
 	st.Counts, err = dp.Verify(ctx)
 	st.Verify = time.Since(vstart)
+	if sr, ok := dp.(SyncReporter); ok {
+		st.Sync = sr.SyncStats()
+	}
 	if err == nil && (st.Counts.Services != st.Expected.Services || st.Counts.Endpoints != st.Expected.Endpoints) {
 		err = fmt.Errorf("kernel holds %d Services / %d endpoints, want %d / %d",
 			st.Counts.Services, st.Counts.Endpoints, st.Expected.Services, st.Expected.Endpoints)

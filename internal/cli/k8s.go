@@ -21,6 +21,7 @@ import (
 type k8sFlags struct {
 	kubeconfig, context, namespace, image string
 	clientNode, serverNode, access        string
+	datapathUsage                         string
 	nodeSelector                          map[string]string
 	timeout                               time.Duration
 	dryRun, force                         bool
@@ -33,6 +34,7 @@ func (f *k8sFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.serverNode, "server-node", "", "k8s: node of the other-node servers (node1; default: picked)")
 	fs.StringToStringVar(&f.nodeSelector, "node-selector", nil, "k8s: only nodes with these labels, e.g. pool=bench")
 	fs.StringVar(&f.access, "access", k8starget.AccessPortForward, "k8s: how the CLI reaches the agents' control API: port-forward (through the API server) or direct (pod IPs; the CLI runs in the cluster or on a node)")
+	fs.StringVar(&f.datapathUsage, "datapath-usage", k8starget.UsageMetrics, "k8s: datapath CPU and memory per sample: metrics (metrics API, approximate), kubelet (kubelet summary, exact; needs nodes/proxy: k8s rbac --node-proxy) or off")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "k8s: print every manifest the run would apply and exit (contacts no cluster)")
 	fs.BoolVar(&f.force, "force", false, "k8s: remove an earlier run's leftovers in the namespace before starting")
 }
@@ -66,6 +68,9 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 			return fmt.Errorf("--%s is a lab setting: it does not apply to --target k8s", name)
 		}
+	}
+	if err := k8starget.ValidateUsageMode(f.datapathUsage); err != nil {
+		return err
 	}
 	if defaultPlacements {
 		for _, p := range suite.ServicePlacements {
@@ -114,6 +119,9 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 			err = cerr
 		}
 	}()
+	if err := tgt.SetDatapathUsage(f.datapathUsage); err != nil {
+		return err
+	}
 	name := cl.Context
 	if name == "" {
 		name = "k8s"
@@ -203,6 +211,9 @@ func newK8sRBACCmd() *cobra.Command {
 	var (
 		namespace string
 		subject   k8starget.Subject
+		nodeProxy bool
+		changes   bool   // k8s_scale.go: --allow-cluster-changes
+		ciliumNS  string // where the Role for it goes
 	)
 	cmd := &cobra.Command{
 		Use:   "rbac",
@@ -210,16 +221,34 @@ func newK8sRBACCmd() *cobra.Command {
 		Long: `Print, as YAML for 'kubectl apply -f -', the namespace for the agents and the
 least-privilege rights to run cnibench there: a ClusterRole that only reads
 (nodes, the datapath's DaemonSets and named ConfigMaps, pods to see where the
-CNI agent runs, the namespace) and a Role in the namespace for the agents'
+CNI agent runs, the namespace, the metrics API's pod metrics) and a Role in the namespace for the agents'
 pods, port-forwards, Services, EndpointSlices and the one token Secret. The
 namespace is the admin's: cnibench then neither creates nor deletes it.
 Bind to --user, --group or --service-account NS/NAME (default: a
-ServiceAccount "cnibench" in the namespace, for in-cluster runs).`,
+ServiceAccount "cnibench" in the namespace, for in-cluster runs).
+--node-proxy adds get on nodes/proxy, which 'run --datapath-usage kubelet'
+needs; it is off by default because nodes/proxy also reaches the kubelet's
+exec API (root on every node).
+--allow-cluster-changes adds a Role in --cilium-namespace to update the
+cilium-config ConfigMap and the cilium DaemonSet, which 'run --tests
+service-scale --allow-cluster-changes' needs to raise (and put back) the LB
+map size; without it that run fails before changing anything.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			objs, err := k8starget.RBAC(namespace, subject)
+			var opts []k8starget.RBACOption
+			if nodeProxy {
+				opts = append(opts, k8starget.WithNodeProxy())
+			}
+			objs, err := k8starget.RBAC(namespace, subject, opts...)
 			if err != nil {
 				return err
+			}
+			if changes {
+				more, err := k8starget.ClusterChangeRBAC(namespace, ciliumNS, subject)
+				if err != nil {
+					return err
+				}
+				objs = append(objs, more...)
 			}
 			return k8starget.WriteYAML(cmd.OutOrStdout(), objs)
 		},
@@ -229,6 +258,9 @@ ServiceAccount "cnibench" in the namespace, for in-cluster runs).`,
 	fs.StringVar(&subject.User, "user", "", "bind to this user")
 	fs.StringVar(&subject.Group, "group", "", "bind to this group")
 	fs.StringVar(&subject.ServiceAccount, "service-account", "", "bind to this service account (NS/NAME)")
+	fs.BoolVar(&changes, "allow-cluster-changes", false, "also grant update on cilium-config and the cilium DaemonSet, for run --tests service-scale --allow-cluster-changes")
+	fs.StringVar(&ciliumNS, "cilium-namespace", k8starget.DefaultCiliumNamespace, "namespace of Cilium, for --allow-cluster-changes")
+	fs.BoolVar(&nodeProxy, "node-proxy", false, "also grant get on nodes/proxy, for --datapath-usage kubelet (nodes/proxy also reaches the kubelet's exec API: root on every node)")
 	return cmd
 }
 

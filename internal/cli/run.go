@@ -63,7 +63,12 @@ Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 			o.Tests = splitList(tests)
 			if sf.asked(o.Tests) { // a test of its own kind: servicescale.go
 				o.Mode = engine.Mode(mode)
-				return sf.run(cmd, g, o, &lf, target, placements, scenarios, out)
+				return sf.run(cmd, g, o, &lf, &kf, target, placements, scenarios, out)
+			}
+			for _, name := range k8sOnlyScaleFlags {
+				if flags.Changed(name) {
+					return fmt.Errorf("--%s applies to --tests %s only", name, suite.ServiceScaleTest)
+				}
 			}
 			o.Placements = splitList(placements)
 			o.Mode = engine.Mode(mode)

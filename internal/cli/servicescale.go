@@ -17,6 +17,7 @@ import (
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/sweep"
+	k8starget "github.com/cnibench/cnibench/target/k8s"
 	labtarget "github.com/cnibench/cnibench/target/lab"
 )
 
@@ -32,6 +33,10 @@ type scaleFlags struct {
 	maxStepTime time.Duration
 	autoSize    bool
 	bpfMapMax   int
+	// --target k8s only (k8s_scale.go)
+	syncTimeout         time.Duration
+	syncVerify          string
+	allowClusterChanges bool
 }
 
 func (f *scaleFlags) register(fs *pflag.FlagSet) {
@@ -42,7 +47,16 @@ func (f *scaleFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.maxStepTime, "max-step-time", sweep.DefaultMaxStepTime, "service-scale: stop a datapath's sweep when its next step's programming is predicted to take longer")
 	fs.BoolVar(&f.autoSize, "auto-size", false, "service-scale: grow the eBPF maps to the largest step instead of refusing it")
 	fs.IntVar(&f.bpfMapMax, "bpf-map-max", 0, "service-scale: entries of the eBPF service and backend maps (default 65536)")
+	fs.DurationVar(&f.syncTimeout, "sync-timeout", k8starget.DefaultSyncTimeout, "service-scale on k8s: how long every node may take to hold a step's Services")
+	fs.StringVar(&f.syncVerify, "sync-verify", k8starget.SyncNode, "service-scale on k8s: node (a privileged probe pod per node reads kube-proxy's or Cilium's state) or api (the API server only)")
+	fs.BoolVar(&f.allowClusterChanges, "allow-cluster-changes", false, "service-scale on k8s: raise Cilium's bpf-lb-map-max (and restart Cilium) when the largest step needs it; reverted at the end")
 }
+
+// k8sOnlyScaleFlags make sense on a cluster only.
+var k8sOnlyScaleFlags = []string{"sync-timeout", "sync-verify", "allow-cluster-changes"}
+
+// labOnlyScaleFlags size the lab's eBPF maps; a cluster's are its own.
+var labOnlyScaleFlags = []string{"auto-size", "bpf-map-max"}
 
 // asked tells whether --tests asks for the sweep.
 func (f *scaleFlags) asked(tests []string) bool {
@@ -81,17 +95,22 @@ func (f *scaleFlags) options() (sweep.Options, error) {
 
 // run is `cnibench run --tests service-scale`: one lab per datapath
 // scenario, swept step by step with the datapaths interleaved.
-func (f *scaleFlags) run(cmd *cobra.Command, g *globals, o suite.Options, lf *labFlags, target, placements, scenarios, out string) (err error) {
+func (f *scaleFlags) run(cmd *cobra.Command, g *globals, o suite.Options, lf *labFlags, kf *k8sFlags, target, placements, scenarios, out string) (err error) {
 	if len(o.Tests) > 1 {
 		return fmt.Errorf("--tests: %s is a test of its own kind (it reprograms the datapath between steps) and cannot mix with %s: run them separately",
 			suite.ServiceScaleTest, strings.Join(without(o.Tests, suite.ServiceScaleTest), ","))
 	}
-	if target != "lab" {
-		return fmt.Errorf("--tests %s runs on the lab target only, not --target %s", suite.ServiceScaleTest, target)
-	}
 	for _, p := range splitList(placements) {
 		if p != suite.PodToServiceOtherNode {
 			return fmt.Errorf("--placements: %s measures %s only, not %s", suite.ServiceScaleTest, suite.PodToServiceOtherNode, p)
+		}
+	}
+	if target == "k8s" {
+		return f.runK8s(cmd, o, kf, out)
+	}
+	for _, name := range k8sOnlyScaleFlags {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--%s applies to --target k8s only", name)
 		}
 	}
 	opt, err := f.options()

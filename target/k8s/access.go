@@ -68,18 +68,25 @@ type PortForward struct {
 }
 
 type forward struct {
-	stop chan struct{}
-	done chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	remote int // the pod's port
 }
 
 // Control implements Access: it starts a forward to the pod's control port.
 func (a *PortForward) Control(ctx context.Context, pod *corev1.Pod) (string, error) {
+	return a.ControlOn(ctx, pod, ControlPort)
+}
+
+// ControlOn implements PortAccess: a forward to another port of the pod
+// (the node probes' control port).
+func (a *PortForward) ControlOn(ctx context.Context, pod *corev1.Pod, port int) (string, error) {
 	dialer, err := a.dialer(pod)
 	if err != nil {
 		return "", err
 	}
-	f := &forward{stop: make(chan struct{}), done: make(chan struct{})}
-	local, ended, err := a.start(ctx, dialer, 0, f.stop)
+	f := &forward{stop: make(chan struct{}), done: make(chan struct{}), remote: port}
+	local, ended, err := a.start(ctx, dialer, 0, port, f.stop)
 	if err != nil {
 		close(f.stop)
 		return "", fmt.Errorf("port-forward to pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -110,14 +117,14 @@ func (a *PortForward) dialer(pod *corev1.Pod) (httpstream.Dialer, error) {
 
 // start runs one forwarder in the background and returns its local port
 // once it listens, and a channel that yields when the forwarder ends.
-func (a *PortForward) start(ctx context.Context, dialer httpstream.Dialer, local int, stop chan struct{}) (int, <-chan error, error) {
+func (a *PortForward) start(ctx context.Context, dialer httpstream.Dialer, local, remote int, stop chan struct{}) (int, <-chan error, error) {
 	ready := make(chan struct{})
 	log := a.Log
 	if log == nil {
 		log = io.Discard
 	}
 	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"},
-		[]string{strconv.Itoa(local) + ":" + strconv.Itoa(ControlPort)}, stop, ready, io.Discard, log) // out only says "Handling connection"
+		[]string{strconv.Itoa(local) + ":" + strconv.Itoa(remote)}, stop, ready, io.Discard, log) // out only says "Handling connection"
 	if err != nil {
 		return 0, nil, err
 	}
@@ -160,7 +167,7 @@ func (a *PortForward) supervise(dialer httpstream.Dialer, local int, ended <-cha
 			case <-time.After(time.Second):
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, e, err := a.start(ctx, dialer, local, f.stop)
+			_, e, err := a.start(ctx, dialer, local, f.remote, f.stop)
 			cancel()
 			if err == nil {
 				ended = e

@@ -74,7 +74,10 @@ type Config struct {
 	// Force removes a previous run's objects instead of refusing to start.
 	Force     bool      `json:"force,omitempty"`
 	Resources Resources `json:"resources"`
-	Progress  io.Writer `json:"-"`
+	// Scale is set for a Service-scale sweep (scaletarget.go): node probes,
+	// sync verification, the LB-map preflight.
+	Scale    *ScaleConfig `json:"scale,omitempty"`
+	Progress io.Writer    `json:"-"`
 }
 
 // Validate fills defaults and checks every field, with one-line errors
@@ -140,6 +143,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeout < time.Second {
 		return fmt.Errorf("--timeout %s: must be at least 1s", c.Timeout)
+	}
+	if err := c.Scale.validate(); err != nil {
+		return err
 	}
 	r := &c.Resources
 	for _, f := range []struct {

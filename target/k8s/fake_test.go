@@ -163,7 +163,7 @@ var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 func affinityNode(p *corev1.Pod) string {
 	a := p.Spec.Affinity
 	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
+		return p.Spec.NodeName // pinned by nodeName (node probes)
 	}
 	return a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values[0]
 }

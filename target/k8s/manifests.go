@@ -44,6 +44,7 @@ type Layout struct {
 	Endpoints       []string          `json:"endpoints"` // agents, in endpointSpecs order
 	Services        []string          `json:"services"`  // server endpoints with a ClusterIP Service
 	Resources       Resources         `json:"resources"`
+	Probes          bool              `json:"probes,omitempty"` // a node probe per node (manifests_probe.go)
 }
 
 // Manifests are the typed objects of a run, in the order they are created.
@@ -104,6 +105,7 @@ func Build(l Layout) (*Manifests, error) {
 		}
 		m.Pods = append(m.Pods, agentPod(l, spec, node, res))
 	}
+	m.Pods = append(m.Pods, probePods(l)...)
 	for _, name := range l.Services {
 		m.Services = append(m.Services, agentService(l, name))
 	}
@@ -273,6 +275,7 @@ func OfflineLayout(cfg Config, token string) (Layout, error) {
 		Nodes: [2]string{or(cfg.ClientNode, PlaceholderClientNode), or(cfg.ServerNode, PlaceholderServerNode)},
 	}
 	l.Endpoints, l.Services = endpointsFor(cfg.Placements)
+	l.Probes = cfg.Scale.probes()
 	return l, nil
 }
 

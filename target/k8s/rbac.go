@@ -55,7 +55,8 @@ func (s Subject) rbac(defaultNS string) ([]rbacv1.Subject, error) {
 
 // ClusterRules are the cluster-wide rights: reading nodes and the
 // datapath's DaemonSets and ConfigMaps (only those named), listing pods to
-// see where the CNI agent runs, and reading the run's namespace.
+// see where the CNI agent runs, reading the run's namespace, and the pod
+// metrics of the datapath's pods.
 func ClusterRules(namespace string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
@@ -64,7 +65,24 @@ func ClusterRules(namespace string) []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"},
 			ResourceNames: []string{"cilium-config", "kube-proxy", "kube-proxy-config", "kube-flannel-cfg"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}, ResourceNames: []string{namespace}},
+		// --datapath-usage metrics: the datapath pods' CPU and memory
+		// (the metrics API lists a namespace's pods; kube-system's here).
+		{APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
 	}
+}
+
+// NodeProxyRule lets --datapath-usage kubelet read the kubelet summary
+// through the API server. Only with `cnibench k8s rbac --node-proxy`:
+// nodes/proxy also reaches the kubelet's exec and run APIs, which is
+// root on every node.
+var NodeProxyRule = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}}
+
+// RBACOption changes what RBAC grants.
+type RBACOption func(*[]rbacv1.PolicyRule)
+
+// WithNodeProxy adds NodeProxyRule to the ClusterRole.
+func WithNodeProxy() RBACOption {
+	return func(rules *[]rbacv1.PolicyRule) { *rules = append(*rules, NodeProxyRule) }
 }
 
 // NamespaceRules are the rights inside the run's namespace: the agents'
@@ -87,7 +105,7 @@ func NamespaceRules() []rbacv1.PolicyRule {
 // namespace: the namespace itself (made by the admin, so cnibench neither
 // creates nor deletes it and needs no cluster-wide namespace rights), a
 // ClusterRole and a Role with their bindings to subject.
-func RBAC(namespace string, subject Subject) ([]runtime.Object, error) {
+func RBAC(namespace string, subject Subject, opts ...RBACOption) ([]runtime.Object, error) {
 	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
 		return nil, fmt.Errorf("--namespace %q: %s", namespace, strings.Join(errs, "; "))
 	}
@@ -109,11 +127,15 @@ func RBAC(namespace string, subject Subject) ([]runtime.Object, error) {
 			ObjectMeta: metav1.ObjectMeta{Name: subjects[0].Name, Namespace: namespace},
 		})
 	}
+	clusterRules := ClusterRules(namespace)
+	for _, o := range opts {
+		o(&clusterRules)
+	}
 	objs = append(objs,
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 			ObjectMeta: metav1.ObjectMeta{Name: RBACName + "-" + namespace},
-			Rules:      ClusterRules(namespace),
+			Rules:      clusterRules,
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},

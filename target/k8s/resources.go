@@ -48,18 +48,22 @@ type summary struct {
 // DatapathUsage reads, through the API server's node proxy, the kubelet
 // summary of each node and returns the containers of the datapath
 // components (the CNI's and kube-proxy's DaemonSet pods). It needs get on
-// nodes/proxy, which `cnibench k8s rbac` does not grant by default: that
-// right also reaches the kubelet's exec API, so it is the admin's call.
+// nodes/proxy, which `cnibench k8s rbac` grants only with --node-proxy:
+// that right also reaches the kubelet's exec API, so it is the admin's call.
 func DatapathUsage(ctx context.Context, cs kubernetes.Interface, nodes []string, cni *CNI) ([]Usage, error) {
 	if cni == nil || len(cni.Components) == 0 {
 		return nil, nil
+	}
+	rc, err := restClient(cs)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet summary: %w", err)
 	}
 	var out []Usage
 	for _, node := range nodes {
 		if node == "" {
 			continue
 		}
-		raw, err := cs.CoreV1().RESTClient().Get().Resource("nodes").Name(node).SubResource("proxy", "stats", "summary").DoRaw(ctx)
+		raw, err := rc.Get().Resource("nodes").Name(node).SubResource("proxy", "stats", "summary").DoRaw(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("kubelet summary of node %s: %w", node, err)
 		}

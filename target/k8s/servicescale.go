@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/sweep"
 )
 
 // Defaults of the cluster Service-scale sweep.
@@ -39,10 +40,9 @@ const (
 // client-side rate limit, with a progress bar. The spec's test Services are
 // the target's own Services and are left alone.
 //
-// Verify checks what the API server holds. Whether kube-proxy or Cilium
-// has programmed it on every node is not verified yet: that needs a
-// privileged node agent reading kube-proxy's sync metrics or every Cilium
-// agent's service count (see docs/k8s.md).
+// Verify checks what the API server holds and then, with a Sync verifier,
+// waits until every node's kube-proxy or Cilium holds it too, as the
+// node probes read it (servicescale_sync.go).
 type ClusterServices struct {
 	Clientset kubernetes.Interface
 	Namespace string
@@ -53,8 +53,15 @@ type ClusterServices struct {
 	Progress  io.Writer
 	// Limiter paces every API write; nil = a token bucket of QPS and Burst.
 	Limiter flowcontrol.RateLimiter
+	// Datapath names the cluster's Service proxy in results ("cilium",
+	// "kube-proxy-iptables"); "" = "cluster".
+	Datapath string
+	// Sync, when set, makes Verify wait for the nodes; nil = API only.
+	Sync *SyncVerifier
 
-	once sync.Once
+	once       sync.Once
+	writesDone time.Time       // end of the last Program's API writes
+	want       datapath.Counts // the last Program's dummies
 }
 
 // ScaleName is the Service name of dummy i ("svc-17" → "cnb-scale-svc-17").
@@ -78,7 +85,7 @@ func (c *ClusterServices) init() {
 }
 
 // Name implements datapath.Datapath.
-func (c *ClusterServices) Name() string { return "cluster" }
+func (c *ClusterServices) Name() string { return or(c.Datapath, "cluster") }
 
 func (c *ClusterServices) selector() string {
 	return RunSelector(c.RunID) + "," + LabelRole + "=scale"
@@ -99,6 +106,14 @@ func dummies(spec datapath.Spec) map[string]datapath.Service {
 // missing and deletes the ones the spec no longer has.
 func (c *ClusterServices) Program(ctx context.Context, spec datapath.Spec) (datapath.ProgramStats, error) {
 	c.init()
+	if c.Sync != nil {
+		// Before the first step writes anything: what the nodes hold
+		// without our dummies (not counted as programming time).
+		if err := c.Sync.readBaseline(ctx); err != nil {
+			return datapath.ProgramStats{}, fmt.Errorf("node sync baseline: %w", err)
+		}
+		c.Sync.setLast(nil, nil) // a step that fails before its sync has none
+	}
 	start := time.Now()
 	want := dummies(spec)
 	have, err := c.existing(ctx)
@@ -125,7 +140,8 @@ func (c *ClusterServices) Program(ctx context.Context, spec datapath.Spec) (data
 	if err == nil {
 		err = c.parallel(ctx, "deleting", remove, c.remove)
 	}
-	return datapath.ProgramStats{Generate: gen, Apply: time.Since(start) - gen}, err
+	c.writesDone, c.want = time.Now(), c.Expected(spec)
+	return datapath.ProgramStats{Generate: gen, Apply: c.writesDone.Sub(start) - gen}, err
 }
 
 // existing lists the dummy Services there are now.
@@ -285,8 +301,28 @@ feed:
 }
 
 // Verify implements datapath.Datapath: it counts the dummy Services and
-// their EndpointSlice endpoints as the API server holds them.
+// their EndpointSlice endpoints as the API server holds them; when they are
+// all there and a Sync verifier is set, it then waits until every node
+// holds them (an error names the node that did not in time).
 func (c *ClusterServices) Verify(ctx context.Context) (datapath.Counts, error) {
+	n, err := c.apiCounts(ctx)
+	if err != nil || c.Sync == nil || n != c.want {
+		return n, err
+	}
+	_, err = c.Sync.wait(ctx, c.writesDone, c.want)
+	return n, err
+}
+
+// SyncStats implements sweep.SyncReporter: the last Verify's node sync.
+func (c *ClusterServices) SyncStats() *sweep.Sync {
+	if c.Sync == nil {
+		return nil
+	}
+	return c.Sync.Last()
+}
+
+// apiCounts counts the dummies and their endpoints in the API server.
+func (c *ClusterServices) apiCounts(ctx context.Context) (datapath.Counts, error) {
 	var n datapath.Counts
 	have, err := c.existing(ctx)
 	if err != nil {
@@ -318,17 +354,24 @@ func (c *ClusterServices) Expected(spec datapath.Spec) datapath.Counts {
 	return n
 }
 
-// Memory implements datapath.Datapath; on clusters it is not read yet.
+// Memory implements datapath.Datapath: the client node's Cilium BPF map
+// memory as its probe read it at the last sync; other datapaths (and API
+// only sync) report none.
 func (c *ClusterServices) Memory(context.Context) (datapath.Memory, error) {
-	return datapath.Memory{}, fmt.Errorf("datapath memory on clusters needs a privileged node agent: unsupported (yet)")
+	if c.Sync != nil {
+		if m, ok := c.Sync.memory(); ok {
+			return m, nil
+		}
+	}
+	return datapath.Memory{}, fmt.Errorf("datapath memory: only Cilium's BPF maps are read, by the node probes: %w", datapath.ErrUnsupported)
 }
 
 // Close implements datapath.Datapath: every dummy goes.
 func (c *ClusterServices) Close() error {
 	c.init()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	have, err := c.existing(ctx)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -337,6 +380,10 @@ func (c *ClusterServices) Close() error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// Its own context (Close also runs after Ctrl-C), long enough for two
+	// paced writes per Service, plus slack.
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(float64(2*len(names))/c.QPS*1.5*float64(time.Second)))
+	defer cancel()
 	return c.parallel(ctx, "deleting", names, c.remove)
 }
 

@@ -39,6 +39,8 @@ type Target struct {
 	services map[string]string      // server endpoint → ClusterIP
 	agents   map[string]*agent.Client
 	skipped  map[string]string // placement → reason
+	usage    *usageReader      // datapath CPU and memory per sample (usage.go); nil: off
+	scale    scaleState        // Service-scale sweep (scaletarget.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -77,6 +79,9 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 			}
 		}
 	}()
+	if err := t.scalePreflight(ctx); err != nil {
+		return t, err
+	}
 	t.progress("creating %d agent pods in namespace %s on %s ...", len(m.Pods), cfg.Namespace, strings.Join(nonEmpty(t.layout.Nodes[:]), " and "))
 	if err := create(ctx, cs, m); err != nil {
 		t.progress(" failed\n")
@@ -123,6 +128,9 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 		}
 		t.agents[ep] = c
 	}
+	if err := t.openProbes(ctx); err != nil {
+		return t, err
+	}
 	t.recordEndpoints()
 	return t, nil
 }
@@ -166,6 +174,11 @@ func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, e
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Scale.probes() {
+		if err := checkProbeNamespace(ctx, cs, cfg.Namespace); err != nil {
+			return nil, err
+		}
+	}
 	var agentNodes map[string]bool
 	cniName := cni.Plugin
 	if comp := cni.Agent(); comp != nil {
@@ -186,6 +199,7 @@ func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, e
 	p.Layout = Layout{
 		Namespace: cfg.Namespace, CreateNamespace: !exists, RunID: cfg.RunID,
 		Image: cfg.Image, PullPolicy: cfg.PullPolicy, Nodes: choice.Nodes, Resources: cfg.Resources,
+		Probes: cfg.Scale.probes(),
 	}
 	var runnable []string
 	for _, pl := range cfg.Placements {
@@ -236,7 +250,13 @@ func (t *Target) recordEndpoints() {
 func (t *Target) Kind() string { return "k8s" }
 
 // Details implements suite.Target: the cluster's provenance.
-func (t *Target) Details() map[string]any { return t.prov.Map() }
+func (t *Target) Details() map[string]any {
+	d := t.prov.Map()
+	if s := t.scaleDetails(); s != nil {
+		d["service_scale"] = s
+	}
+	return d
+}
 
 // Placement implements suite.Target. A placement the cluster cannot host
 // (other-node with one usable node) wraps suite.ErrUnsupported.
@@ -288,7 +308,12 @@ func (t *Target) Close() error {
 		if t.cs == nil {
 			return
 		}
+		// The sweep's dummies first (in parallel, rate-limited), then the
+		// run's objects, then the cluster change is reverted: a smaller LB
+		// map must not meet thousands of Services.
+		dummyErr := t.closeScaleServices()
 		_, t.closeErr = Cleanup(t.cs, t.cfg.Namespace, RunSelector(t.cfg.RunID), t.cfg.Timeout, t.cfg.Progress)
+		t.closeErr = errors.Join(dummyErr, t.closeErr, t.revertClusterChange())
 	})
 	return t.closeErr
 }

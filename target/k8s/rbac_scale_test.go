@@ -1,0 +1,96 @@
+package k8starget
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// Every API call of a Service-scale sweep (node probes, dummy Services and
+// EndpointSlices, the LB-map change and its revert, cleanup) is allowed by
+// `cnibench k8s rbac --allow-cluster-changes`, and the only writes outside
+// the run's namespace are the two named objects of that Role.
+func TestRBACCoversASweep(t *testing.T) {
+	objs, err := RBAC(testNS, Subject{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := ClusterChangeRBAC(testNS, DefaultCiliumNamespace, Subject{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteYAML(&buf, changes); err != nil {
+		t.Fatal(err)
+	}
+	if got := decodeStrict(t, buf.Bytes()); len(got) != 2 || got[0].(*rbacv1.Role).Namespace != "kube-system" {
+		t.Fatalf("cluster-change RBAC: %d objects", len(got))
+	}
+	cs, acc := scaleCluster(t, nil, nil, objs[0])
+	defaultLBMap(t, cs)
+	restarts := rollOut(cs)
+	cs.ClearActions()
+	cfg := scaleConfig("rbac-sweep")
+	cfg.Scale.Services, cfg.Scale.Endpoints, cfg.Scale.AllowClusterChanges = 30000, 4, true
+	tgt, steps, err := sweepCluster(t, cs, acc, cfg, []int{0, 3})
+	if err != nil || len(steps) != 2 {
+		t.Fatalf("sweep: %v, %d steps", err, len(steps))
+	}
+	if err := tgt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if restarts() != 2 {
+		t.Fatalf("%d Cilium restarts, want the change and its revert", restarts())
+	}
+	if _, err := Cleanup(cs, testNS, ManagedSelector(), cfg.Timeout, nil); err != nil {
+		t.Fatal(err)
+	}
+	cluster, namespaced, ciliumNS := ClusterRules(testNS), NamespaceRules(), ClusterChangeRules()
+	checked, writesOutside := 0, 0
+	for _, a := range cs.Actions() {
+		gvr := a.GetResource()
+		if gvr.Resource == "version" {
+			continue
+		}
+		resource := gvr.Resource
+		if a.GetSubresource() != "" {
+			resource += "/" + a.GetSubresource()
+		}
+		name := ""
+		switch x := a.(type) {
+		case k8stesting.GetAction:
+			name = x.GetName()
+		case k8stesting.DeleteAction:
+			name = x.GetName()
+		case k8stesting.UpdateAction:
+			name = x.GetObject().(metav1.Object).GetName()
+		}
+		rules := cluster
+		switch a.GetNamespace() {
+		case testNS:
+			rules = append(slices.Clone(cluster), namespaced...)
+		case DefaultCiliumNamespace:
+			rules = append(slices.Clone(cluster), ciliumNS...)
+			if a.GetVerb() != "get" && a.GetVerb() != "list" {
+				writesOutside++
+			}
+		}
+		checked++
+		if !allows(rules, gvr.Group, resource, a.GetVerb(), name) {
+			t.Errorf("not allowed by `cnibench k8s rbac --allow-cluster-changes`: %s %s %q in namespace %q", a.GetVerb(), resource, name, a.GetNamespace())
+		}
+	}
+	if checked < 30 || writesOutside != 4 {
+		t.Errorf("%d API calls checked, %d writes in kube-system (want 4: ConfigMap and DaemonSet, twice)", checked, writesOutside)
+	}
+	for _, r := range ciliumNS {
+		if len(r.ResourceNames) == 0 {
+			t.Errorf("cluster-change rule %v is not limited to named objects", r.Resources)
+		}
+	}
+	assertClean(t, cs)
+}

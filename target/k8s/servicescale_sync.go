@@ -1,0 +1,314 @@
+package k8starget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/sweep"
+)
+
+// Sync verification modes of a cluster sweep (--sync-verify).
+const (
+	SyncNode = "node" // read every node's datapath through its probe
+	SyncAPI  = "api"  // the API server's objects only
+)
+
+// Defaults of the sync verification.
+const (
+	DefaultSyncTimeout  = 5 * time.Minute
+	DefaultSyncInterval = time.Second
+)
+
+// ProbeClient is a node probe's control API (agent.Client implements it).
+type ProbeClient interface {
+	NodeServices(ctx context.Context) (*nodeprobe.Report, error)
+}
+
+// NodeProbe is the probe of one node.
+type NodeProbe struct {
+	Node   string
+	Client ProbeClient
+}
+
+// SyncVerifier makes a cluster sweep's Verify wait until every node's
+// Service proxy holds the step's Services: a step is measured only once
+// kube-proxy or Cilium has really programmed it, never after a sleep. It
+// reads a baseline (the cluster's other Services) before the first step,
+// then after each step's API writes polls every probe until the node holds
+// baseline + the step's dummies. A node whose probe cannot read its
+// datapath (kube-proxy on iptables-legacy, IPVS) falls back to the API
+// check, with a note.
+type SyncVerifier struct {
+	Mode     string // SyncNode or SyncAPI
+	Probes   []NodeProbe
+	Timeout  time.Duration // per step, from the end of the API writes
+	Interval time.Duration // between reads of one probe
+	// ClientNode's BPF map memory is the step's Memory (the node whose
+	// datapath the test traffic takes).
+	ClientNode string
+	Progress   io.Writer
+
+	mu       sync.Mutex
+	baseline map[string]*nodeprobe.Report // nil until read
+	apiOnly  map[string]string            // node → why only the API server is checked
+	last     *sweep.Sync
+	reports  map[string]*nodeprobe.Report // the matching reads of the last step
+}
+
+func (v *SyncVerifier) defaults() {
+	if v.Mode == "" {
+		v.Mode = SyncNode
+	}
+	if v.Timeout <= 0 {
+		v.Timeout = DefaultSyncTimeout
+	}
+	if v.Interval <= 0 {
+		v.Interval = DefaultSyncInterval
+	}
+}
+
+// probeUnsupported says why a probe cannot read its node's datapath, when
+// that is a lasting condition rather than a failed read. The probe's
+// errors.ErrUnsupported arrives as text over the control API.
+func probeUnsupported(rep *nodeprobe.Report, err error) (string, bool) {
+	if err != nil {
+		if errors.Is(err, errors.ErrUnsupported) || strings.Contains(err.Error(), errors.ErrUnsupported.Error()) {
+			return oneLine(err.Error()), true
+		}
+		return "", false
+	}
+	if rep.Datapath == "" {
+		return "no Service datapath the probe can read (" + strings.Join(rep.Errors, "; ") + ")", true
+	}
+	return "", false
+}
+
+// readBaseline reads what every node holds before the sweep adds anything:
+// two equal reads in a row, so Services created just before (the run's
+// own test Service) are in it.
+func (v *SyncVerifier) readBaseline(ctx context.Context) error {
+	v.defaults()
+	v.mu.Lock()
+	done := v.baseline != nil || v.Mode != SyncNode
+	v.mu.Unlock()
+	if done {
+		return nil
+	}
+	base := map[string]*nodeprobe.Report{}
+	api := map[string]string{}
+	err := v.eachProbe(func(p NodeProbe) error {
+		deadline := time.Now().Add(v.Timeout)
+		var prev *nodeprobe.Report
+		var lastErr error
+		for {
+			rep, err := v.read(ctx, p, deadline)
+			if why, ok := probeUnsupported(rep, err); ok {
+				v.note("\n  node %s: %s: falling back to the API server check for it\n", p.Node, why)
+				v.mu.Lock()
+				api[p.Node] = why
+				v.mu.Unlock()
+				return nil
+			}
+			if err != nil {
+				lastErr = err
+			} else if prev != nil && rep.Services == prev.Services && rep.Endpoints == prev.Endpoints {
+				v.mu.Lock()
+				base[p.Node] = rep
+				v.mu.Unlock()
+				return nil
+			} else {
+				prev = rep
+			}
+			if err := v.pause(ctx, deadline); err != nil {
+				if lastErr == nil {
+					lastErr = fmt.Errorf("its counts did not settle (last %d Services / %d endpoints)", prev.Services, prev.Endpoints)
+				}
+				return fmt.Errorf("node %s: no baseline read within %s: %w", p.Node, v.Timeout, lastErr)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	v.baseline, v.apiOnly = base, api
+	v.mu.Unlock()
+	return nil
+}
+
+// read asks one probe, bounded by the deadline (and 30 s a read).
+func (v *SyncVerifier) read(ctx context.Context, p NodeProbe, deadline time.Time) (*nodeprobe.Report, error) {
+	rctx, cancel := context.WithTimeout(ctx, max(min(30*time.Second, time.Until(deadline)), 100*time.Millisecond))
+	defer cancel()
+	return p.Client.NodeServices(rctx)
+}
+
+// pause waits one interval; it fails once the deadline has passed or ctx is
+// done.
+func (v *SyncVerifier) pause(ctx context.Context, deadline time.Time) error {
+	if !time.Now().Before(deadline) {
+		return errors.New("deadline passed")
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(min(v.Interval, time.Until(deadline))):
+		return nil
+	}
+}
+
+// eachProbe runs fn on every probe at once and returns the errors joined.
+func (v *SyncVerifier) eachProbe(fn func(NodeProbe) error) error {
+	errs := make([]error, len(v.Probes))
+	var wg sync.WaitGroup
+	for i, p := range v.Probes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(p)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// wait polls every probe until its node holds baseline + want, or the
+// timeout passes (an error naming the node, what it holds and what was
+// expected). writesDone is when the step's API writes ended.
+func (v *SyncVerifier) wait(ctx context.Context, writesDone time.Time, want datapath.Counts) (*sweep.Sync, error) {
+	v.defaults()
+	res := &sweep.Sync{Mode: v.Mode}
+	if v.Mode != SyncNode {
+		res.Notes = append(res.Notes, "--sync-verify api: only the API server's objects are checked, not what each node programmed")
+		v.setLast(res, nil)
+		return res, nil
+	}
+	v.mu.Lock()
+	base, api := v.baseline, v.apiOnly
+	v.mu.Unlock()
+	if base == nil {
+		return res, errors.New("node sync: no baseline was read before the first step")
+	}
+	nodes := make([]sweep.NodeSync, len(v.Probes))
+	reports := map[string]*nodeprobe.Report{}
+	var mu sync.Mutex
+	err := v.eachProbe(func(p NodeProbe) error {
+		i := v.index(p.Node)
+		ns := &nodes[i]
+		ns.Node, ns.Mode = p.Node, SyncNode
+		if why, ok := api[p.Node]; ok {
+			ns.Mode, ns.Note = SyncAPI, why
+			return nil
+		}
+		b := base[p.Node]
+		ns.Datapath = b.Datapath
+		ns.WantServices, ns.WantEndpoints = b.Services+want.Services, b.Endpoints+want.Endpoints
+		deadline := writesDone.Add(v.Timeout)
+		var lastErr error
+		for {
+			rep, err := v.read(ctx, p, deadline)
+			if why, ok := probeUnsupported(rep, err); ok {
+				// It could read the datapath before: say so, do not guess.
+				ns.Mode, ns.Note = SyncAPI, "probe stopped reading the datapath: "+why
+				return nil
+			}
+			if err != nil {
+				lastErr = err
+			} else {
+				ns.Services, ns.Endpoints, ns.BPFMapBytes, ns.Datapath = rep.Services, rep.Endpoints, rep.BPFMapBytes, rep.Datapath
+				if rep.Services >= ns.WantServices && rep.Endpoints >= ns.WantEndpoints {
+					ns.Time = time.Since(writesDone)
+					mu.Lock()
+					reports[p.Node] = rep
+					mu.Unlock()
+					return nil
+				}
+			}
+			if perr := v.pause(ctx, deadline); perr != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				msg := fmt.Sprintf("node %s not synced %s after the API writes: its %s holds %d Services / %d endpoints, want at least %d / %d (baseline %d / %d + this step's %d / %d)",
+					p.Node, v.Timeout, or(ns.Datapath, "datapath"), ns.Services, ns.Endpoints, ns.WantServices, ns.WantEndpoints,
+					b.Services, b.Endpoints, want.Services, want.Endpoints)
+				if lastErr != nil {
+					msg += "; last probe error: " + oneLine(lastErr.Error())
+				}
+				return errors.New(msg)
+			}
+		}
+	})
+	res.Nodes = nodes
+	for _, n := range nodes {
+		if n.Mode == SyncAPI {
+			res.Notes = append(res.Notes, fmt.Sprintf("node %s: only the API server is checked: %s", n.Node, n.Note))
+		}
+	}
+	v.setLast(res, reports)
+	if err == nil {
+		v.note(" %s;", syncLine(nodes))
+	}
+	return res, err
+}
+
+func (v *SyncVerifier) index(node string) int {
+	for i, p := range v.Probes {
+		if p.Node == node {
+			return i
+		}
+	}
+	return 0
+}
+
+func (v *SyncVerifier) setLast(s *sweep.Sync, reports map[string]*nodeprobe.Report) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.last, v.reports = s, reports
+}
+
+// Last is the sync of the last verified step (nil before the first).
+func (v *SyncVerifier) Last() *sweep.Sync {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.last
+}
+
+// memory is the client node's BPF map memory from the last matching read,
+// where the datapath is Cilium.
+func (v *SyncVerifier) memory() (datapath.Memory, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	rep := v.reports[v.ClientNode]
+	if rep == nil || rep.Datapath != nodeprobe.Cilium || rep.BPFMapBytes == 0 {
+		return datapath.Memory{}, false
+	}
+	return datapath.Memory{BPFMapBytes: int64(rep.BPFMapBytes)}, true
+}
+
+func (v *SyncVerifier) note(format string, a ...any) {
+	if v.Progress != nil {
+		fmt.Fprintf(v.Progress, format, a...)
+	}
+}
+
+// syncLine is "node sync worker-a 1.2s, worker-b 1.4s (API only)".
+func syncLine(nodes []sweep.NodeSync) string {
+	parts := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		if n.Mode == SyncAPI {
+			parts = append(parts, n.Node+" API only")
+			continue
+		}
+		parts = append(parts, n.Node+" "+n.Time.Round(time.Millisecond).String())
+	}
+	sort.Strings(parts)
+	return "node sync " + strings.Join(parts, ", ")
+}

@@ -91,18 +91,9 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	cl, err := k8starget.Connect(f.kubeconfig, f.context)
+	cl, access, createdOut, err := f.connect(cfg, out, w)
 	if err != nil {
 		return err
-	}
-	_, statErr := os.Stat(out)
-	if err := results.CheckWritable(out); err != nil {
-		return err
-	}
-	createdOut := os.IsNotExist(statErr)
-	var access k8starget.Access = k8starget.Direct{}
-	if cfg.Access == k8starget.AccessPortForward {
-		access = &k8starget.PortForward{Config: cl.Config, Clientset: cl.Clientset, Log: w}
 	}
 	ctx := cmd.Context()
 	fmt.Fprintf(w, "cnibench run %s on cluster %q: profile %s, %d samples, about %s of measurement\n",
@@ -299,4 +290,22 @@ The binary must be static (CGO_ENABLED=0): 'make image' builds one.`,
 	fs.StringVar(&o.Ref, "tag", k8starget.DefaultImage(), "image reference written into the tarball")
 	fs.StringVar(&o.Out, "out", "cnibench-image.tar", "tarball to write")
 	return cmd
+}
+
+// connect reaches the cluster, checks that the results directory can be
+// written (createdOut: the run makes it, so a run refused before any
+// sample removes it again) and picks how the CLI reaches the agents.
+func (f *k8sFlags) connect(cfg k8starget.Config, out string, w io.Writer) (cl *k8starget.Cluster, access k8starget.Access, createdOut bool, err error) {
+	if cl, err = k8starget.Connect(f.kubeconfig, f.context); err != nil {
+		return nil, nil, false, err
+	}
+	_, statErr := os.Stat(out)
+	if err := results.CheckWritable(out); err != nil {
+		return nil, nil, false, err
+	}
+	access = k8starget.Direct{}
+	if cfg.Access == k8starget.AccessPortForward {
+		access = &k8starget.PortForward{Config: cl.Config, Clientset: cl.Clientset, Log: w}
+	}
+	return cl, access, os.IsNotExist(statErr), nil
 }

@@ -27,16 +27,7 @@ func (f *scaleFlags) runK8s(cmd *cobra.Command, o suite.Options, kf *k8sFlags, o
 			return fmt.Errorf("--%s is a lab setting: it does not apply to --target k8s", name)
 		}
 	}
-	opt, err := f.options()
-	if err != nil {
-		return err
-	}
-	o.Tests = suite.ScaleTests
-	o.Placements = []string{suite.PodToServiceOtherNode}
-	if o.Rounds == 0 {
-		o.Rounds = 3 // verdicts against step 0 need repeated samples
-	}
-	plan, err := o.Resolve()
+	opt, plan, err := f.plan(o)
 	if err != nil {
 		return err
 	}
@@ -54,18 +45,9 @@ func (f *scaleFlags) runK8s(cmd *cobra.Command, o suite.Options, kf *k8sFlags, o
 	if out == "" {
 		out = filepath.Join("cnibench-results", runID)
 	}
-	cl, err := k8starget.Connect(kf.kubeconfig, kf.context)
+	cl, access, createdOut, err := kf.connect(cfg, out, w)
 	if err != nil {
 		return err
-	}
-	_, statErr := os.Stat(out)
-	if err := results.CheckWritable(out); err != nil {
-		return err
-	}
-	createdOut := os.IsNotExist(statErr)
-	var access k8starget.Access = k8starget.Direct{}
-	if cfg.Access == k8starget.AccessPortForward {
-		access = &k8starget.PortForward{Config: cl.Config, Clientset: cl.Clientset, Log: w}
 	}
 	ctx := cmd.Context()
 	position := opt.Position

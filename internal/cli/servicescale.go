@@ -93,6 +93,22 @@ func (f *scaleFlags) options() (sweep.Options, error) {
 	return o, o.Validate()
 }
 
+// plan parses the sweep flags and resolves the tests every step measures
+// (suite.ScaleTests on pod-to-service/other-node).
+func (f *scaleFlags) plan(o suite.Options) (sweep.Options, *suite.Plan, error) {
+	opt, err := f.options()
+	if err != nil {
+		return opt, nil, err
+	}
+	o.Tests = suite.ScaleTests
+	o.Placements = []string{suite.PodToServiceOtherNode}
+	if o.Rounds == 0 {
+		o.Rounds = 3 // verdicts against step 0 need repeated samples
+	}
+	plan, err := o.Resolve()
+	return opt, plan, err
+}
+
 // run is `cnibench run --tests service-scale`: one lab per datapath
 // scenario, swept step by step with the datapaths interleaved.
 func (f *scaleFlags) run(cmd *cobra.Command, g *globals, o suite.Options, lf *labFlags, kf *k8sFlags, target, placements, scenarios, out string) (err error) {
@@ -113,16 +129,7 @@ func (f *scaleFlags) run(cmd *cobra.Command, g *globals, o suite.Options, lf *la
 			return fmt.Errorf("--%s applies to --target k8s only", name)
 		}
 	}
-	opt, err := f.options()
-	if err != nil {
-		return err
-	}
-	o.Tests = suite.ScaleTests
-	o.Placements = []string{suite.PodToServiceOtherNode}
-	if o.Rounds == 0 {
-		o.Rounds = 3 // verdicts against step 0 need repeated samples
-	}
-	plan, err := o.Resolve()
+	opt, plan, err := f.plan(o)
 	if err != nil {
 		return err
 	}

@@ -185,7 +185,8 @@ func (s *Sweeper) Done() bool { return s.done || s.next >= len(s.opt.Steps) }
 
 // Next programs and verifies the next step. It returns the step (also on
 // failure, with Error set) and a *Stopped error, without programming
-// anything, when the step's predicted programming time exceeds the limit.
+// anything, when the step's predicted programming time exceeds the limit,
+// or after cancelling the step when its programming runs past the limit.
 // After any error the sweep is done.
 func (s *Sweeper) Next(ctx context.Context, progress Progress) (Step, error) {
 	if s.Done() {
@@ -218,8 +219,25 @@ func (s *Sweeper) Next(ctx context.Context, progress Progress) (Step, error) {
 	} else {
 		progress("%s: programming ...", label)
 	}
-	ps, err := dp.Program(ctx, spec)
+	// The prediction can be wrong (one step so far, or a datapath whose
+	// cost grows faster than the fit): the limit also holds while the
+	// step programs, cancelling it instead of waiting for it to end.
+	pctx, cancel := context.WithTimeout(ctx, s.opt.MaxStepTime)
+	ps, err := dp.Program(pctx, spec)
+	overrun := err != nil && ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded)
+	cancel()
 	st.Program = ps
+	if overrun {
+		s.done = true
+		st.Error = fmt.Sprintf("programming cancelled after --max-step-time %s", s.opt.MaxStepTime)
+		progress(" cancelled after %s\n", roundDur(time.Since(pstart)))
+		predicted := ""
+		if st.Predicted > 0 {
+			predicted = fmt.Sprintf(" (predicted %s)", roundDur(st.Predicted))
+		}
+		return st, &Stopped{Reason: fmt.Sprintf("%s: stopped while programming %d Services: not done after --max-step-time %s%s; the step was cancelled and is not measured",
+			dp.Name(), n, s.opt.MaxStepTime, predicted)}
+	}
 	if err != nil {
 		s.done = true
 		st.Error = "programming: " + err.Error()

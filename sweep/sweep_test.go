@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,10 +74,11 @@ func TestSweeperInterleaved(t *testing.T) {
 // next step with a *Stopped error, leaving the kernel as the last step
 // programmed it; Run measures every step done before.
 func TestRunStopsOnPredictedTime(t *testing.T) {
-	d := openIPT(t)
+	real := openIPT(t)
+	d := paced{real}
 	var measured []int
 	steps, err := Run(context.Background(), d, testServices(),
-		Options{Steps: []int{0, 100, 2000}, MaxStepTime: time.Microsecond},
+		Options{Steps: []int{0, 100, 2000}, MaxStepTime: 300 * time.Millisecond},
 		func(_ context.Context, st Step) error { measured = append(measured, st.Services); return nil }, nil)
 	var stop *Stopped
 	if !errors.As(err, &stop) || !IsStopped(err) {
@@ -85,7 +87,7 @@ func TestRunStopsOnPredictedTime(t *testing.T) {
 	if len(steps) != 2 || len(measured) != 2 || measured[1] != 100 {
 		t.Fatalf("steps %d, measured %v; want 0 and 100", len(steps), measured)
 	}
-	got, err := d.Verify(context.Background())
+	got, err := real.Verify(context.Background())
 	if err != nil || got.Services != 101 {
 		t.Errorf("after the stop the kernel holds %+v (%v), want the 100-Service step", got, err)
 	}
@@ -129,5 +131,45 @@ func TestValidateDrawsSeed(t *testing.T) {
 	o = Options{Position: "last"}
 	if err := o.Validate(); err != nil || o.Seed != 0 {
 		t.Errorf("last position drew seed %d (%v)", o.Seed, err)
+	}
+}
+
+// paced is a datapath whose programming takes 2 ms per 10 Services more
+// than the kernel's, so a 2,000-Service step is predicted well past a
+// 300 ms limit while the 100-Service one stays far below it.
+type paced struct{ datapath.Datapath }
+
+func (p paced) Program(ctx context.Context, spec datapath.Spec) (datapath.ProgramStats, error) {
+	time.Sleep(time.Duration(len(spec.Services)/10) * 2 * time.Millisecond)
+	return p.Datapath.Program(ctx, spec)
+}
+
+// slowProgram is a datapath whose Program only ends when its context does,
+// as a restore tool that takes far longer than predicted.
+type slowProgram struct{ datapath.Datapath }
+
+func (slowProgram) Program(ctx context.Context, _ datapath.Spec) (datapath.ProgramStats, error) {
+	<-ctx.Done()
+	return datapath.ProgramStats{}, ctx.Err()
+}
+
+// A step still programming at --max-step-time is cancelled and stops the
+// sweep with a *Stopped error naming the limit; nothing is measured.
+func TestRunCancelsOverrunningStep(t *testing.T) {
+	d := slowProgram{openIPT(t)}
+	measured := 0
+	start := time.Now()
+	steps, err := Run(context.Background(), d, testServices(),
+		Options{Steps: []int{0, 10}, MaxStepTime: 50 * time.Millisecond},
+		func(context.Context, Step) error { measured++; return nil }, nil)
+	var stop *Stopped
+	if !errors.As(err, &stop) || !strings.Contains(stop.Reason, "--max-step-time 50ms") {
+		t.Fatalf("err %v, want *Stopped naming the limit", err)
+	}
+	if measured != 0 || len(steps) != 1 || steps[0].Error == "" {
+		t.Errorf("measured %d, steps %+v; want one unmeasured step with its error", measured, steps)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("the overrunning step was cancelled only after %s", waited)
 	}
 }

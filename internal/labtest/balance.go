@@ -29,7 +29,7 @@ func NewBalance(t *testing.T, l *lab.Lab) *Balance {
 	}
 	b.counts = Listeners(t, b.Server, b.Ports)
 	b.Svc = TestService(b.Server.IP, b.Ports)
-	b.Hairpin = HairpinService(b.Client)
+	b.Hairpin = HairpinService(t, b.Client)
 	return b
 }
 

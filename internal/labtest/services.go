@@ -3,6 +3,7 @@ package labtest
 import (
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -23,8 +24,18 @@ func TestService(ip string, ports []uint16) datapath.Service {
 }
 
 // HairpinService is a Service at TestVIP(1):81 whose only endpoint is ep
-// itself on port 9100.
-func HairpinService(ep lab.Endpoint) datapath.Service {
+// itself on port 9100. Port 9100 is reserved in ep's namespace: the lab's
+// ephemeral range covers every port, and one of the many connections a
+// balance check opens from ep could otherwise hold 9100 as its local
+// port when CheckHairpin listens there.
+func HairpinService(t *testing.T, ep lab.Endpoint) datapath.Service {
+	t.Helper()
+	err := netnsx.Do(ep.NetnsPath(), func() error {
+		return os.WriteFile("/proc/sys/net/ipv4/ip_local_reserved_ports", []byte("9100"), 0o644)
+	})
+	if err != nil {
+		t.Fatalf("reserve the hairpin port in %s: %v", ep.Name, err)
+	}
 	return datapath.Service{Namespace: "cnibench", Name: "hairpin", PortName: "http",
 		VIP: datapath.TestVIP(1), Port: 81, Protocol: datapath.TCP,
 		Endpoints: []datapath.Endpoint{{IP: netip.MustParseAddr(ep.IP), Port: 9100}}}

@@ -3,10 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/cnibench/cnibench/nodeprobe"
 )
@@ -47,21 +45,9 @@ func ServeProbe(ctx context.Context, cfg ProbeConfig) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathHealth, h.health)
 	mux.HandleFunc("GET "+PathNodeServices, p.nodeServices)
-	hs := &http.Server{Handler: h.authenticate(mux), ReadHeaderTimeout: 10 * time.Second}
-	serveErr := make(chan error, 1)
-	go func() {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			serveErr <- fmt.Errorf("control API: %w", err)
-		}
-	}()
-	select {
-	case <-ctx.Done():
-	case err = <-serveErr:
-	}
-	shutdownCtx, done := context.WithTimeout(context.Background(), 2*time.Second)
-	defer done()
-	_ = hs.Shutdown(shutdownCtx)
-	return err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return serveControl(ctx, cancel, ln, h.authenticate(mux), make(chan error, 1))
 }
 
 // probeHandler answers PathNodeServices with one nodeprobe.Read.

@@ -97,12 +97,21 @@ func Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	h := &handler{token: cfg.Token, ctx: ctx}
-	hs := &http.Server{Handler: h.routes(), ReadHeaderTimeout: 10 * time.Second}
+	return serveControl(ctx, cancel, ln, h.routes(), serveErr)
+}
+
+// serveControl serves the control API on ln until ctx is done or a server
+// fails (this one, or another whose error comes in on serveErr), then
+// cancels what ctx bounds (engines, runs in progress) and shuts the API
+// down.
+func serveControl(ctx context.Context, cancel context.CancelFunc, ln net.Listener, h http.Handler, serveErr chan error) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			serveErr <- fmt.Errorf("control API: %w", err)
 		}
 	}()
+	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:

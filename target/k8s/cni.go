@@ -282,17 +282,9 @@ func flannelBackend(ctx context.Context, cs kubernetes.Interface, ns string) str
 
 // AgentNodes lists the nodes where the component has a Ready pod.
 func AgentNodes(ctx context.Context, cs kubernetes.Interface, comp *Component) (map[string]bool, error) {
-	opts := metav1.ListOptions{}
-	if comp.selector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(comp.selector)
-		if err != nil {
-			return nil, fmt.Errorf("%s DaemonSet selector: %w", comp.DaemonSet, err)
-		}
-		opts.LabelSelector = sel.String()
-	}
-	pods, err := cs.CoreV1().Pods(comp.Namespace).List(ctx, opts)
+	pods, err := comp.pods(ctx, cs)
 	if err != nil {
-		return nil, fmt.Errorf("list %s pods: %w", comp.DaemonSet, err)
+		return nil, err
 	}
 	nodes := map[string]bool{}
 	for _, p := range pods.Items {
@@ -301,6 +293,24 @@ func AgentNodes(ctx context.Context, cs kubernetes.Interface, comp *Component) (
 		}
 	}
 	return nodes, nil
+}
+
+// pods lists the pods the component's DaemonSet selects (all of its
+// namespace's when the selector is unknown).
+func (c *Component) pods(ctx context.Context, cs kubernetes.Interface) (*corev1.PodList, error) {
+	opts := metav1.ListOptions{}
+	if c.selector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(c.selector)
+		if err != nil {
+			return nil, fmt.Errorf("%s DaemonSet selector: %w", c.DaemonSet, err)
+		}
+		opts.LabelSelector = sel.String()
+	}
+	pods, err := cs.CoreV1().Pods(c.Namespace).List(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("list %s pods: %w", c.DaemonSet, err)
+	}
+	return pods, nil
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -143,17 +143,24 @@ func RBAC(namespace string, subject Subject, opts ...RBACOption) ([]runtime.Obje
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: RBACName + "-" + namespace},
 			Subjects:   subjects,
 		},
+	)
+	return append(objs, roleAndBinding(RBACName, namespace, NamespaceRules(), subjects)...), nil
+}
+
+// roleAndBinding is a namespaced Role with rules and its RoleBinding to
+// subjects, both named name.
+func roleAndBinding(name, namespace string, rules []rbacv1.PolicyRule, subjects []rbacv1.Subject) []runtime.Object {
+	return []runtime.Object{
 		&rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-			ObjectMeta: metav1.ObjectMeta{Name: RBACName, Namespace: namespace},
-			Rules:      NamespaceRules(),
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Rules:      rules,
 		},
 		&rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-			ObjectMeta: metav1.ObjectMeta{Name: RBACName, Namespace: namespace},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: RBACName},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 			Subjects:   subjects,
 		},
-	)
-	return objs, nil
+	}
 }

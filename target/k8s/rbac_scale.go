@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -40,17 +39,5 @@ func ClusterChangeRBAC(namespace, ciliumNamespace string, subject Subject) ([]ru
 		return nil, err
 	}
 	name := RBACName + "-" + namespace + "-cluster-changes"
-	return []runtime.Object{
-		&rbacv1.Role{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ciliumNamespace},
-			Rules:      ClusterChangeRules(),
-		},
-		&rbacv1.RoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ciliumNamespace},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-			Subjects:   subjects,
-		},
-	}, nil
+	return roleAndBinding(name, ciliumNamespace, ClusterChangeRules(), subjects), nil
 }

@@ -186,17 +186,9 @@ func datapathPods(ctx context.Context, cs kubernetes.Interface, cni *CNI, nodes 
 	out := map[string]podPlace{}
 	for i := range cni.Components {
 		comp := &cni.Components[i]
-		opts := metav1.ListOptions{}
-		if comp.selector != nil {
-			sel, err := metav1.LabelSelectorAsSelector(comp.selector)
-			if err != nil {
-				return nil, fmt.Errorf("%s DaemonSet selector: %w", comp.DaemonSet, err)
-			}
-			opts.LabelSelector = sel.String()
-		}
-		pods, err := cs.CoreV1().Pods(comp.Namespace).List(ctx, opts)
+		pods, err := comp.pods(ctx, cs)
 		if err != nil {
-			return nil, fmt.Errorf("list %s pods: %w", comp.DaemonSet, err)
+			return nil, err
 		}
 		for j := range pods.Items {
 			p := &pods.Items[j]

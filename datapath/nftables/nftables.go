@@ -21,6 +21,7 @@
 package nftables
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -203,13 +204,11 @@ func (d *Datapath) Name() string {
 // render is the whole sync as nft text: the transaction, then (flat
 // layout) the elements written directly. The chains the sync creates are
 // returned too.
-func (d *Datapath) render(spec *datapath.Spec, first bool) (string, map[string]bool) {
+func (d *Datapath) render(spec *datapath.Spec, first bool) ([]byte, map[string]bool) {
 	tx, created, elements := d.transaction(spec, first)
 	text := tx.String()
-	if len(elements) == 0 {
-		return text, created
-	}
-	return text + string(elements), created
+	b := make([]byte, 0, len(text)+len(elements))
+	return append(append(b, text...), elements...), created
 }
 
 // transaction builds the sync; for the flat layout, the Services'
@@ -300,12 +299,12 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	st.Bytes = len(text)
 	// tx.String() appends a comment when building the transaction failed
 	// (knftables' Run would return that error): nft must never apply it.
-	if i := strings.LastIndex(text, "# ERROR: "); i >= 0 {
-		return st, fmt.Errorf("%s: transaction of %d Services: %s", d.Name(), len(spec.Services), strings.TrimSpace(text[i+len("# ERROR: "):]))
+	if i := bytes.LastIndex(text, []byte("# ERROR: ")); i >= 0 {
+		return st, fmt.Errorf("%s: transaction of %d Services: %s", d.Name(), len(spec.Services), bytes.TrimSpace(text[i+len("# ERROR: "):]))
 	}
 
 	t1 := time.Now()
-	_, err := nsexec.Run(ctx, d.ns, []byte(text), "nft", "-f", "-")
+	_, err := nsexec.Run(ctx, d.ns, text, "nft", "-f", "-")
 	st.Apply = time.Since(t1)
 	if err != nil {
 		d.drift = true

@@ -40,7 +40,8 @@ func TestTransactionLayout(t *testing.T) {
 	s := labtest.TestService("198.19.1.10", []uint16{1, 2, 3, 4})
 	spec := &datapath.Spec{Services: append(datapath.DummyServices(3, 4), s)}
 	kp := newOrSkip(t, ns, layouts[0].opts)
-	text, _ := kp.render(spec, true)
+	b, _ := kp.render(spec, true)
+	text := string(b)
 	sc := serviceChain(&s)
 	for _, want := range []string{
 		"add element ip kube-proxy service-ips { 198.18.128.1 . tcp . 80 : goto " + sc + " }",
@@ -55,7 +56,8 @@ func TestTransactionLayout(t *testing.T) {
 		}
 	}
 	flat := newOrSkip(t, ns, layouts[1].opts)
-	text, _ = flat.render(spec, true)
+	b, _ = flat.render(spec, true)
+	text = string(b)
 	if perService := regexp.MustCompile(`chain ip kube-proxy (service|endpoint)-[A-Z2-7]{8}-`); perService.MatchString(text) ||
 		strings.Contains(text, "vmap {") {
 		t.Errorf("flat transaction has per-Service objects:\n%s", text)

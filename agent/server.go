@@ -77,6 +77,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	hsrv := &httpload.Server{Bind: cfg.Bind, Port: cfg.HTTPPort, ResponseSize: cfg.HTTPResponseSize, Work: cfg.HTTPWork}
 	if err := hsrv.Listen(); err != nil {
+		cancel()
+		_ = srv.Serve(ctx) // ctx is done: closes the engine sockets and returns
 		return err
 	}
 	if cfg.DNS.Listen != "" {
@@ -89,8 +91,15 @@ func Serve(ctx context.Context, cfg Config) error {
 		}
 	}
 	serveErr := make(chan error, 3)
-	go func() { serveErr <- srv.Serve(ctx) }()
-	go func() { serveErr <- hsrv.Serve(ctx) }()
+	// Serve returns only once the engines have closed their sockets, so an
+	// agent started right after this one (tests, a restarted pod) finds its
+	// fixed ports free.
+	var engines sync.WaitGroup
+	defer engines.Wait()
+	defer cancel()
+	engines.Add(2)
+	go func() { defer engines.Done(); serveErr <- srv.Serve(ctx) }()
+	go func() { defer engines.Done(); serveErr <- hsrv.Serve(ctx) }()
 
 	ln, err := listenControl(cfg.Control)
 	if err != nil {

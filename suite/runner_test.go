@@ -48,8 +48,16 @@ func startAgent(t *testing.T) *agent.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.WaitReady(ctx, 5*time.Second); err != nil {
-		t.Fatal(err)
+	ready := make(chan error, 1)
+	go func() { ready <- c.WaitReady(ctx, 5*time.Second) }()
+	select {
+	case err := <-ready:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case err := <-done: // the agent could not start: say why, not "not ready"
+		done <- err
+		t.Fatalf("agent stopped before it was ready: %v", err)
 	}
 	return c
 }

@@ -192,7 +192,7 @@ func programText(p *ProgramFit) string {
 // markdownServiceScale writes the section in Markdown.
 func markdownServiceScale(b *strings.Builder, ss *ServiceScale) {
 	b.WriteString("\n## Service scale\n\n")
-	b.WriteString("Each step adds dummy Services (cumulative) to the client node's datapath, verifies the kernel holds them, then measures pod-to-service/other-node. " +
+	b.WriteString("Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service/other-node. " +
 		"Median over rounds; each value with its change against step 0 and the verdict of stats.Compare against step 0.\n\n")
 	for _, f := range ss.Findings {
 		fmt.Fprintf(b, "- %s\n", mdText(f))
@@ -211,7 +211,7 @@ func markdownServiceScale(b *strings.Builder, ss *ServiceScale) {
 }
 
 var scaleTmpl = template.Must(template.New("scale").Parse(`<h2 id="service-scale">Service scale</h2>
-<p class="about">Each step adds dummy Services (cumulative) to the client node's datapath, verifies the kernel holds them, then measures pod-to-service/other-node. Median over rounds; each value with its change against step 0 and the verdict of stats.Compare against step 0.</p>
+<p class="about">Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service/other-node. Median over rounds; each value with its change against step 0 and the verdict of stats.Compare against step 0.</p>
 <ul>{{range .Findings}}<li>{{.}}</li>{{end}}</ul>
 <div class="charts">{{range .Charts}}<figure style="width:{{.W}}px"><figcaption>{{.Title}}</figcaption>
 <svg width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" role="img" aria-label="{{.Title}}">

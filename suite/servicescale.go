@@ -24,12 +24,13 @@ const ServiceScaleTest = "service-scale"
 // and request/response latency.
 var ScaleTests = []string{"HTTP_RPS_C64", "HTTP_RPS_SHORT_C64", "TCP_CRR", "TCP_RR"}
 
-// ScaleTarget is a target whose client node's Service datapath a sweep can
-// reprogram (the lab and k8s targets implement it).
+// ScaleTarget is a target whose Service datapath a sweep can reprogram on
+// every node (the lab and k8s targets implement it).
 type ScaleTarget interface {
 	Target
-	// ScaleDatapath is the client node's Service datapath and the test
-	// Services every step must keep.
+	// ScaleDatapath is the Service datapath of every node (one sweep
+	// step programs and verifies them all) and the test Services every
+	// step must keep.
 	ScaleDatapath() (datapath.Datapath, []datapath.Service, error)
 	// ConntrackUsage is the client node's conntrack count (-1: not loaded)
 	// and size, and the eBPF flow map's entries.

@@ -26,7 +26,7 @@ func (d *Datapath) Close() error {
 		return err
 	}
 	if text := cleanup(dm); text != nil {
-		if _, err := nsexec.Run(ctx, d.ns, text, d.restore, "--wait=5", "--noflush", "--counters"); err != nil {
+		if _, err := d.runRestore(ctx, text); err != nil {
 			return fmt.Errorf("%s: cleanup: %w", d.Name(), err)
 		}
 	}

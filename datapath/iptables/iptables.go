@@ -64,6 +64,12 @@ type Options struct {
 	// --noflush grows faster than quadratically: 6 minutes for 10,000
 	// Services × 4 endpoints here).
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// LockFile is the xtables lock the tools take (XTABLES_LOCKFILE).
+	// The lock serialises writers of one namespace's tables, and each
+	// cluster node has its own; lab nodes sharing the host's
+	// /run/xtables.lock would wait for each other's syncs. Empty: the
+	// tools' default, /run/xtables.lock.
+	LockFile string `json:"lock_file,omitempty"`
 }
 
 // Datapath is a live kube-proxy iptables layout in one namespace.
@@ -140,6 +146,16 @@ func newDatapath(netnsPath string, opts Options) (*Datapath, error) {
 	})
 	d.learn(dm)
 	return d, nil
+}
+
+// runRestore feeds text to iptables-restore --noflush in the namespace,
+// under the namespace's xtables lock.
+func (d *Datapath) runRestore(ctx context.Context, text []byte) ([]byte, error) {
+	var env []string
+	if d.opts.LockFile != "" {
+		env = []string{"XTABLES_LOCKFILE=" + d.opts.LockFile}
+	}
+	return nsexec.RunEnv(ctx, d.ns, env, text, d.restore, "--wait=5", "--noflush", "--counters")
 }
 
 // checkNamespace refuses an empty path and the host's network namespace.
@@ -255,7 +271,7 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	st.Bytes = len(b.text)
 
 	t1 := time.Now()
-	_, err := nsexec.Run(ctx, d.ns, b.text, d.restore, "--wait=5", "--noflush", "--counters")
+	_, err := d.runRestore(ctx, b.text)
 	st.Apply += time.Since(t1)
 	if err != nil {
 		d.probeAgain = true // a table may have committed without the other

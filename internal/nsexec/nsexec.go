@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 
@@ -20,7 +21,16 @@ import (
 // carries the tool's first lines of stderr, and wraps
 // errors.ErrUnsupported when the tool says the kernel lacks something.
 func Run(ctx context.Context, nsPath string, stdin []byte, name string, args ...string) ([]byte, error) {
+	return RunEnv(ctx, nsPath, nil, stdin, name, args...)
+}
+
+// RunEnv is Run with extra environment variables ("KEY=value") added to
+// the caller's environment.
+func RunEnv(ctx context.Context, nsPath string, env []string, stdin []byte, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if stdin != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -100,7 +101,8 @@ func OpenDatapathsWith(l *lab.Lab, name string, eo ebpf.Options) ([]datapath.Dat
 		var err error
 		switch name {
 		case "iptables", "iptables-legacy":
-			d, err = iptables.New(ns, iptables.Options{Legacy: name == "iptables-legacy", ClusterCIDR: "198.19.0.0/16"})
+			d, err = iptables.New(ns, iptables.Options{Legacy: name == "iptables-legacy", ClusterCIDR: "198.19.0.0/16",
+				LockFile: filepath.Join(l.Config.StateDir, l.Config.Name, n.Name+".xtables.lock")})
 		case "nftables", "nftables-flat":
 			d, err = nftables.New(ns, nftables.Options{Flat: name == "nftables-flat",
 				ClusterCIDR: "198.19.0.0/16", ServiceCIDR: datapath.ServiceCIDR.String()})

@@ -16,10 +16,12 @@ type flowCounter interface {
 	FlowEntries(ctx context.Context) (int, error)
 }
 
-// ScaleDatapath returns the Service datapath of the client node (node0),
-// which the Service-scale sweep reprograms step by step, and the test
-// Services every step must keep. For ebpf it is the lab's one socket load
-// balancer, which sees every pod's connect().
+// ScaleDatapath returns the Service datapath that the Service-scale sweep
+// reprograms step by step, and the test Services every step must keep.
+// For the per-node datapaths (iptables, nftables, ebpf-tc) it is every
+// node's, programmed together, as kube-proxy keeps every node in sync;
+// for ebpf it is the lab's one socket load balancer, which sees every
+// pod's connect().
 func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) {
 	if len(t.dps) == 0 {
 		return nil, nil, fmt.Errorf("lab %q has no Service datapath (use a scenario such as iptables or ebpf)", t.lab.Config.Name)
@@ -29,7 +31,17 @@ func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) 
 		return nil, nil, err
 	}
 	svcs, err := TestServices(backends)
-	return t.dps[0], svcs, err
+	if len(t.dps) == 1 {
+		return t.dps[0], svcs, err
+	}
+	g := &nodeDatapaths{dps: t.dps}
+	for _, n := range t.lab.Nodes {
+		g.nodes = append(g.nodes, n.Name)
+	}
+	if len(g.nodes) != len(g.dps) {
+		return nil, nil, fmt.Errorf("lab %q: %d nodes but %d Service datapaths", t.lab.Config.Name, len(g.nodes), len(g.dps))
+	}
+	return g, svcs, err
 }
 
 // ConntrackUsage reads node0's conntrack table: entries in use

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 )
 
 // Address plan of lab Services, all inside the RFC 2544 benchmarking range
@@ -85,39 +86,71 @@ func Place(dummies, test []Service, position string, seed uint64) ([]Service, in
 // and what no datapath's keys can hold twice: unique Service keys, one
 // Service per VIP:port/protocol, a VIP inside ServiceCIDR, ports set, at
 // least one endpoint, each with an address and port and listed once.
+//
+// Keys are structs, and a Service's text key is built only for an error:
+// at 30,000 Services this check is part of every datapath's sync time.
 func (s Spec) Validate() error {
-	seen := make(map[string]bool, len(s.Services))
-	vips := make(map[string]string, len(s.Services))
-	for _, svc := range s.Services {
-		k := svc.Key()
+	type svcID struct {
+		ns, name string
+		port     uint16
+		proto    Protocol
+	}
+	type frontend struct {
+		vip   netip.Addr
+		port  uint16
+		proto Protocol
+	}
+	seen := make(map[svcID]bool, len(s.Services))
+	vips := make(map[frontend]int, len(s.Services))
+	for i := range s.Services {
+		svc := &s.Services[i]
+		id := svcID{svc.Namespace, svc.Name, svc.Port, svc.Protocol}
 		switch {
-		case seen[k]:
-			return fmt.Errorf("service %s appears twice", k)
+		case seen[id]:
+			return fmt.Errorf("service %s appears twice", svc.Key())
 		case !ServiceCIDR.Contains(svc.VIP):
-			return fmt.Errorf("service %s: VIP %s is outside the lab's Service CIDR %s", k, svc.VIP, ServiceCIDR)
+			return fmt.Errorf("service %s: VIP %s is outside the lab's Service CIDR %s", svc.Key(), svc.VIP, ServiceCIDR)
 		case svc.Port == 0:
-			return fmt.Errorf("service %s: port 0", k)
+			return fmt.Errorf("service %s: port 0", svc.Key())
 		case svc.Protocol != TCP && svc.Protocol != UDP:
-			return fmt.Errorf("service %s: protocol %q (want TCP or UDP)", k, svc.Protocol)
+			return fmt.Errorf("service %s: protocol %q (want TCP or UDP)", svc.Key(), svc.Protocol)
 		case len(svc.Endpoints) == 0:
-			return fmt.Errorf("service %s: no endpoints", k)
+			return fmt.Errorf("service %s: no endpoints", svc.Key())
 		}
-		v := fmt.Sprintf("%s:%d/%s", svc.VIP, svc.Port, svc.Protocol)
-		if o, ok := vips[v]; ok {
-			return fmt.Errorf("services %s and %s both use %s", o, k, v)
+		fe := frontend{svc.VIP, svc.Port, svc.Protocol}
+		if o, ok := vips[fe]; ok {
+			return fmt.Errorf("services %s and %s both use %s:%d/%s", s.Services[o].Key(), svc.Key(), svc.VIP, svc.Port, svc.Protocol)
 		}
-		vips[v] = k
-		eps := make(map[Endpoint]bool, len(svc.Endpoints))
-		for _, ep := range svc.Endpoints {
-			if !ep.IP.Is4() || ep.Port == 0 {
-				return fmt.Errorf("service %s: bad endpoint %s:%d", k, ep.IP, ep.Port)
-			}
-			if eps[ep] {
-				return fmt.Errorf("service %s lists endpoint %s:%d twice", k, ep.IP, ep.Port)
-			}
+		vips[fe] = i
+		if err := checkEndpoints(svc); err != nil {
+			return err
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// checkEndpoints refuses a bad or repeated endpoint; a map only for long
+// lists.
+func checkEndpoints(svc *Service) error {
+	var eps map[Endpoint]bool
+	if len(svc.Endpoints) > 16 {
+		eps = make(map[Endpoint]bool, len(svc.Endpoints))
+	}
+	for j, ep := range svc.Endpoints {
+		if !ep.IP.Is4() || ep.Port == 0 {
+			return fmt.Errorf("service %s: bad endpoint %s:%d", svc.Key(), ep.IP, ep.Port)
+		}
+		dup := false
+		if eps != nil {
+			dup = eps[ep]
 			eps[ep] = true
+		} else {
+			dup = slices.Contains(svc.Endpoints[:j], ep)
 		}
-		seen[k] = true
+		if dup {
+			return fmt.Errorf("service %s lists endpoint %s:%d twice", svc.Key(), ep.IP, ep.Port)
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -67,22 +68,33 @@ func TestPlace(t *testing.T) {
 func TestValidateRefusesBadSpecs(t *testing.T) {
 	good := DummyServices(2, 1)
 	cases := map[string]func(s []Service){
-		"duplicate":    func(s []Service) { s[1] = s[0] },
-		"vip outside":  func(s []Service) { s[0].VIP = DummyEndpointCIDR.Addr() },
-		"no endpoints": func(s []Service) { s[0].Endpoints = nil },
-		"port 0":       func(s []Service) { s[0].Port = 0 },
-		"protocol":     func(s []Service) { s[0].Protocol = "SCTP" },
-		"shared vip":   func(s []Service) { s[1].VIP, s[1].Port = s[0].VIP, s[0].Port },
-		"endpoint twice": func(s []Service) {
+		"appears twice":                func(s []Service) { s[1] = s[0] },
+		"outside the lab's":            func(s []Service) { s[0].VIP = DummyEndpointCIDR.Addr() },
+		"no endpoints":                 func(s []Service) { s[0].Endpoints = nil },
+		"port 0":                       func(s []Service) { s[0].Port = 0 },
+		`protocol "SCTP"`:              func(s []Service) { s[0].Protocol = "SCTP" },
+		"both use 198.18.129.0:80/TCP": func(s []Service) { s[1].VIP, s[1].Port = s[0].VIP, s[0].Port },
+		"bad endpoint":                 func(s []Service) { s[0].Endpoints[0].Port = 0 },
+		"lists endpoint": func(s []Service) {
 			s[0].Endpoints = append(s[0].Endpoints, s[0].Endpoints[0])
 		},
+		// Long endpoint lists are checked with a map.
+		"lists endpoint 198.19.240.0:": func(s []Service) {
+			for i := range 20 {
+				ep := s[0].Endpoints[0]
+				ep.Port += uint16(i + 1)
+				s[0].Endpoints = append(s[0].Endpoints, ep)
+			}
+			s[0].Endpoints = append(s[0].Endpoints, s[0].Endpoints[3])
+		},
 	}
-	for name, mutate := range cases {
+	for want, mutate := range cases {
 		s := append([]Service(nil), good...)
 		s[0].Endpoints = append([]Endpoint(nil), good[0].Endpoints...)
 		mutate(s)
-		if err := (Spec{Services: s}).Validate(); err == nil {
-			t.Errorf("%s: accepted", name)
+		err := (Spec{Services: s}).Validate()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", want, err)
 		}
 	}
 }

@@ -266,12 +266,15 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 			p.addJumps = append(p.addJumps, j)
 		}
 	}
-	b := generate(&spec, p)
+	b, err := generate(&spec, p)
 	st.Generate += time.Since(t0)
+	if err != nil {
+		return st, fmt.Errorf("%s: %w", d.Name(), err)
+	}
 	st.Bytes = len(b.text)
 
 	t1 := time.Now()
-	_, err := d.runRestore(ctx, b.text)
+	_, err = d.runRestore(ctx, b.text)
 	st.Apply += time.Since(t1)
 	if err != nil {
 		d.probeAgain = true // a table may have committed without the other
@@ -286,13 +289,11 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	return st, nil
 }
 
-// checkSpec validates spec (datapath.Spec.Validate) and refuses two
-// Service ports that kube-proxy's naming gives one chain.
+// checkSpec validates spec (datapath.Spec.Validate); generate refuses two
+// Service ports that kube-proxy's naming gives one chain, as it hashes
+// every name anyway.
 func checkSpec(spec *datapath.Spec) error {
-	if err := spec.Validate(); err != nil {
-		return err
-	}
-	return datapath.UniqueNames(spec, svcChain)
+	return spec.Validate()
 }
 
 // Expected is what Verify should count for spec: chains and rules of ours

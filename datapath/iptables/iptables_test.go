@@ -48,7 +48,7 @@ func TestChainNamesAreKubeProxys(t *testing.T) {
 func TestGenerateLayout(t *testing.T) {
 	s := labtest.TestService("198.19.1.10", []uint16{1, 2, 3, 4})
 	spec := datapath.Spec{Services: []datapath.Service{s}}
-	b := string(generate(&spec, genParams{mark: masqMark, clusterCIDR: "198.19.0.0/16"}).text)
+	b := genText(t, &spec, genParams{mark: masqMark, clusterCIDR: "198.19.0.0/16"})
 	sc := svcChain(&s)
 	for _, want := range []string{
 		`-A KUBE-SERVICES -m comment --comment "cnibench/server:http cluster IP" -m tcp -p tcp -d 198.18.128.1 --dport 80 -j ` + sc,
@@ -71,9 +71,26 @@ func TestGenerateLayout(t *testing.T) {
 		t.Errorf("last nat rule is %q, want the KUBE-NODEPORTS tail call", tail)
 	}
 	big := datapath.Spec{Services: datapath.DummyServices(300, 4)}
-	if strings.Contains(string(generate(&big, genParams{mark: masqMark}).text), " -> ") {
+	if strings.Contains(genText(t, &big, genParams{mark: masqMark}), " -> ") {
 		t.Error("endpoint comments kept above 1,000 endpoints")
 	}
+	// Two ports with one port name would share kube-proxy's chain.
+	twin := s
+	twin.Port++
+	twin.VIP = twin.VIP.Next()
+	_, err := generate(&datapath.Spec{Services: []datapath.Service{s, twin}}, genParams{mark: masqMark})
+	if err == nil || !strings.Contains(err.Error(), `have the same port name "cnibench/server:http"`) {
+		t.Errorf("two Services with one port name: %v", err)
+	}
+}
+
+func genText(t *testing.T, spec *datapath.Spec, p genParams) string {
+	t.Helper()
+	b, err := generate(spec, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b.text)
 }
 
 // Each backend balances real connections over all endpoints of a Service

@@ -31,16 +31,21 @@ type genParams struct {
 // generate writes the nat and filter tables as kube-proxy's syncProxyRules
 // does for ClusterIP Services with endpoints, Cluster traffic policy, no
 // session affinity, NodePorts on all local addresses and no localhost
-// NodePorts: per table a chains buffer (declarations, which flush an
-// existing chain) and a rules buffer, committed in one
-// iptables-restore --noflush. Chains in p.prev that the spec no longer
-// needs are flushed and deleted.
-func generate(spec *datapath.Spec, p genParams) batch {
+// NodePorts: per table the chain declarations (which flush an existing
+// chain), then the rules, committed in one iptables-restore --noflush.
+// Chains in p.prev that the spec no longer needs are flushed and deleted.
+// Two Service ports that kube-proxy's naming gives one chain are an error.
+//
+// The text goes into one buffer sized up front from the spec, and each
+// Service's chain names are hashed once: at 30,000 Services the text is
+// tens of MB, and growing and copying it was most of our own sync time.
+func generate(spec *datapath.Spec, p genParams) (batch, error) {
 	total := spec.Endpoints()
 	large := total > largeClusterEndpointsThreshold
 	active := make(map[string]bool, len(spec.Services)+total)
 
 	var b bytes.Buffer
+	b.Grow(2048 + len(spec.Services)*textPerService + total*textPerEndpoint)
 	// filter: empty per-Service chains (every Service has endpoints) and
 	// KUBE-FORWARD.
 	b.WriteString("*filter\n")
@@ -57,20 +62,31 @@ func generate(spec *datapath.Spec, p genParams) batch {
 		"-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT")
 	b.WriteString("COMMIT\n")
 
-	var chains, rules bytes.Buffer
-	chains.Grow(len(spec.Services)*30 + total*30)
-	rules.Grow(len(spec.Services)*250 + total*300)
+	// nat: every chain declaration first, then the rules.
+	b.WriteString("*nat\n")
 	for _, c := range natChains {
-		chainLine(&chains, c)
+		chainLine(&b, c)
 	}
-	writeJumps(&rules, "nat", p.addJumps)
-	line(&rules, "-A", chainPostrouting, "-m", "mark", "!", "--mark", p.mark+"/"+p.mark, "-j", "RETURN")
-	line(&rules, "-A", chainPostrouting, "-j", "MARK", "--xor-mark", p.mark)
-	line(&rules, "-A", chainPostrouting, "-m", "comment", "--comment", `"kubernetes service traffic requiring SNAT"`,
-		"-j", "MASQUERADE", "--random-fully")
-	line(&rules, "-A", chainMarkMasq, "-j", "MARK", "--or-mark", p.mark)
+	names := make([]serviceNames, len(spec.Services))
 	for i := range spec.Services {
-		writeService(&chains, &rules, &spec.Services[i], p.clusterCIDR, large, active)
+		n := &names[i]
+		n.of(&spec.Services[i])
+		if active[n.svc] {
+			// kube-proxy hashes the chain name from the port name and
+			// protocol: two such Service ports would share a chain.
+			for j := range i {
+				if names[j].svc == n.svc {
+					return batch{}, fmt.Errorf("services %s and %s have the same port name %q",
+						spec.Services[j].Key(), spec.Services[i].Key(), n.name)
+				}
+			}
+		}
+		chainLine(&b, n.svc)
+		active[n.svc] = true
+		for _, sep := range n.seps {
+			chainLine(&b, sep)
+			active[sep] = true
+		}
 	}
 	stale := make([]string, 0)
 	for c := range p.prev {
@@ -80,41 +96,58 @@ func generate(spec *datapath.Spec, p genParams) batch {
 	}
 	sort.Strings(stale)
 	for _, c := range stale {
-		chainLine(&chains, c)
-		line(&rules, "-X", c)
+		chainLine(&b, c)
+	}
+	writeJumps(&b, "nat", p.addJumps)
+	line(&b, "-A", chainPostrouting, "-m", "mark", "!", "--mark", p.mark+"/"+p.mark, "-j", "RETURN")
+	line(&b, "-A", chainPostrouting, "-j", "MARK", "--xor-mark", p.mark)
+	line(&b, "-A", chainPostrouting, "-m", "comment", "--comment", `"kubernetes service traffic requiring SNAT"`,
+		"-j", "MASQUERADE", "--random-fully")
+	line(&b, "-A", chainMarkMasq, "-j", "MARK", "--or-mark", p.mark)
+	for i := range spec.Services {
+		writeService(&b, &spec.Services[i], &names[i], p.clusterCIDR, large)
+	}
+	for _, c := range stale {
+		line(&b, "-X", c)
 	}
 	// Tail call to the NodePorts chain; must stay last in KUBE-SERVICES.
-	line(&rules, "-A", chainServices, "-m", "comment",
+	line(&b, "-A", chainServices, "-m", "comment",
 		"--comment", `"kubernetes service nodeports; NOTE: this must be the last rule in this chain"`,
 		"-m", "addrtype", "--dst-type", "LOCAL", "!", "-d", "127.0.0.0/8", "-j", chainNodePorts)
-
-	out := make([]byte, 0, b.Len()+chains.Len()+rules.Len()+32)
-	out = append(out, b.Bytes()...)
-	out = append(out, "*nat\n"...)
-	out = append(out, chains.Bytes()...)
-	out = append(out, rules.Bytes()...)
-	out = append(out, "COMMIT\n"...)
-	return batch{text: out, active: active}
+	b.WriteString("COMMIT\n")
+	return batch{text: b.Bytes(), active: active}, nil
 }
 
-// writeService writes one Service port's KUBE-SERVICES rule, its KUBE-SVC
-// chain (masquerade of off-cluster sources, then one statistic rule per
-// endpoint with probability 1/(n-i), the last unconditional) and one
-// KUBE-SEP chain per endpoint (hairpin masquerade, DNAT).
-func writeService(chains, b *bytes.Buffer, s *datapath.Service, clusterCIDR string, large bool, active map[string]bool) {
-	name := s.ServicePortName()
+// Text per Service and per endpoint, with kube-proxy's comments: enough
+// that the buffer never grows for the lab's names.
+const (
+	textPerService  = 400
+	textPerEndpoint = 320
+)
+
+// serviceNames are one Service port's names, computed once per sync.
+type serviceNames struct {
+	name string   // ServicePortName
+	svc  string   // KUBE-SVC-* chain
+	seps []string // KUBE-SEP-* chain per endpoint
+	eps  []string // "ip:port" per endpoint
+}
+
+func (n *serviceNames) of(s *datapath.Service) {
+	n.name = s.ServicePortName()
 	pr := proto(s)
-	sc := svcChain(s)
-	seps := make([]string, len(s.Endpoints))
-	eps := make([]string, len(s.Endpoints))
-	chainLine(chains, sc)
-	active[sc] = true
+	n.svc = svcChain(s)
+	n.seps = make([]string, len(s.Endpoints))
+	n.eps = make([]string, len(s.Endpoints))
 	for i, ep := range s.Endpoints {
-		eps[i] = endpointString(ep)
-		seps[i] = prefixSEP + hash16(name+pr+eps[i])
-		chainLine(chains, seps[i])
-		active[seps[i]] = true
+		n.eps[i] = endpointString(ep)
+		n.seps[i] = prefixSEP + hash16(n.name+pr+n.eps[i])
 	}
+}
+
+func writeService(b *bytes.Buffer, s *datapath.Service, n *serviceNames, clusterCIDR string, large bool) {
+	pr := proto(s)
+	name, sc := n.name, n.svc
 	vip := s.VIP.String()
 	port := strconv.Itoa(int(s.Port))
 	clusterIP := `"` + name + ` cluster IP"`
@@ -125,28 +158,32 @@ func writeService(chains, b *bytes.Buffer, s *datapath.Service, clusterCIDR stri
 		line(b, "-A", sc, "-m", "comment", "--comment", clusterIP,
 			"-m", pr, "-p", pr, "-d", vip, "--dport", port, "!", "-s", clusterCIDR, "-j", chainMarkMasq)
 	}
-	n := len(s.Endpoints)
+	count := len(s.Endpoints)
 	for i := range s.Endpoints {
 		words(b, "-A", sc)
 		if !large {
-			words(b, " -m comment --comment", `"`+name+" -> "+eps[i]+`"`)
+			b.WriteString(` -m comment --comment "`)
+			b.WriteString(name)
+			b.WriteString(" -> ")
+			b.WriteString(n.eps[i])
+			b.WriteByte('"')
 		}
-		if i < n-1 {
-			words(b, " -m statistic --mode random --probability", probability(n-i))
+		if i < count-1 {
+			words(b, " -m statistic --mode random --probability", probability(count-i))
 		}
-		line(b, " -j", seps[i])
+		line(b, " -j", n.seps[i])
 	}
 	for i, ep := range s.Endpoints {
-		words(b, "-A", seps[i])
+		words(b, "-A", n.seps[i])
 		if !large {
 			words(b, " -m comment --comment", name)
 		}
 		line(b, " -s", ep.IP.String(), "-j", chainMarkMasq)
-		words(b, "-A", seps[i])
+		words(b, "-A", n.seps[i])
 		if !large {
 			words(b, " -m comment --comment", name)
 		}
-		line(b, " -m", pr, "-p", pr, "-j DNAT --to-destination", eps[i])
+		line(b, " -m", pr, "-p", pr, "-j DNAT --to-destination", n.eps[i])
 	}
 }
 

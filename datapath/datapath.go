@@ -82,6 +82,17 @@ type Counts struct {
 	MapEntries int `json:"map_entries,omitempty"` // BPF map entries
 }
 
+// Holds is nil when c, as Verify read it, has the Service ports and
+// endpoints of want (from Expected), else an error saying what differs:
+// the check every caller makes before measuring.
+func (c Counts) Holds(want Counts) error {
+	if c.Services != want.Services || c.Endpoints != want.Endpoints {
+		return fmt.Errorf("kernel holds %d Services / %d endpoints, want %d / %d",
+			c.Services, c.Endpoints, want.Services, want.Endpoints)
+	}
+	return nil
+}
+
 // Memory is what the datapath's state costs, as the kernel reports it.
 type Memory struct {
 	// BPFMapBytes: sum of the memlock of our BPF maps (fdinfo).

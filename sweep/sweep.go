@@ -252,9 +252,8 @@ func (s *Sweeper) Next(ctx context.Context, progress Progress) (Step, error) {
 	if sr, ok := dp.(SyncReporter); ok {
 		st.Sync = sr.SyncStats()
 	}
-	if err == nil && (st.Counts.Services != st.Expected.Services || st.Counts.Endpoints != st.Expected.Endpoints) {
-		err = fmt.Errorf("kernel holds %d Services / %d endpoints, want %d / %d",
-			st.Counts.Services, st.Counts.Endpoints, st.Expected.Services, st.Expected.Endpoints)
+	if err == nil {
+		err = st.Counts.Holds(st.Expected)
 	}
 	if err != nil {
 		s.done = true

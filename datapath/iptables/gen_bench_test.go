@@ -23,7 +23,7 @@ func BenchmarkCheckAndGenerate10k(b *testing.B) {
 	p := genParams{mark: masqMark, clusterCIDR: "198.19.0.0/16", addJumps: jumps}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := checkSpec(&spec); err != nil {
+		if err := spec.Validate(); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := generate(&spec, p); err != nil {

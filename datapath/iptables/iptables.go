@@ -241,7 +241,8 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	defer d.mu.Unlock()
 	// Checking the spec is our own work too: it counts as Generate.
 	checked := time.Now()
-	if err := checkSpec(&spec); err != nil {
+	// generate refuses Service ports that share a chain name.
+	if err := spec.Validate(); err != nil {
 		return datapath.ProgramStats{}, fmt.Errorf("%s: %w", d.Name(), err)
 	}
 	var st datapath.ProgramStats
@@ -287,13 +288,6 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	last := spec
 	d.last = &last
 	return st, nil
-}
-
-// checkSpec validates spec (datapath.Spec.Validate); generate refuses two
-// Service ports that kube-proxy's naming gives one chain, as it hashes
-// every name anyway.
-func checkSpec(spec *datapath.Spec) error {
-	return spec.Validate()
 }
 
 // Expected is what Verify should count for spec: chains and rules of ours

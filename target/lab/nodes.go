@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/sweep"
 )
 
@@ -27,6 +28,25 @@ var (
 	_ datapath.Datapath = (*nodeDatapaths)(nil)
 	_ sweep.Preflighter = (*nodeDatapaths)(nil)
 )
+
+// labDatapath is the lab's Service datapath as one, from what
+// OpenDatapaths returned: the socket load balancer, which is one for the
+// whole lab, or every node's together.
+func labDatapath(l *lab.Lab, dps []datapath.Datapath) (datapath.Datapath, error) {
+	if len(dps) == 1 {
+		return dps[0], nil
+	}
+	g := &nodeDatapaths{dps: dps}
+	for _, n := range l.Nodes {
+		g.nodes = append(g.nodes, n.Name)
+	}
+	if len(g.nodes) != len(g.dps) {
+		return nil, fmt.Errorf("lab %q: %d nodes but %d Service datapaths", l.Config.Name, len(g.nodes), len(g.dps))
+	}
+	return g, nil
+}
+
+func (t *Target) datapath() (datapath.Datapath, error) { return labDatapath(t.lab, t.dps) }
 
 func (g *nodeDatapaths) Name() string { return g.dps[0].Name() }
 

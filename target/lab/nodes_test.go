@@ -27,9 +27,9 @@ func TestNodeDatapathsProgramEveryNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &nodeDatapaths{dps: dps}
-	for _, n := range l.Nodes {
-		g.nodes = append(g.nodes, n.Name)
+	g, err := labDatapath(l, dps)
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Close() })
 	const n = 300

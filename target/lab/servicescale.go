@@ -31,17 +31,11 @@ func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) 
 		return nil, nil, err
 	}
 	svcs, err := TestServices(backends)
-	if len(t.dps) == 1 {
-		return t.dps[0], svcs, err
+	if err != nil {
+		return nil, nil, err
 	}
-	g := &nodeDatapaths{dps: t.dps}
-	for _, n := range t.lab.Nodes {
-		g.nodes = append(g.nodes, n.Name)
-	}
-	if len(g.nodes) != len(g.dps) {
-		return nil, nil, fmt.Errorf("lab %q: %d nodes but %d Service datapaths", t.lab.Config.Name, len(g.nodes), len(g.dps))
-	}
-	return g, svcs, err
+	dp, err := t.datapath()
+	return dp, svcs, err
 }
 
 // ConntrackUsage reads node0's conntrack table: entries in use

@@ -274,4 +274,3 @@ func deleteNamespaces(t *testing.T, cs kubernetes.Interface, names []string) {
 }
 
 func ptr[T any](v T) *T { return &v }
-

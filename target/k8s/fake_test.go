@@ -76,6 +76,9 @@ func ciliumObjects(nodes ...string) []runtime.Object {
 // newFakeCluster is a fake clientset holding objs, answering version v1.31.2.
 func newFakeCluster(objs ...runtime.Object) *fake.Clientset {
 	cs := fake.NewClientset(objs...)
+	// Refuse what a real API server refuses (validate_test.go).
+	cs.PrependReactor("create", "*", validatingReactor)
+	cs.PrependReactor("update", "*", validatingReactor)
 	// The API server gives a Service its ClusterIP when it is created.
 	var mu sync.Mutex
 	next := 10

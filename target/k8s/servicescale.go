@@ -29,7 +29,10 @@ const (
 	DefaultScaleBurst   = 100
 	DefaultScaleWorkers = 16
 	dummyNamespace      = "scale" // datapath.DummyServices puts its Services there
-	sliceManager        = "cnibench.io/scale"
+	// sliceManager is our EndpointSlices' managed-by label value: a label
+	// value (no "/"), and not the EndpointSlice controller's
+	// "endpointslice-controller.k8s.io", so it never adopts them.
+	sliceManager = "scale.cnibench.io"
 )
 
 // ClusterServices is the Service-scale sweep's datapath on a real cluster

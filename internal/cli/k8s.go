@@ -24,7 +24,7 @@ type k8sFlags struct {
 	datapathUsage                         string
 	nodeSelector                          map[string]string
 	timeout                               time.Duration
-	dryRun, force                         bool
+	dryRun, force, podSysctls             bool
 }
 
 func (f *k8sFlags) register(fs *pflag.FlagSet) {
@@ -35,6 +35,7 @@ func (f *k8sFlags) register(fs *pflag.FlagSet) {
 	fs.StringToStringVar(&f.nodeSelector, "node-selector", nil, "k8s: only nodes with these labels, e.g. pool=bench")
 	fs.StringVar(&f.access, "access", k8starget.AccessPortForward, "k8s: how the CLI reaches the agents' control API: port-forward (through the API server) or direct (pod IPs; the CLI runs in the cluster or on a node)")
 	fs.StringVar(&f.datapathUsage, "datapath-usage", k8starget.UsageMetrics, "k8s: datapath CPU and memory per sample: metrics (metrics API, approximate), kubelet (kubelet summary, exact; needs nodes/proxy: k8s rbac --node-proxy) or off")
+	fs.BoolVar(&f.podSysctls, "pod-sysctls", true, "k8s: agent pods set the lab's net.ipv4.ip_local_port_range=1024 65535 and net.ipv4.tcp_tw_reuse=1 (dropped, with a note, where the kubelet refuses it); false: kernel defaults")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "k8s: print every manifest the run would apply and exit (contacts no cluster)")
 	fs.BoolVar(&f.force, "force", false, "k8s: remove an earlier run's leftovers in the namespace before starting")
 }
@@ -52,7 +53,7 @@ func (f *k8sFlags) config(placements []string, runID string, progress io.Writer)
 		Kubeconfig: f.kubeconfig, Context: f.context, Namespace: f.namespace, Image: f.image,
 		ClientNode: f.clientNode, ServerNode: f.serverNode, NodeSelector: f.nodeSelector,
 		Placements: placements, RunID: runID, Access: f.access, Timeout: f.timeout, Force: f.force,
-		Progress: progress,
+		NoPodSysctls: !f.podSysctls, Progress: progress,
 	}
 }
 

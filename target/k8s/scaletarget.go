@@ -75,6 +75,7 @@ func (s *ScaleConfig) validate() error {
 // scaleState is the Service-scale part of a Target.
 type scaleState struct {
 	probes []NodeProbe
+	sync   *SyncVerifier // made, and its baseline read, by openSync
 	dp     *ClusterServices
 	change *ClusterChange // what the LB-map preflight changed, reverted by Close
 }
@@ -137,6 +138,34 @@ func (t *Target) openProbes(ctx context.Context) error {
 	return nil
 }
 
+func (t *Target) newSync() *SyncVerifier {
+	s := t.cfg.Scale
+	return &SyncVerifier{Mode: s.SyncVerify, Probes: t.scale.probes, Timeout: s.SyncTimeout, Interval: s.SyncInterval,
+		ClientNode: t.layout.Nodes[0], Progress: t.cfg.Progress}
+}
+
+// openSync reads every node's baseline (two equal probe reads in a row)
+// when the target opens, after its own test Service exists: read inside
+// the first step's Program it made a step that adds nothing report a
+// poll interval of "programming".
+func (t *Target) openSync(ctx context.Context) error {
+	if t.cfg.Scale == nil {
+		return nil
+	}
+	t.scale.sync = t.newSync()
+	if t.cfg.Scale.SyncVerify != SyncNode {
+		return nil
+	}
+	start := time.Now()
+	t.progress("reading the Service datapath baseline of %d nodes ...", len(t.scale.probes))
+	if err := t.scale.sync.readBaseline(ctx); err != nil {
+		t.progress(" failed\n")
+		return fmt.Errorf("node sync baseline: %w", err)
+	}
+	t.progress(" done in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
 // ScaleDatapath implements suite.ScaleTarget: the cluster's Services in
 // the run's namespace, as dummies the sweep adds around the run's own
 // pod-to-service/other-node Service (one datapath.Service per port; its VIP
@@ -165,8 +194,10 @@ func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) 
 	if t.scale.dp == nil {
 		dp := &ClusterServices{Clientset: t.cs, Namespace: t.cfg.Namespace, RunID: t.cfg.RunID,
 			QPS: s.QPS, Burst: s.Burst, Workers: s.Workers, Progress: t.cfg.Progress, Datapath: t.serviceProxy()}
-		dp.Sync = &SyncVerifier{Mode: s.SyncVerify, Probes: t.scale.probes, Timeout: s.SyncTimeout, Interval: s.SyncInterval,
-			ClientNode: t.layout.Nodes[0], Progress: t.cfg.Progress}
+		dp.Sync = t.scale.sync
+		if dp.Sync == nil { // not opened by Open (tests)
+			dp.Sync = t.newSync()
+		}
 		t.scale.dp = dp
 	}
 	return t.scale.dp, test, nil

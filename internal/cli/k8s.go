@@ -81,7 +81,7 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 		}
 	}
 	runID := newRunID()
-	w := cmd.ErrOrStderr()
+	w := progressOut(cmd.ErrOrStderr())
 	cfg := f.config(plan.Placements, runID, w)
 	if f.dryRun {
 		return dryRunK8s(cmd.OutOrStdout(), w, cfg)

@@ -97,8 +97,7 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 		return err
 	}
 	ctx := cmd.Context()
-	fmt.Fprintf(w, "cnibench run %s on cluster %q: profile %s, %d samples, about %s of measurement\n",
-		runID, cl.Context, plan.Profile, plan.Samples(), plan.Estimate().Round(time.Second))
+	fmt.Fprintf(w, "cnibench run %s on cluster %q: profile %s\n", runID, cl.Context, plan.Profile)
 	tgt, err := k8starget.Open(ctx, cfg, cl.Clientset, access, cl.Context)
 	if err != nil {
 		if createdOut {
@@ -111,6 +110,7 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 			err = cerr
 		}
 	}()
+	fmt.Fprintln(w, tgt.SampleCount(plan))
 	if err := tgt.SetDatapathUsage(f.datapathUsage); err != nil {
 		return err
 	}

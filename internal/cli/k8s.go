@@ -129,7 +129,10 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 	return runErr
 }
 
-// dryRunK8s prints every manifest of a run without contacting a cluster.
+// dryRunK8s prints every manifest of a run without contacting a cluster:
+// objects an API server accepts as they are (nodes not given are valid
+// placeholder names, said in a comment), and for a Service-scale sweep
+// the first few dummy Services with their EndpointSlices.
 func dryRunK8s(stdout, stderr io.Writer, cfg k8starget.Config) error {
 	l, err := k8starget.OfflineLayout(cfg, "generated-per-run")
 	if err != nil {
@@ -139,10 +142,27 @@ func dryRunK8s(stdout, stderr io.Writer, cfg k8starget.Config) error {
 	if err != nil {
 		return err
 	}
+	objs := m.Objects()
+	dummies, about := k8starget.ScaleManifests(cfg, dryRunDummies)
+	objs = append(objs, dummies...)
+	var comments []string
+	if cfg.ClientNode == "" || cfg.ServerNode == "" {
+		comments = append(comments, fmt.Sprintf("nodes %s and %s are placeholders: replace them with your nodes' names (or pass --client-node and --server-node)", l.Nodes[0], l.Nodes[1]))
+	}
+	if about != "" {
+		comments = append(comments, about)
+	}
 	fmt.Fprintf(stderr, "# dry run: %d manifests (the namespace is only created if missing; the token is generated per run; nodes %s and %s)\n",
-		len(m.Objects()), l.Nodes[0], l.Nodes[1])
-	return k8starget.WriteYAML(stdout, m.Objects())
+		len(objs), l.Nodes[0], l.Nodes[1])
+	for _, c := range comments {
+		fmt.Fprintf(stdout, "# %s\n", c)
+		fmt.Fprintf(stderr, "# %s\n", c)
+	}
+	return k8starget.WriteYAML(stdout, objs)
 }
+
+// dryRunDummies is how many dummy Services a sweep's dry run prints.
+const dryRunDummies = 3
 
 func contains(list []string, s string) bool {
 	for _, v := range list {

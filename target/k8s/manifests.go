@@ -262,10 +262,12 @@ func WriteYAML(w io.Writer, objs []runtime.Object) error {
 	return err
 }
 
-// Placeholders for nodes a dry run does not know.
+// Placeholders for nodes a dry run does not know: valid node names (an
+// API server refuses an invalid one in the node affinity), under the
+// reserved .invalid domain so that no real node has them.
 const (
-	PlaceholderClientNode = "CLIENT-NODE"
-	PlaceholderServerNode = "SERVER-NODE"
+	PlaceholderClientNode = "client-node.invalid"
+	PlaceholderServerNode = "server-node.invalid"
 )
 
 // OfflineLayout is the layout of a run decided without asking the cluster

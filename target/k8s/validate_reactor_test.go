@@ -7,8 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/cnibench/cnibench/datapath"
 )
 
 // The fake clientset refuses what a real API server refused on a real
@@ -65,5 +69,50 @@ func TestValidatingReactor(t *testing.T) {
 		Containers: []corev1.Container{{Name: "agent", Image: "x"}}}}
 	if _, err := cs.CoreV1().Pods(testNS).Create(ctx, pod, metav1.CreateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "CLIENT-NODE") {
 		t.Errorf("a pod pinned to node CLIENT-NODE: %v", err)
+	}
+}
+
+// Every object a dry run prints is one an API server accepts as it is:
+// without --client-node/--server-node (placeholder nodes) and with a
+// sweep's dummy Services and EndpointSlices, which are exactly what the
+// sweep creates.
+func TestDryRunObjectsValid(t *testing.T) {
+	cfg := Config{Namespace: "cnibench", Image: "x:y", RunID: "20250101-120000-abcd", Placements: []string{PodToServiceOtherNode},
+		Scale: &ScaleConfig{Services: 1000, Endpoints: 4}}
+	_, m := dryRunYAML(t, cfg)
+	dummies, about := ScaleManifests(cfg, 3)
+	if len(dummies) != 6 || !strings.Contains(about, "1000 dummy Services") {
+		t.Fatalf("%d dummy objects (%q), want 3 Services + 3 slices", len(dummies), about)
+	}
+	for _, o := range append(m.Objects(), dummies...) {
+		if errs := validateObject(o, ""); len(errs) > 0 {
+			t.Errorf("%T: the API server would refuse it: %v", o, errs.ToAggregate())
+		}
+	}
+	// The sweep creates the same objects the dry run shows.
+	cs := newFakeCluster()
+	c := &ClusterServices{Clientset: cs, Namespace: cfg.Namespace, RunID: cfg.RunID}
+	if _, err := c.Program(context.Background(), datapath.Spec{Services: datapath.DummyServices(3, 4)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range dummies {
+		meta := o.(metav1.Object)
+		var got runtime.Object
+		var err error
+		switch o.(type) {
+		case *corev1.Service:
+			got, err = cs.CoreV1().Services(cfg.Namespace).Get(context.Background(), meta.GetName(), metav1.GetOptions{})
+		case *discoveryv1.EndpointSlice:
+			got, err = cs.DiscoveryV1().EndpointSlices(cfg.Namespace).Get(context.Background(), meta.GetName(), metav1.GetOptions{})
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", meta.GetName(), err)
+		}
+		if g := got.(metav1.Object); !equality.Semantic.DeepEqual(g.GetLabels(), meta.GetLabels()) {
+			t.Errorf("%s labels %v, dry run %v", meta.GetName(), g.GetLabels(), meta.GetLabels())
+		}
+		if s, ok := got.(*discoveryv1.EndpointSlice); ok && !equality.Semantic.DeepEqual(s.Endpoints, o.(*discoveryv1.EndpointSlice).Endpoints) {
+			t.Errorf("%s endpoints differ from the dry run's", s.Name)
+		}
 	}
 }

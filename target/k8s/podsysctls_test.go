@@ -46,6 +46,20 @@ func TestAgentPodSysctls(t *testing.T) {
 	}
 }
 
+// refuseTWReuseOn is a kubelet on node that lacks
+// --allowed-unsafe-sysctls=net.ipv4.tcp_tw_reuse (counting its refusals);
+// every other pod is healthy.
+func refuseTWReuseOn(node string, refused *atomic.Int32) func(*corev1.Pod) *corev1.PodStatus {
+	return func(p *corev1.Pod) *corev1.PodStatus {
+		if affinityNode(p) == node && sysctlsOf(p)[SysctlTWReuse] != "" {
+			refused.Add(1)
+			return &corev1.PodStatus{Phase: corev1.PodFailed, Reason: SysctlForbiddenReason,
+				Message: `Pod was rejected: forbidden sysctl: "net.ipv4.tcp_tw_reuse" not allowlisted`}
+		}
+		return healthy(p)
+	}
+}
+
 // A kubelet without --allowed-unsafe-sysctls=net.ipv4.tcp_tw_reuse refuses
 // the pod (SysctlForbidden, phase Failed): the pod is created again
 // without it, the run goes on, and the drop is in the provenance, the
@@ -53,14 +67,7 @@ func TestAgentPodSysctls(t *testing.T) {
 func TestSysctlForbiddenRecreatesPod(t *testing.T) {
 	cs := twoNodeCluster()
 	var refused atomic.Int32
-	startKubelet(t, cs, testNS, func(p *corev1.Pod) *corev1.PodStatus {
-		if affinityNode(p) == "worker-b" && sysctlsOf(p)[SysctlTWReuse] != "" {
-			refused.Add(1)
-			return &corev1.PodStatus{Phase: corev1.PodFailed, Reason: SysctlForbiddenReason,
-				Message: `Pod was rejected: forbidden sysctl: "net.ipv4.tcp_tw_reuse" not allowlisted`}
-		}
-		return healthy(p)
-	})
+	startKubelet(t, cs, testNS, refuseTWReuseOn("worker-b", &refused))
 	h := startHealthAgent(t, cs, testNS)
 	cfg := testConfig("s1")
 	var progress bytes.Buffer

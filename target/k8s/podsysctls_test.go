@@ -112,6 +112,10 @@ func TestSysctlForbiddenRecreatesPod(t *testing.T) {
 	if len(eps) != 5 || eps["node0-pod0"].(map[string]any)["values"].(map[string]any)[SysctlPortRange] != "1024 65535" {
 		t.Errorf("endpoint sysctls %v", eps)
 	}
+	// The client pod's port range sizes the sweep's conntrack preflight.
+	if n, err := tgt.EphemeralPorts(); err != nil || n != 64512 {
+		t.Errorf("ephemeral ports %d, %v: want 1024-65535 = 64512", n, err)
+	}
 	if err := tgt.Close(); err != nil {
 		t.Fatal(err)
 	}

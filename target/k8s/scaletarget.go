@@ -233,10 +233,18 @@ func (t *Target) ConntrackUsage(context.Context) (count, max, flows int, err err
 	return -1, 0, 0, fmt.Errorf("%w: the client node's conntrack table is not read on clusters (yet)", suite.ErrUnsupported)
 }
 
-// EphemeralPorts implements suite.ScaleTarget: unknown on clusters (the
-// client pod's ip_local_port_range is not read yet).
+// EphemeralPorts implements suite.ScaleTarget: the size of the client
+// pod's ip_local_port_range, as its agent read it when the target opened.
 func (t *Target) EphemeralPorts() (int, error) {
-	return 0, fmt.Errorf("%w: the client pod's ip_local_port_range is not read on clusters (yet)", suite.ErrUnsupported)
+	v, ok := t.prov.EndpointSysctls["node0-pod0"].Values[SysctlPortRange]
+	if !ok {
+		return 0, fmt.Errorf("%w: the client pod's ip_local_port_range was not read", suite.ErrUnsupported)
+	}
+	var lo, hi int
+	if n, err := fmt.Sscanf(v, "%d %d", &lo, &hi); n != 2 || err != nil || hi < lo {
+		return 0, fmt.Errorf("client pod's ip_local_port_range %q: not two ports", v)
+	}
+	return hi - lo + 1, nil
 }
 
 // closeScaleServices deletes the sweep's dummies (Close calls it first).

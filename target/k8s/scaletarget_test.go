@@ -489,6 +489,7 @@ func TestEmptyStepTakesNoPollInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("0-Service step: %s (programming %s)", took, st.Program.Generate+st.Program.Apply)
 	if took > 250*time.Millisecond || st.Program.Generate+st.Program.Apply > 250*time.Millisecond {
 		t.Errorf("the 0-Service step took %s (programming %s): a poll interval (500ms) is not programming", took, st.Program.Generate+st.Program.Apply)
 	}

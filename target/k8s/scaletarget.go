@@ -75,7 +75,6 @@ func (s *ScaleConfig) validate() error {
 // scaleState is the Service-scale part of a Target.
 type scaleState struct {
 	probes []NodeProbe
-	sync   *SyncVerifier // made, and its baseline read, by openSync
 	dp     *ClusterServices
 	change *ClusterChange // what the LB-map preflight changed, reverted by Close
 }
@@ -138,27 +137,20 @@ func (t *Target) openProbes(ctx context.Context) error {
 	return nil
 }
 
-func (t *Target) newSync() *SyncVerifier {
-	s := t.cfg.Scale
-	return &SyncVerifier{Mode: s.SyncVerify, Probes: t.scale.probes, Timeout: s.SyncTimeout, Interval: s.SyncInterval,
-		ClientNode: t.layout.Nodes[0], Progress: t.cfg.Progress}
-}
-
 // openSync reads every node's baseline (two equal probe reads in a row)
 // when the target opens, after its own test Service exists: read inside
-// the first step's Program it made a step that adds nothing report a
-// poll interval of "programming".
+// the first step's Program, it made a step that adds nothing report a
+// poll interval of programming.
 func (t *Target) openSync(ctx context.Context) error {
-	if t.cfg.Scale == nil {
+	if t.cfg.Scale == nil || t.cfg.Scale.SyncVerify != SyncNode {
 		return nil
 	}
-	t.scale.sync = t.newSync()
-	if t.cfg.Scale.SyncVerify != SyncNode {
-		return nil
+	if _, _, err := t.ScaleDatapath(); err != nil {
+		return err
 	}
 	start := time.Now()
 	t.progress("reading the Service datapath baseline of %d nodes ...", len(t.scale.probes))
-	if err := t.scale.sync.readBaseline(ctx); err != nil {
+	if err := t.scale.dp.Sync.readBaseline(ctx); err != nil {
 		t.progress(" failed\n")
 		return fmt.Errorf("node sync baseline: %w", err)
 	}
@@ -194,10 +186,8 @@ func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) 
 	if t.scale.dp == nil {
 		dp := &ClusterServices{Clientset: t.cs, Namespace: t.cfg.Namespace, RunID: t.cfg.RunID,
 			QPS: s.QPS, Burst: s.Burst, Workers: s.Workers, Progress: t.cfg.Progress, Datapath: t.serviceProxy()}
-		dp.Sync = t.scale.sync
-		if dp.Sync == nil { // not opened by Open (tests)
-			dp.Sync = t.newSync()
-		}
+		dp.Sync = &SyncVerifier{Mode: s.SyncVerify, Probes: t.scale.probes, Timeout: s.SyncTimeout, Interval: s.SyncInterval,
+			ClientNode: t.layout.Nodes[0], Progress: t.cfg.Progress}
 		t.scale.dp = dp
 	}
 	return t.scale.dp, test, nil

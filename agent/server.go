@@ -162,6 +162,7 @@ type handler struct {
 func (h *handler) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathHealth, h.health)
+	mux.HandleFunc("GET "+PathSysctls, h.sysctls)
 	mux.HandleFunc("POST "+PathRun, runHandler[engine.Options](h, "options", engine.Run))
 	mux.HandleFunc("POST "+PathHTTP, runHandler[httpload.Options](h, "HTTP options", httpload.Run))
 	mux.HandleFunc("POST "+PathDNS, runHandler[dnsload.Options](h, "DNS options", dnsload.Run))

@@ -83,6 +83,16 @@ func TestQuickRunEveryEngineEveryPlacement(t *testing.T) {
 	if len(r.Results) != 8*3 {
 		t.Fatalf("%d results, want 24 (8 tests × 3 placements)", len(r.Results))
 	}
+	// Every agent's effective sysctls, read in its own namespace: the
+	// lab's values in pods and nodes alike.
+	sys, _ := r.Target.Details["endpoint_sysctls"].(map[string]any)
+	for _, ep := range []string{"node0-pod0", "node1-pod0", "node0", "node1"} {
+		e, _ := sys[ep].(map[string]any)
+		vals, _ := e["values"].(map[string]any)
+		if vals["net.ipv4.ip_local_port_range"] != "1024 65535" || vals["net.ipv4.tcp_tw_reuse"] != "1" {
+			t.Errorf("%s: effective sysctls %v, want the lab's", ep, e)
+		}
+	}
 	seen := map[string]bool{}
 	for _, res := range r.Results {
 		name := res.Test + " " + res.Placement.Path + "/" + res.Placement.Node

@@ -49,7 +49,7 @@ type labelled struct {
 	Cells []string
 }
 
-type scenarioView struct{ Name, Kind, Details string }
+type scenarioView struct{ Name, Kind, Details, Sysctls string }
 
 type colView struct{ Label, Colour string }
 
@@ -83,7 +83,7 @@ func newHTMLView(rep *Report) htmlView {
 			if len(rep.Runs) > 1 {
 				name = r.Label + "/" + sc.Name
 			}
-			v.Scenarios = append(v.Scenarios, scenarioView{name, sc.Kind, detailsText(sc.Details)})
+			v.Scenarios = append(v.Scenarios, scenarioView{name, sc.Kind, detailsText(sc.Details), sc.Sysctls})
 		}
 	}
 	labels, vals := envRows(rep.Runs)

@@ -37,6 +37,9 @@ func Markdown(w io.Writer, rep *Report) error {
 				name = r.Label + "/" + sc.Name
 			}
 			fmt.Fprintf(b, "- Scenario **%s** (%s): %s\n", mdText(name), mdText(sc.Kind), mdText(detailsText(sc.Details)))
+			if sc.Sysctls != "" {
+				fmt.Fprintf(b, "  - Effective sysctls (read by each agent in its network namespace): %s\n", mdText(sc.Sysctls))
+			}
 		}
 	}
 	b.WriteString("\n## Plan\n\n")

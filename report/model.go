@@ -89,6 +89,9 @@ type ScenarioInfo struct {
 	Name    string            `json:"name"`
 	Kind    string            `json:"kind"`
 	Details map[string]string `json:"details"`
+	// Sysctls are the endpoints' effective sysctls as their agents read
+	// them, on one line (sysctls.go); "" when not recorded.
+	Sysctls string `json:"sysctls,omitempty"`
 }
 
 // Column is one (run, scenario).
@@ -546,7 +549,8 @@ func runInfo(run *results.Run, label string) RunInfo {
 		scs = []results.Scenario{{Name: columnLabel(run, ""), Target: run.Target}}
 	}
 	for _, sc := range scs {
-		ri.Scenarios = append(ri.Scenarios, ScenarioInfo{Name: sc.Name, Kind: sc.Target.Kind, Details: flatten(sc.Target.Details)})
+		ri.Scenarios = append(ri.Scenarios, ScenarioInfo{Name: sc.Name, Kind: sc.Target.Kind, Details: flatten(sc.Target.Details),
+			Sysctls: sysctlsText(run, sc.Target.Details)})
 	}
 	return ri
 }

@@ -52,6 +52,7 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 	for _, sc := range r.Scenarios {
 		run.Scenarios = append(run.Scenarios, results.Scenario{Name: sc.Name,
 			Target: results.Target{Kind: sc.Target.Kind(), Details: sc.Target.Details()}})
+		run.Notes = append(run.Notes, targetNotes(sc)...)
 	}
 	run.Target = run.Scenarios[0].Target
 	// One Result per (test, placement, scenario), filled round by round.

@@ -116,6 +116,7 @@ func (r *ScaleRunner) Run(ctx context.Context) (*results.Run, error) {
 		rec.Options = sw.Options()
 		run.Scenarios = append(run.Scenarios, results.Scenario{Name: sc.Name,
 			Target: results.Target{Kind: tgt.Kind(), Details: tgt.Details()}})
+		run.Notes = append(run.Notes, targetNotes(sc)...)
 		run.Sweeps = append(run.Sweeps, rec)
 		states = append(states, &scaleState{sc: sc, tgt: tgt, sw: sw, rec: len(states)})
 	}

@@ -29,3 +29,23 @@ type Target interface {
 	// usage), or an error when the target cannot account it.
 	CPUSeconds(endpoint string) (float64, error)
 }
+
+// Noter is implemented by targets with remarks the results must carry as
+// run notes (shown as warnings in the reports), e.g. a cluster whose
+// kubelet refused a sysctl the agents asked for.
+type Noter interface {
+	Notes() []string
+}
+
+// targetNotes are a scenario's target notes, prefixed with its name.
+func targetNotes(sc Scenario) []string {
+	n, ok := sc.Target.(Noter)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, s := range n.Notes() {
+		out = append(out, sc.Name+": "+s)
+	}
+	return out
+}

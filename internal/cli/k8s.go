@@ -24,7 +24,7 @@ type k8sFlags struct {
 	datapathUsage                         string
 	nodeSelector                          map[string]string
 	timeout                               time.Duration
-	dryRun, force                         bool
+	dryRun, force, podSysctls             bool
 }
 
 func (f *k8sFlags) register(fs *pflag.FlagSet) {
@@ -35,6 +35,7 @@ func (f *k8sFlags) register(fs *pflag.FlagSet) {
 	fs.StringToStringVar(&f.nodeSelector, "node-selector", nil, "k8s: only nodes with these labels, e.g. pool=bench")
 	fs.StringVar(&f.access, "access", k8starget.AccessPortForward, "k8s: how the CLI reaches the agents' control API: port-forward (through the API server) or direct (pod IPs; the CLI runs in the cluster or on a node)")
 	fs.StringVar(&f.datapathUsage, "datapath-usage", k8starget.UsageMetrics, "k8s: datapath CPU and memory per sample: metrics (metrics API, approximate), kubelet (kubelet summary, exact; needs nodes/proxy: k8s rbac --node-proxy) or off")
+	fs.BoolVar(&f.podSysctls, "pod-sysctls", true, "k8s: agent pods set the lab's net.ipv4.ip_local_port_range=1024 65535 and net.ipv4.tcp_tw_reuse=1 (dropped, with a note, where the kubelet refuses it); false: kernel defaults")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "k8s: print every manifest the run would apply and exit (contacts no cluster)")
 	fs.BoolVar(&f.force, "force", false, "k8s: remove an earlier run's leftovers in the namespace before starting")
 }
@@ -52,7 +53,7 @@ func (f *k8sFlags) config(placements []string, runID string, progress io.Writer)
 		Kubeconfig: f.kubeconfig, Context: f.context, Namespace: f.namespace, Image: f.image,
 		ClientNode: f.clientNode, ServerNode: f.serverNode, NodeSelector: f.nodeSelector,
 		Placements: placements, RunID: runID, Access: f.access, Timeout: f.timeout, Force: f.force,
-		Progress: progress,
+		NoPodSysctls: !f.podSysctls, Progress: progress,
 	}
 }
 
@@ -80,7 +81,7 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 		}
 	}
 	runID := newRunID()
-	w := cmd.ErrOrStderr()
+	w := progressOut(cmd.ErrOrStderr())
 	cfg := f.config(plan.Placements, runID, w)
 	if f.dryRun {
 		return dryRunK8s(cmd.OutOrStdout(), w, cfg)
@@ -96,8 +97,7 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 		return err
 	}
 	ctx := cmd.Context()
-	fmt.Fprintf(w, "cnibench run %s on cluster %q: profile %s, %d samples, about %s of measurement\n",
-		runID, cl.Context, plan.Profile, plan.Samples(), plan.Estimate().Round(time.Second))
+	fmt.Fprintf(w, "cnibench run %s on cluster %q: profile %s\n", runID, cl.Context, plan.Profile)
 	tgt, err := k8starget.Open(ctx, cfg, cl.Clientset, access, cl.Context)
 	if err != nil {
 		if createdOut {
@@ -110,6 +110,7 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 			err = cerr
 		}
 	}()
+	fmt.Fprintln(w, tgt.SampleCount(plan))
 	if err := tgt.SetDatapathUsage(f.datapathUsage); err != nil {
 		return err
 	}
@@ -128,7 +129,10 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 	return runErr
 }
 
-// dryRunK8s prints every manifest of a run without contacting a cluster.
+// dryRunK8s prints every manifest of a run without contacting a cluster:
+// objects an API server accepts as they are (nodes not given are valid
+// placeholder names, said in a comment), and for a Service-scale sweep
+// the first few dummy Services with their EndpointSlices.
 func dryRunK8s(stdout, stderr io.Writer, cfg k8starget.Config) error {
 	l, err := k8starget.OfflineLayout(cfg, "generated-per-run")
 	if err != nil {
@@ -138,10 +142,27 @@ func dryRunK8s(stdout, stderr io.Writer, cfg k8starget.Config) error {
 	if err != nil {
 		return err
 	}
+	objs := m.Objects()
+	dummies, about := k8starget.ScaleManifests(cfg, dryRunDummies)
+	objs = append(objs, dummies...)
+	var comments []string
+	if cfg.ClientNode == "" || cfg.ServerNode == "" {
+		comments = append(comments, fmt.Sprintf("nodes %s and %s are placeholders: replace them with your nodes' names (or pass --client-node and --server-node)", l.Nodes[0], l.Nodes[1]))
+	}
+	if about != "" {
+		comments = append(comments, about)
+	}
 	fmt.Fprintf(stderr, "# dry run: %d manifests (the namespace is only created if missing; the token is generated per run; nodes %s and %s)\n",
-		len(m.Objects()), l.Nodes[0], l.Nodes[1])
-	return k8starget.WriteYAML(stdout, m.Objects())
+		len(objs), l.Nodes[0], l.Nodes[1])
+	for _, c := range comments {
+		fmt.Fprintf(stdout, "# %s\n", c)
+		fmt.Fprintf(stderr, "# %s\n", c)
+	}
+	return k8starget.WriteYAML(stdout, objs)
 }
+
+// dryRunDummies is how many dummy Services a sweep's dry run prints.
+const dryRunDummies = 3
 
 func contains(list []string, s string) bool {
 	for _, v := range list {

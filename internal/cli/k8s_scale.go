@@ -32,7 +32,7 @@ func (f *scaleFlags) runK8s(cmd *cobra.Command, o suite.Options, kf *k8sFlags, o
 		return err
 	}
 	runID := newRunID()
-	w := cmd.ErrOrStderr()
+	w := progressOut(cmd.ErrOrStderr())
 	cfg := kf.config(plan.Placements, runID, w)
 	cfg.Scale = &k8starget.ScaleConfig{SyncVerify: f.syncVerify, SyncTimeout: f.syncTimeout,
 		AllowClusterChanges: f.allowClusterChanges, Services: opt.Steps[len(opt.Steps)-1], Endpoints: opt.Endpoints}

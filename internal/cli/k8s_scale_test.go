@@ -30,14 +30,18 @@ func TestK8sScaleDryRun(t *testing.T) {
 		t.Fatalf("%v: %s", err, errOut)
 	}
 	n, kinds := kindsOf(out)
-	if n != 7 || kinds["Pod"] != 4 || kinds["Service"] != 1 || !strings.Contains(out, "--node-probe") || !strings.Contains(out, "privileged: true") {
+	// + the first 3 of the 100 dummy Services, each with its EndpointSlice.
+	if n != 13 || kinds["Pod"] != 4 || kinds["Service"] != 4 || kinds["EndpointSlice"] != 3 || !strings.Contains(out, "--node-probe") || !strings.Contains(out, "privileged: true") {
 		t.Errorf("%d documents, kinds %v", n, kinds)
+	}
+	if !strings.Contains(out, "# the sweep's largest step has 100 dummy Services") || !strings.Contains(out, "endpointslice.kubernetes.io/managed-by: scale.cnibench.io") {
+		t.Errorf("dummy Services not introduced or slices not labelled:\n%s", out)
 	}
 	out, errOut, err = cnibench(t, append(args, "--sync-verify", "api")...)
 	if err != nil {
 		t.Fatalf("%v: %s", err, errOut)
 	}
-	if n, kinds := kindsOf(out); n != 5 || kinds["Pod"] != 2 || strings.Contains(out, "--node-probe") {
+	if n, kinds := kindsOf(out); n != 11 || kinds["Pod"] != 2 || strings.Contains(out, "--node-probe") {
 		t.Errorf("--sync-verify api: %d documents, kinds %v", n, kinds)
 	}
 }

@@ -30,6 +30,20 @@ func TestK8sDryRun(t *testing.T) {
 	}
 }
 
+// Without --client-node/--server-node the nodes are valid placeholder
+// names (an API server refuses CLIENT-NODE), and a comment says so.
+func TestK8sDryRunPlaceholders(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	out, errOut, err := cnibench(t, "run", "--target", "k8s", "--dry-run")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	if !strings.HasPrefix(out, "# nodes client-node.invalid and server-node.invalid are placeholders: replace them") ||
+		!strings.Contains(out, "- client-node.invalid\n") || !strings.Contains(out, "- server-node.invalid\n") || strings.Contains(out, "CLIENT-NODE") {
+		t.Errorf("placeholders:\n%s", out)
+	}
+}
+
 func TestK8sBadInput(t *testing.T) {
 	for _, c := range []struct {
 		args []string

@@ -74,10 +74,22 @@ type Config struct {
 	// Force removes a previous run's objects instead of refusing to start.
 	Force     bool      `json:"force,omitempty"`
 	Resources Resources `json:"resources"`
+	// NoPodSysctls leaves agent pods at the kernel's defaults instead of
+	// DefaultPodSysctls (--pod-sysctls=false).
+	NoPodSysctls bool `json:"no_pod_sysctls,omitempty"`
 	// Scale is set for a Service-scale sweep (scaletarget.go): node probes,
 	// sync verification, the LB-map preflight.
 	Scale    *ScaleConfig `json:"scale,omitempty"`
 	Progress io.Writer    `json:"-"`
+}
+
+// podSysctls are the sysctls of the agent pods with their own network
+// namespace.
+func (c *Config) podSysctls() []corev1.Sysctl {
+	if c.NoPodSysctls {
+		return nil
+	}
+	return DefaultPodSysctls()
 }
 
 // Validate fills defaults and checks every field, with one-line errors

@@ -76,6 +76,9 @@ func ciliumObjects(nodes ...string) []runtime.Object {
 // newFakeCluster is a fake clientset holding objs, answering version v1.31.2.
 func newFakeCluster(objs ...runtime.Object) *fake.Clientset {
 	cs := fake.NewClientset(objs...)
+	// Refuse what a real API server refuses (validate_test.go).
+	cs.PrependReactor("create", "*", validatingReactor)
+	cs.PrependReactor("update", "*", validatingReactor)
 	// The API server gives a Service its ClusterIP when it is created.
 	var mu sync.Mutex
 	next := 10
@@ -182,7 +185,11 @@ func running(ip string) *corev1.PodStatus {
 	}
 }
 
-// healthAgent answers the control API's health check the way an agent
+// testSysctls is what every healthAgent says its namespace applies.
+var testSysctls = agent.Sysctls{Values: map[string]string{SysctlPortRange: "1024 65535", SysctlTWReuse: "1", "net.core.somaxconn": "4096"},
+	Unreadable: map[string]string{"net.core.rmem_max": "absent in this network namespace"}}
+
+// healthAgent answers the control API's health check (and the sysctls) the way an agent
 // does (bearer token, checksum header), accepting only the token in the
 // run's Secret: it proves the CLI uses what the pods get. It stands in for
 // agents in tests about the Kubernetes side; the agent protocol itself is
@@ -201,14 +208,20 @@ func startHealthAgent(t *testing.T, cs *fake.Clientset, ns string) *healthAgent 
 			http.Error(w, "bad or missing agent token", http.StatusUnauthorized)
 			return
 		}
-		if r.URL.Path != agent.PathHealth {
+		var answer any
+		switch r.URL.Path {
+		case agent.PathHealth:
+			h.mu.Lock()
+			h.calls++
+			h.mu.Unlock()
+			answer = agent.Health{OK: true, Version: "test", PID: 1}
+		case agent.PathSysctls:
+			answer = testSysctls
+		default:
 			http.NotFound(w, r)
 			return
 		}
-		h.mu.Lock()
-		h.calls++
-		h.mu.Unlock()
-		b, _ := json.Marshal(agent.Health{OK: true, Version: "test", PID: 1})
+		b, _ := json.Marshal(answer)
 		sum := sha256.Sum256(b)
 		w.Header().Set(agent.HeaderChecksum, hex.EncodeToString(sum[:]))
 		_, _ = w.Write(b)

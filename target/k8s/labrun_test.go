@@ -197,6 +197,15 @@ func TestRunOnLabBackedCluster(t *testing.T) {
 	if d["kubernetes_version"] == "" || d["endpoints"].(map[string]any)["node1"].(map[string]any)["ip"] != addr["node1"] {
 		t.Errorf("details: %v", d)
 	}
+	// Real agents in lab namespaces read their real sysctls: the lab's
+	// port range in the pods, recorded per endpoint.
+	sys, _ := d["endpoint_sysctls"].(map[string]any)
+	for _, ep := range []string{"node0-pod0", "node1-pod0"} {
+		vals, _ := sys[ep].(map[string]any)["values"].(map[string]any)
+		if vals[SysctlPortRange] != "1024 65535" {
+			t.Errorf("%s: effective sysctls %v, want the lab's port range", ep, sys[ep])
+		}
+	}
 	var b strings.Builder
 	if err := report.Table(&b, saved); err != nil || !strings.Contains(b.String(), "TCP_RR") {
 		t.Errorf("report: %v\n%s", err, b.String())

@@ -18,9 +18,10 @@ import (
 // shorten it.
 var pollInterval = time.Second
 
-// create makes every object of m, in order. It stops at the first error,
-// which names the object.
-func create(ctx context.Context, cs kubernetes.Interface, m *Manifests) error {
+// create makes every object of m, in order (pods through fb, which drops
+// sysctls admission refuses). It stops at the first error, which names the
+// object.
+func create(ctx context.Context, cs kubernetes.Interface, m *Manifests, fb *sysctlFallback) error {
 	opts := metav1.CreateOptions{FieldManager: ManagedBy}
 	if m.Namespace != nil {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, m.Namespace, opts); err != nil {
@@ -31,7 +32,7 @@ func create(ctx context.Context, cs kubernetes.Interface, m *Manifests) error {
 		return fmt.Errorf("create Secret %s/%s: %w", m.Secret.Namespace, m.Secret.Name, err)
 	}
 	for _, p := range m.Pods {
-		if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, opts); err != nil {
+		if err := fb.createPod(ctx, p, opts); err != nil {
 			return fmt.Errorf("create Pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
 	}
@@ -49,10 +50,13 @@ func create(ctx context.Context, cs kubernetes.Interface, m *Manifests) error {
 var ErrAgentFailed = errors.New("agent pod failed")
 
 // waitReady polls the run's pods until every wanted one is Running, Ready
-// and has an IP. A pod that has crashed fails at once; one that is still
-// unschedulable or pulling its image when timeout passes fails with the
-// reason. It never waits longer than timeout.
-func waitReady(ctx context.Context, cs kubernetes.Interface, ns, runID string, want []string, timeout time.Duration) (map[string]*corev1.Pod, error) {
+// and has an IP. A pod the kubelet refused for an unsafe sysctl is created
+// again without it (fb, nil: never). A pod that can never run (crashed,
+// an image name that cannot work) fails at once; one that is still
+// unschedulable, pulling its image or waiting for the kubelet to retry
+// something when timeout passes fails with the last reason. It never waits
+// longer than timeout.
+func waitReady(ctx context.Context, cs kubernetes.Interface, ns, runID string, want []string, timeout time.Duration, fb *sysctlFallback) (map[string]*corev1.Pod, error) {
 	deadline := time.Now().Add(timeout)
 	var states map[string]string
 	for {
@@ -73,6 +77,16 @@ func waitReady(ctx context.Context, cs kubernetes.Interface, ns, runID string, w
 			p, ok := byName[name]
 			if !ok {
 				return nil, fmt.Errorf("%w: pod %s/%s disappeared (deleted by someone else?)", ErrAgentFailed, ns, name)
+			}
+			if fb != nil {
+				redone, err := fb.retry(ctx, p)
+				if err != nil {
+					return nil, fmt.Errorf("%w: %v", ErrAgentFailed, err)
+				}
+				if redone {
+					states[name] = "created again without its unsafe sysctls"
+					continue
+				}
 			}
 			if fatal := crashed(p); fatal != "" {
 				return nil, fmt.Errorf("%w: %s", ErrAgentFailed, fatal)
@@ -108,7 +122,11 @@ func describeStates(ns string, states map[string]string) string {
 }
 
 // crashed says why a pod can never become ready, or "". An agent never
-// exits on its own, so any terminated agent container is a crash.
+// exits on its own, so any terminated agent container is a crash. Errors
+// the kubelet retries (CreateContainerConfigError while the node
+// authorizer has not yet linked the token Secret to the node, a failed
+// container create) are not final: waitReady reports them as the pod's
+// state when its timeout passes.
 func crashed(p *corev1.Pod) string {
 	where := p.Name
 	if p.Spec.NodeName != "" {
@@ -123,7 +141,7 @@ func crashed(p *corev1.Pod) string {
 			switch w.Reason {
 			case "CrashLoopBackOff":
 				return fmt.Sprintf("agent in pod %s is crash-looping (CrashLoopBackOff, %d restarts)%s", where, c.RestartCount, lastExit(c.LastTerminationState.Terminated))
-			case "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+			case "InvalidImageName", "ErrImageNeverPull":
 				return fmt.Sprintf("agent in pod %s cannot start: %s", where, join(w.Reason, w.Message))
 			}
 		}

@@ -390,6 +390,16 @@ func TestOneNodeSkipsOtherNode(t *testing.T) {
 	if _, err := tgt.Placement(suite.PodToPodSameNode); err != nil {
 		t.Error(err)
 	}
+	// The run's header counts only what runs, and says what is skipped.
+	full, err := suite.Options{Tests: []string{"TCP_RR", "DNS_QPS_MAX"}, Placements: []string{suite.PodToPodSameNode, suite.PodToPodOtherNode},
+		Rounds: 2, Duration: 4 * time.Second, Warmup: time.Second}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tgt.SampleCount(full); !strings.HasPrefix(got, "2 samples, about 10s of measurement; 6 skipped (pod-to-pod/other-node: needs two usable nodes") ||
+		!strings.Contains(got, "DNS_QPS_MAX: DNS_QPS_MAX needs dnsmasq") {
+		t.Errorf("header %q: want 2 samples (TCP_RR same-node × 2 rounds), 6 skipped with reasons", got)
+	}
 	// The runner turns those errors into skipped results, not a failure.
 	plan, err := suite.Options{Tests: []string{"TCP_RR"}, Placements: []string{suite.PodToPodOtherNode, suite.HostToHostOtherNod}}.Resolve()
 	if err != nil {

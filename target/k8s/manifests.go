@@ -45,6 +45,8 @@ type Layout struct {
 	Services        []string          `json:"services"`  // server endpoints with a ClusterIP Service
 	Resources       Resources         `json:"resources"`
 	Probes          bool              `json:"probes,omitempty"` // a node probe per node (manifests_probe.go)
+	// Sysctls every agent pod with its own network namespace sets.
+	Sysctls []corev1.Sysctl `json:"sysctls,omitempty"`
 }
 
 // Manifests are the typed objects of a run, in the order they are created.
@@ -165,6 +167,10 @@ func agentPod(l Layout, spec endpointSpec, node string, res corev1.ResourceRequi
 		dns = corev1.DNSClusterFirstWithHostNet
 	}
 	ports := append([]corev1.ContainerPort{{Name: "control", ContainerPort: ControlPort, Protocol: corev1.ProtocolTCP}}, dataPorts()...)
+	var sysctls []corev1.Sysctl
+	if !spec.Host { // the node's namespace: the kubelet refuses net.* sysctls there
+		sysctls = append(sysctls, l.Sysctls...)
+	}
 	return &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: PodName(spec.Name), Namespace: l.Namespace, Labels: lbl},
@@ -191,6 +197,7 @@ func agentPod(l Layout, spec endpointSpec, node string, res corev1.ResourceRequi
 				RunAsUser:      &nobody,
 				RunAsGroup:     &nobody,
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				Sysctls:        sysctls,
 			},
 			Containers: []corev1.Container{{
 				Name:            ContainerNm,
@@ -255,10 +262,12 @@ func WriteYAML(w io.Writer, objs []runtime.Object) error {
 	return err
 }
 
-// Placeholders for nodes a dry run does not know.
+// Placeholders for nodes a dry run does not know: valid node names (an
+// API server refuses an invalid one in the node affinity), under the
+// reserved .invalid domain so that no real node has them.
 const (
-	PlaceholderClientNode = "CLIENT-NODE"
-	PlaceholderServerNode = "SERVER-NODE"
+	PlaceholderClientNode = "client-node.invalid"
+	PlaceholderServerNode = "server-node.invalid"
 )
 
 // OfflineLayout is the layout of a run decided without asking the cluster
@@ -276,6 +285,7 @@ func OfflineLayout(cfg Config, token string) (Layout, error) {
 	}
 	l.Endpoints, l.Services = endpointsFor(cfg.Placements)
 	l.Probes = cfg.Scale.probes()
+	l.Sysctls = cfg.podSysctls()
 	return l, nil
 }
 

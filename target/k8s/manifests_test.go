@@ -139,6 +139,9 @@ func TestGoldenManifests(t *testing.T) {
 	}
 	pods := 0
 	for _, o := range objs {
+		if errs := validateObject(o, ""); len(errs) > 0 {
+			t.Errorf("%T: the API server would refuse it: %v", o, errs.ToAggregate())
+		}
 		meta := o.(metav1.Object)
 		if meta.GetLabels()[LabelManagedBy] != ManagedBy || meta.GetLabels()[LabelRunID] != cfg.RunID {
 			t.Errorf("%T %s lacks the managed-by / run-id labels", o, meta.GetName())

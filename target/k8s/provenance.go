@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/cnibench/cnibench/agent"
 )
 
 // NodeInfo is what the results record about a node the agents ran on.
@@ -31,6 +33,9 @@ type EndpointInfo struct {
 	IP          string `json:"ip"`
 	HostNetwork bool   `json:"host_network"`
 	QOSClass    string `json:"qos_class,omitempty"`
+	// PodSysctls are the sysctls the pod as created sets (after any
+	// fallback dropped refused ones).
+	PodSysctls map[string]string `json:"pod_sysctls,omitempty"`
 }
 
 // Provenance is the k8s target's Details in the results document.
@@ -47,6 +52,15 @@ type Provenance struct {
 	Endpoints         map[string]EndpointInfo `json:"endpoints"`
 	Services          map[string]string       `json:"services,omitempty"` // endpoint → ClusterIP
 	Skipped           map[string]string       `json:"skipped,omitempty"`  // placement → reason
+	// EndpointSysctls are the effective sysctls each agent read in its own
+	// network namespace (the node's for hostNetwork agents).
+	EndpointSysctls map[string]agent.Sysctls `json:"endpoint_sysctls,omitempty"`
+	// SysctlDrops are agent pods that run without sysctls they asked for
+	// (a kubelet or admission refused them), with why and how to allow them.
+	SysctlDrops []SysctlDrop `json:"sysctl_drops,omitempty"`
+	// Notes are what the run must say about this target (also in the
+	// results' run notes): sysctl drops, sysctls that could not be read.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ServerVersion reads the API server's version.

@@ -3,6 +3,7 @@ package k8starget
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -33,7 +34,10 @@ func TestRBACCoversARun(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := twoNodeCluster(objs[0]) // the Namespace, as the admin applied it
-	startKubelet(t, cs, testNS, healthy)
+	// worker-b's kubelet refuses tcp_tw_reuse: the pod's recreation is
+	// checked against the rules too.
+	var refused atomic.Int32
+	startKubelet(t, cs, testNS, refuseTWReuseOn("worker-b", &refused))
 	h := startHealthAgent(t, cs, testNS)
 	cs.ClearActions()
 	tgt, err := Open(context.Background(), testConfig("rbac"), cs, &staticAccess{addr: h.srv.URL}, "")
@@ -75,6 +79,9 @@ func TestRBACCoversARun(t *testing.T) {
 		if !allows(rules, gvr.Group, resource, a.GetVerb(), name) {
 			t.Errorf("not allowed by `cnibench k8s rbac`: %s %s %q in namespace %q", a.GetVerb(), resource, name, a.GetNamespace())
 		}
+	}
+	if refused.Load() == 0 {
+		t.Error("no pod was refused: the sysctl fallback's calls went unchecked")
 	}
 	if checked < 20 {
 		t.Errorf("only %d API calls checked", checked)

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -65,7 +67,7 @@ func DatapathUsage(ctx context.Context, cs kubernetes.Interface, nodes []string,
 		}
 		raw, err := rc.Get().Resource("nodes").Name(node).SubResource("proxy", "stats", "summary").DoRaw(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("kubelet summary of node %s: %w", node, err)
+			return nil, fmt.Errorf("kubelet summary of node %s: %w", node, rawError(raw, err, kubeletHint))
 		}
 		var s summary
 		if err := json.Unmarshal(raw, &s); err != nil {
@@ -91,6 +93,24 @@ func DatapathUsage(ctx context.Context, cs kubernetes.Interface, nodes []string,
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	return out, nil
+}
+
+// kubeletHint is what a refused kubelet summary read needs.
+const kubeletHint = "get on nodes/proxy is needed for --datapath-usage kubelet: grant it with 'cnibench k8s rbac --node-proxy' (or use --datapath-usage metrics)"
+
+// rawError makes a raw read's error say what the API server said. client-go
+// reports a JSON Status body of a raw (DoRaw) read as "unknown (get nodes
+// NAME)"; the Status's own message is taken from the body instead, and a
+// Forbidden one gets hint.
+func rawError(body []byte, err error, hint string) error {
+	var st metav1.Status
+	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" && st.Message != "" {
+		err = &apierrors.StatusError{ErrStatus: st}
+	}
+	if apierrors.IsForbidden(err) && hint != "" {
+		return fmt.Errorf("%w; %s", err, hint)
+	}
+	return err
 }
 
 // datapathComponent finds the component a pod belongs to: DaemonSet pods

@@ -137,6 +137,27 @@ func (t *Target) openProbes(ctx context.Context) error {
 	return nil
 }
 
+// openSync reads every node's baseline (two equal probe reads in a row)
+// when the target opens, after its own test Service exists: read inside
+// the first step's Program, it made a step that adds nothing report a
+// poll interval of programming.
+func (t *Target) openSync(ctx context.Context) error {
+	if t.cfg.Scale == nil || t.cfg.Scale.SyncVerify != SyncNode {
+		return nil
+	}
+	if _, _, err := t.ScaleDatapath(); err != nil {
+		return err
+	}
+	start := time.Now()
+	t.progress("reading the Service datapath baseline of %d nodes ...", len(t.scale.probes))
+	if err := t.scale.dp.Sync.readBaseline(ctx); err != nil {
+		t.progress(" failed\n")
+		return fmt.Errorf("node sync baseline: %w", err)
+	}
+	t.progress(" done in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
 // ScaleDatapath implements suite.ScaleTarget: the cluster's Services in
 // the run's namespace, as dummies the sweep adds around the run's own
 // pod-to-service/other-node Service (one datapath.Service per port; its VIP
@@ -202,10 +223,18 @@ func (t *Target) ConntrackUsage(context.Context) (count, max, flows int, err err
 	return -1, 0, 0, fmt.Errorf("%w: the client node's conntrack table is not read on clusters (yet)", suite.ErrUnsupported)
 }
 
-// EphemeralPorts implements suite.ScaleTarget: unknown on clusters (the
-// client pod's ip_local_port_range is not read yet).
+// EphemeralPorts implements suite.ScaleTarget: the size of the client
+// pod's ip_local_port_range, as its agent read it when the target opened.
 func (t *Target) EphemeralPorts() (int, error) {
-	return 0, fmt.Errorf("%w: the client pod's ip_local_port_range is not read on clusters (yet)", suite.ErrUnsupported)
+	v, ok := t.prov.EndpointSysctls["node0-pod0"].Values[SysctlPortRange]
+	if !ok {
+		return 0, fmt.Errorf("%w: the client pod's ip_local_port_range was not read", suite.ErrUnsupported)
+	}
+	var lo, hi int
+	if n, err := fmt.Sscanf(v, "%d %d", &lo, &hi); n != 2 || err != nil || hi < lo {
+		return 0, fmt.Errorf("client pod's ip_local_port_range %q: not two ports", v)
+	}
+	return hi - lo + 1, nil
 }
 
 // closeScaleServices deletes the sweep's dummies (Close calls it first).

@@ -462,3 +462,40 @@ func TestScaleLBMapPreflight(t *testing.T) {
 		assertClean(t, cs)
 	}
 }
+
+// A step that adds nothing takes ~0 s of programming and node sync: the
+// baseline (two equal probe reads, a poll interval apart) is read when
+// the target opens, not inside the first step's programming time.
+func TestEmptyStepTakesNoPollInterval(t *testing.T) {
+	cs, acc := scaleCluster(t, nil, nil)
+	cfg := scaleConfig("zero1")
+	cfg.Scale.SyncInterval = 500 * time.Millisecond
+	tgt, err := Open(context.Background(), cfg, cs, acc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	dp, test, err := tgt.ScaleDatapath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := sweep.New(dp, test, sweep.Options{Steps: []int{0, 2}, Endpoints: 2, Position: datapath.PositionLast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	st, err := sw.Next(context.Background(), nil)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("0-Service step: %s (programming %s)", took, st.Program.Generate+st.Program.Apply)
+	if took > 250*time.Millisecond || st.Program.Generate+st.Program.Apply > 250*time.Millisecond {
+		t.Errorf("the 0-Service step took %s (programming %s): a poll interval (500ms) is not programming", took, st.Program.Generate+st.Program.Apply)
+	}
+	for _, n := range st.Sync.Nodes {
+		if n.Time > 250*time.Millisecond {
+			t.Errorf("node %s synced a step that adds nothing in %s", n.Node, n.Time)
+		}
+	}
+}

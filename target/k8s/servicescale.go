@@ -5,17 +5,14 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/flowcontrol"
 
@@ -29,7 +26,10 @@ const (
 	DefaultScaleBurst   = 100
 	DefaultScaleWorkers = 16
 	dummyNamespace      = "scale" // datapath.DummyServices puts its Services there
-	sliceManager        = "cnibench.io/scale"
+	// sliceManager is our EndpointSlices' managed-by label value: a label
+	// value (no "/"), and not the EndpointSlice controller's
+	// "endpointslice-controller.k8s.io", so it never adopts them.
+	sliceManager = "scale.cnibench.io"
 )
 
 // ClusterServices is the Service-scale sweep's datapath on a real cluster
@@ -162,54 +162,17 @@ func (c *ClusterServices) existing(ctx context.Context) (map[string]bool, error)
 	}
 }
 
-func (c *ClusterServices) labels() map[string]string {
-	l := baseLabels(c.RunID, NameScale)
-	l[LabelRole] = "scale"
-	return l
-}
-
 // create makes one dummy Service and its EndpointSlices (one per target
 // port), each write paced by the limiter.
 func (c *ClusterServices) create(ctx context.Context, name string, s datapath.Service) error {
-	proto := corev1.Protocol(s.Protocol)
-	byPort := map[uint16][]string{}
-	for _, ep := range s.Endpoints {
-		byPort[ep.Port] = append(byPort[ep.Port], ep.IP.String())
-	}
-	var ports []uint16
-	for p := range byPort {
-		ports = append(ports, p)
-	}
-	sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: c.labels()},
-		Spec: corev1.ServiceSpec{
-			Type: corev1.ServiceTypeClusterIP,
-			// No selector: the EndpointSlices below are ours, and the
-			// EndpointSlice controller leaves Services without one alone.
-			Ports: []corev1.ServicePort{{Name: s.PortName, Port: int32(s.Port), Protocol: proto, TargetPort: intstr.FromInt32(int32(ports[0]))}},
-		},
-	}
+	svc, slices := dummyObjects(c.Namespace, c.RunID, name, s)
 	if err := c.Limiter.Wait(ctx); err != nil {
 		return err
 	}
 	if _, err := c.Clientset.CoreV1().Services(c.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: ManagedBy}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create Service %s: %w", name, err)
 	}
-	for _, port := range ports {
-		lbl := c.labels()
-		lbl[discoveryv1.LabelServiceName] = name
-		lbl[discoveryv1.LabelManagedBy] = sliceManager
-		ready := true
-		p, pname := int32(port), s.PortName
-		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: name + "-" + strconv.Itoa(int(port)), Namespace: c.Namespace, Labels: lbl},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: &pname, Port: &p, Protocol: &proto}},
-		}
-		for _, ip := range byPort[port] {
-			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
-		}
+	for _, slice := range slices {
 		if err := c.Limiter.Wait(ctx); err != nil {
 			return err
 		}

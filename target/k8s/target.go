@@ -41,6 +41,7 @@ type Target struct {
 	skipped  map[string]string // placement → reason
 	usage    *usageReader      // datapath CPU and memory per sample (usage.go); nil: off
 	scale    scaleState        // Service-scale sweep (scaletarget.go)
+	fallback *sysctlFallback   // agent pods recreated without refused sysctls
 
 	closeOnce sync.Once
 	closeErr  error
@@ -83,7 +84,8 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 		return t, err
 	}
 	t.progress("creating %d agent pods in namespace %s on %s ...", len(m.Pods), cfg.Namespace, strings.Join(nonEmpty(t.layout.Nodes[:]), " and "))
-	if err := create(ctx, cs, m); err != nil {
+	t.fallback = newSysctlFallback(cs, m)
+	if err := create(ctx, cs, m, t.fallback); err != nil {
 		t.progress(" failed\n")
 		return t, err
 	}
@@ -92,7 +94,7 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 		want = append(want, p.Name)
 	}
 	start := time.Now()
-	ready, err := waitReady(ctx, cs, cfg.Namespace, cfg.RunID, want, cfg.Timeout)
+	ready, err := waitReady(ctx, cs, cfg.Namespace, cfg.RunID, want, cfg.Timeout, t.fallback)
 	if err != nil {
 		t.progress(" failed\n")
 		return t, err
@@ -128,7 +130,11 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 		}
 		t.agents[ep] = c
 	}
+	t.readSysctls(ctx)
 	if err := t.openProbes(ctx); err != nil {
+		return t, err
+	}
+	if err := t.openSync(ctx); err != nil {
 		return t, err
 	}
 	t.recordEndpoints()
@@ -199,7 +205,7 @@ func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, e
 	p.Layout = Layout{
 		Namespace: cfg.Namespace, CreateNamespace: !exists, RunID: cfg.RunID,
 		Image: cfg.Image, PullPolicy: cfg.PullPolicy, Nodes: choice.Nodes, Resources: cfg.Resources,
-		Probes: cfg.Scale.probes(),
+		Probes: cfg.Scale.probes(), Sysctls: cfg.podSysctls(),
 	}
 	var runnable []string
 	for _, pl := range cfg.Placements {
@@ -239,12 +245,42 @@ func (t *Target) recordEndpoints() {
 	t.prov.Endpoints = map[string]EndpointInfo{}
 	for ep, p := range t.pods {
 		t.prov.Endpoints[ep] = EndpointInfo{Pod: p.Name, Node: p.Spec.NodeName, IP: p.Status.PodIP,
-			HostNetwork: p.Spec.HostNetwork, QOSClass: string(p.Status.QOSClass)}
+			HostNetwork: p.Spec.HostNetwork, QOSClass: string(p.Status.QOSClass), PodSysctls: podSysctls(p)}
 	}
 	if len(t.services) > 0 {
 		t.prov.Services = t.services
 	}
 }
+
+// readSysctls records each agent's effective sysctls and every pod that
+// runs without sysctls it asked for: in the provenance, as notes of the
+// run, and as a warning in the progress. A failed read is a note, not an
+// error (an agent image older than the CLI has no such endpoint).
+func (t *Target) readSysctls(ctx context.Context) {
+	t.prov.EndpointSysctls = map[string]agent.Sysctls{}
+	for _, ep := range t.layout.Endpoints {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		s, err := t.agents[ep].Sysctls(rctx)
+		cancel()
+		if err != nil {
+			t.prov.Notes = append(t.prov.Notes, fmt.Sprintf("effective sysctls of %s not read: %s", ep, oneLine(err.Error())))
+			continue
+		}
+		t.prov.EndpointSysctls[ep] = *s
+	}
+	if t.fallback == nil {
+		return
+	}
+	t.prov.SysctlDrops = t.fallback.Drops()
+	for _, d := range t.prov.SysctlDrops {
+		t.prov.Notes = append(t.prov.Notes, d.String())
+		t.progress("warning: %s\n", d)
+	}
+}
+
+// Notes implements suite.Noter: what the results must say about the
+// target (sysctls dropped or not read).
+func (t *Target) Notes() []string { return t.prov.Notes }
 
 // Kind implements suite.Target.
 func (t *Target) Kind() string { return "k8s" }

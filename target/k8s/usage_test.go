@@ -57,11 +57,12 @@ func ptrTrue() *bool { b := true; return &b }
 // metricsAPI serves metrics.k8s.io pod metrics and kubelet summaries, as
 // the API server does, from what the test sets; it records every path.
 type metricsAPI struct {
-	mu      sync.Mutex
-	paths   []string
-	pods    map[string][2]string // pod → {cpu, memory} quantities
-	summary string               // the kubelet summary of every node; "" = 404
-	missing bool                 // no metrics API (no metrics-server)
+	mu        sync.Mutex
+	paths     []string
+	pods      map[string][2]string // pod → {cpu, memory} quantities
+	summary   string               // the kubelet summary of every node; "" = 404
+	forbidden bool                 // the kubelet summary is refused (no nodes/proxy right)
+	missing   bool                 // no metrics API (no metrics-server)
 }
 
 func (m *metricsAPI) set(pods map[string][2]string) {
@@ -93,6 +94,12 @@ func (m *metricsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"kind":"PodMetricsList","apiVersion":"metrics.k8s.io/v1beta1","metadata":{},"items":[%s]}`, strings.Join(items, ","))
+	case strings.HasPrefix(r.URL.Path, "/api/v1/nodes/") && strings.HasSuffix(r.URL.Path, "/proxy/stats/summary") && m.forbidden:
+		// What a real API server answers a user without nodes/proxy.
+		node := strings.Split(r.URL.Path, "/")[4]
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes \"%s\" is forbidden: User \"alice\" cannot get resource \"nodes/proxy\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{"name":"%s","kind":"nodes"},"code":403}`, node, node)
 	case strings.HasPrefix(r.URL.Path, "/api/v1/nodes/") && strings.HasSuffix(r.URL.Path, "/proxy/stats/summary") && m.summary != "":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, m.summary)
@@ -237,6 +244,14 @@ func TestUsageFailuresAndOff(t *testing.T) {
 	tgt.usage.raw = tgt.cs
 	if _, err := tgt.StartUsage(ctx); err == nil || !strings.Contains(err.Error(), "no REST client") {
 		t.Errorf("fake clientset as raw client: %v", err)
+	}
+	// Kubelet mode without nodes/proxy: the API server's own message and
+	// the hint to k8s rbac --node-proxy, not "unknown (get nodes ...)".
+	tgt = usageTarget(t, usageCluster(), &metricsAPI{forbidden: true}, UsageKubelet)
+	_, err := tgt.StartUsage(ctx)
+	if err == nil || !strings.Contains(err.Error(), `cannot get resource "nodes/proxy"`) || !strings.Contains(err.Error(), "cnibench k8s rbac --node-proxy") ||
+		strings.Contains(err.Error(), "unknown") {
+		t.Errorf("kubelet mode refused: %v", err)
 	}
 	for _, mode := range []string{UsageOff, ""} {
 		tgt := &Target{}

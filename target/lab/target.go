@@ -58,7 +58,9 @@ type Target struct {
 	clientCPUs []int
 	serverCPUs []int
 	dir        string
-	dps        []datapath.Datapath // the lab's Service datapath, when it has one
+	dps        []datapath.Datapath      // the lab's Service datapath, when it has one
+	sysctls    map[string]agent.Sysctls // effective, per endpoint (sysctls.go)
+	notes      []string
 }
 
 type agentProc struct {
@@ -167,6 +169,7 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 		}
 	}
 	t.progress(" ready\n")
+	t.readSysctls(ctx)
 	if err := t.openServices(ctx); err != nil {
 		return t, err
 	}
@@ -267,6 +270,7 @@ func (t *Target) Details() map[string]any {
 		"http_work":           t.cfg.HTTPWork.String(),
 		"service_datapath":    l.Config.ServiceDatapath,
 		"topology":            l.Nodes,
+		"endpoint_sysctls":    t.sysctlDetails(),
 	}
 }
 

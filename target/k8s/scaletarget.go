@@ -139,18 +139,19 @@ func (t *Target) openProbes(ctx context.Context) error {
 
 // ScaleDatapath implements suite.ScaleTarget: the cluster's Services in
 // the run's namespace, as dummies the sweep adds around the run's own
-// pod-to-service/other-node Service (one datapath.Service per port; its VIP
-// is a placeholder from the lab's range, since ClusterServices never
-// creates the test Service: the real ClusterIP is in the details).
+// Service of ScalePlacement (one datapath.Service per port; its VIP is a
+// placeholder from the lab's range, since ClusterServices never creates
+// the test Service: the real ClusterIP is in the details).
 func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) {
 	s := t.cfg.Scale
 	if s == nil {
 		return nil, nil, fmt.Errorf("the k8s target was opened without a Service-scale configuration")
 	}
-	const server = "node1-pod0"
-	if _, ok := t.services[server]; !ok {
-		return nil, nil, fmt.Errorf("no %s Service in this run (placement %s skipped?)", ServiceName(server), PodToServiceOtherNode)
+	placement, err := t.ScalePlacement()
+	if err != nil {
+		return nil, nil, err
 	}
+	server := placementEndpoints[placement][1]
 	pod := t.pods[server]
 	ip, err := netip.ParseAddr(pod.Status.PodIP)
 	if err != nil || !ip.Is4() {
@@ -170,6 +171,21 @@ func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) 
 		t.scale.dp = dp
 	}
 	return t.scale.dp, test, nil
+}
+
+// ScalePlacement implements suite.ScaleTarget: the pod-to-service
+// placement of this run (Prepare keeps one for a sweep: other-node, or
+// same-node on a one-node cluster).
+func (t *Target) ScalePlacement() (string, error) {
+	for _, pl := range t.cfg.Placements {
+		if _, skipped := t.skipped[pl]; skipped || !isServicePlacement(pl) {
+			continue
+		}
+		if _, ok := t.services[placementEndpoints[pl][1]]; ok {
+			return pl, nil
+		}
+	}
+	return "", fmt.Errorf("no pod-to-service placement runs on this cluster: %s", describeSkipped(t.skipped))
 }
 
 // serviceProxy names what implements Services on the cluster: Cilium
@@ -236,6 +252,9 @@ func (t *Target) scaleDetails() map[string]any {
 	}
 	d := map[string]any{"sync_verify": s.SyncVerify, "sync_timeout": s.SyncTimeout.String(),
 		"allow_cluster_changes": s.AllowClusterChanges, "service_proxy": or(t.serviceProxy(), "unknown")}
+	if pl, err := t.ScalePlacement(); err == nil {
+		d["placement"] = pl
+	}
 	var probes []string
 	for _, p := range t.scale.probes {
 		probes = append(probes, p.Node)

@@ -37,6 +37,8 @@ type scaleFlags struct {
 	syncTimeout         time.Duration
 	syncVerify          string
 	allowClusterChanges bool
+	apiQPS              float64
+	apiBurst            int
 }
 
 func (f *scaleFlags) register(fs *pflag.FlagSet) {
@@ -49,11 +51,13 @@ func (f *scaleFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.bpfMapMax, "bpf-map-max", 0, "service-scale: entries of the eBPF service and backend maps (default 65536)")
 	fs.DurationVar(&f.syncTimeout, "sync-timeout", k8starget.DefaultSyncTimeout, "service-scale on k8s: how long every node may take to hold a step's Services")
 	fs.StringVar(&f.syncVerify, "sync-verify", k8starget.SyncNode, "service-scale on k8s: node (a privileged probe pod per node reads kube-proxy's or Cilium's state) or api (the API server only)")
+	fs.Float64Var(&f.apiQPS, "api-qps", k8starget.DefaultScaleQPS, "service-scale on k8s: API writes per second creating and deleting the dummy Services and EndpointSlices")
+	fs.IntVar(&f.apiBurst, "api-burst", 0, "service-scale on k8s: burst of those writes (default: --api-qps)")
 	fs.BoolVar(&f.allowClusterChanges, "allow-cluster-changes", false, "service-scale on k8s: raise Cilium's bpf-lb-map-max (and restart Cilium) when the largest step needs it; reverted at the end")
 }
 
 // k8sOnlyScaleFlags make sense on a cluster only.
-var k8sOnlyScaleFlags = []string{"sync-timeout", "sync-verify", "allow-cluster-changes"}
+var k8sOnlyScaleFlags = []string{"sync-timeout", "sync-verify", "allow-cluster-changes", "api-qps", "api-burst"}
 
 // labOnlyScaleFlags size the lab's eBPF maps; a cluster's are its own.
 var labOnlyScaleFlags = []string{"auto-size", "bpf-map-max"}

@@ -33,7 +33,8 @@ type ScaleConfig struct {
 	// Services and Endpoints are the largest step, for the LB-map preflight.
 	Services  int `json:"services"`
 	Endpoints int `json:"endpoints_per_service"`
-	// QPS, Burst and Workers pace the API writes (0: ClusterServices' defaults).
+	// QPS (--api-qps), Burst (--api-burst, default = QPS) and Workers
+	// (parallel writers) pace the API writes; 0: DefaultScaleQPS, …
 	QPS            float64       `json:"qps,omitempty"`
 	Burst          int           `json:"burst,omitempty"`
 	Workers        int           `json:"workers,omitempty"`
@@ -69,7 +70,31 @@ func (s *ScaleConfig) validate() error {
 	if s.RolloutTimeout <= 0 {
 		s.RolloutTimeout = DefaultRolloutTimeout
 	}
+	switch {
+	case s.QPS == 0:
+		s.QPS = DefaultScaleQPS
+	case !(s.QPS >= 1 && s.QPS <= MaxScaleQPS): // NaN too
+		return fmt.Errorf("--api-qps must be in 1..%d, got %g", MaxScaleQPS, s.QPS)
+	}
+	switch {
+	case s.Burst == 0:
+		s.Burst = max(int(s.QPS), 1)
+	case s.Burst < 1 || s.Burst > MaxScaleQPS:
+		return fmt.Errorf("--api-burst must be in 1..%d, got %d", MaxScaleQPS, s.Burst)
+	}
+	if s.Workers == 0 {
+		s.Workers = DefaultScaleWorkers
+	}
+	if s.Workers < 1 || s.Workers > 256 {
+		return fmt.Errorf("service scale: %d writers (want 1..256)", s.Workers)
+	}
 	return nil
+}
+
+// ClientRate is client-go's rate limit for a sweep: above the sweep's own
+// write pacing, with room for the reads (lists, agents, cleanup) beside it.
+func (s *ScaleConfig) ClientRate() (float32, int) {
+	return float32(s.QPS) + DefaultClientQPS, s.Burst + DefaultClientBurst
 }
 
 // scaleState is the Service-scale part of a Target.
@@ -254,6 +279,10 @@ func (t *Target) scaleDetails() map[string]any {
 		"allow_cluster_changes": s.AllowClusterChanges, "service_proxy": or(t.serviceProxy(), "unknown")}
 	if pl, err := t.ScalePlacement(); err == nil {
 		d["placement"] = pl
+	}
+	d["api_qps"], d["api_burst"], d["api_workers"] = s.QPS, s.Burst, s.Workers
+	if t.scale.dp != nil && t.scale.dp.Deleted() != nil {
+		d["deleted"] = t.scale.dp.Deleted()
 	}
 	var probes []string
 	for _, p := range t.scale.probes {

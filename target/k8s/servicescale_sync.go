@@ -61,6 +61,52 @@ type SyncVerifier struct {
 	apiOnly  map[string]string            // node → why only the API server is checked
 	last     *sweep.Sync
 	reports  map[string]*nodeprobe.Report // the matching reads of the last step
+	lat      *latencyTracker              // the step's per-Service latency (node mode)
+}
+
+// beginStep starts tracking a step's per-Service latency: until the
+// returned stop is called (the API writes ended) every probe is polled,
+// then the sync wait's reads go on feeding the tracker.
+func (v *SyncVerifier) beginStep(ctx context.Context) (stop func()) {
+	v.defaults()
+	l := newLatencyTracker()
+	v.mu.Lock()
+	v.lat = l
+	poll := v.Mode == SyncNode && v.baseline != nil
+	v.mu.Unlock()
+	if !poll {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); v.poll(ctx, l) }()
+	return func() { cancel(); <-done }
+}
+
+// expect registers a Service of the step whose last write returned at
+// created (latencyTracker).
+func (v *SyncVerifier) expect(name string, sp nodeprobe.ServicePort, created time.Time) {
+	v.mu.Lock()
+	l := v.lat
+	v.mu.Unlock()
+	if l != nil {
+		l.expect(name, sp, created)
+	}
+}
+
+// tracker is the current step's latency tracker (nil before the first).
+func (v *SyncVerifier) tracker() *latencyTracker {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.lat
+}
+
+// apiOnlyNode says why a node is checked in the API server only, if it is.
+func (v *SyncVerifier) apiOnlyNode(node string) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	why, ok := v.apiOnly[node]
+	return why, ok
 }
 
 func (v *SyncVerifier) defaults() {
@@ -223,6 +269,9 @@ func (v *SyncVerifier) wait(ctx context.Context, writesDone time.Time, want data
 			if err != nil {
 				lastErr = err
 			} else {
+				if l := v.tracker(); l != nil {
+					l.observe(p.Node, rep, time.Now())
+				}
 				ns.Services, ns.Endpoints, ns.BPFMapBytes, ns.Datapath = rep.Services, rep.Endpoints, rep.BPFMapBytes, rep.Datapath
 				if rep.Services >= ns.WantServices && rep.Endpoints >= ns.WantEndpoints {
 					ns.Time = time.Since(writesDone)
@@ -247,14 +296,25 @@ func (v *SyncVerifier) wait(ctx context.Context, writesDone time.Time, want data
 		}
 	})
 	res.Nodes = nodes
+	var read []string
 	for _, n := range nodes {
 		if n.Mode == SyncAPI {
 			res.Notes = append(res.Notes, fmt.Sprintf("node %s: only the API server is checked: %s", n.Node, n.Note))
+			continue
 		}
+		read = append(read, n.Node)
+		res.NodeSync = max(res.NodeSync, n.Time)
+	}
+	if l := v.tracker(); l != nil && err == nil {
+		res.Latency = l.result(read, v.Interval)
 	}
 	v.setLast(res, reports)
 	if err == nil {
-		v.note(" %s;", syncLine(nodes))
+		lat := ""
+		if l := res.Latency; l != nil && l.Services > 0 {
+			lat = fmt.Sprintf(", per-Service latency p50 %s p99 %s (±%s)", l.P50.Round(time.Millisecond), l.P99.Round(time.Millisecond), l.Resolution)
+		}
+		v.note(" %s%s;", syncLine(nodes), lat)
 	}
 	return res, err
 }

@@ -1,0 +1,188 @@
+package k8starget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Deleted is what ClusterServices.Close removed and how long it took,
+// until the API server listed none of the sweep's objects.
+type Deleted struct {
+	Services int           `json:"services"`
+	Time     time.Duration `json:"time"`
+	// Leftovers were still listed after the Service deletes and the
+	// EndpointSlices' DeleteCollection, and were deleted one by one.
+	Leftovers int `json:"leftovers,omitempty"`
+}
+
+// removeSome deletes the named dummies and their EndpointSlices in
+// parallel under the write limiter: one list of the slices first, instead
+// of one per Service.
+func (c *ClusterServices) removeSome(ctx context.Context, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	slices, err := c.slicesByService(ctx)
+	if err != nil {
+		return err
+	}
+	return c.parallel(ctx, "deleting", names, func(ctx context.Context, name string) error {
+		for _, s := range slices[name] {
+			if err := c.write(ctx); err != nil {
+				return err
+			}
+			if err := c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).Delete(ctx, s, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete EndpointSlice %s: %w", s, err)
+			}
+		}
+		if err := c.write(ctx); err != nil {
+			return err
+		}
+		if err := c.Clientset.CoreV1().Services(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete Service %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// slicesByService lists the dummies' EndpointSlices by Service name.
+func (c *ClusterServices) slicesByService(ctx context.Context) (map[string][]string, error) {
+	out := map[string][]string{}
+	opts := metav1.ListOptions{LabelSelector: c.selector(), Limit: 500}
+	for {
+		l, err := c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list dummy EndpointSlices: %w", err)
+		}
+		for _, s := range l.Items {
+			svc := s.Labels[discoveryv1.LabelServiceName]
+			out[svc] = append(out[svc], s.Name)
+		}
+		if opts.Continue = l.Continue; opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
+// Close implements datapath.Datapath: every dummy goes, and Close returns
+// once the API server lists none. The EndpointSlices go by one
+// DeleteCollection on the sweep's label selector while the Services are
+// deleted in parallel under the write limiter (the Service API has no
+// DeleteCollection); whatever is left after that (a collection delete cut
+// short) is deleted one by one.
+func (c *ClusterServices) Close() error {
+	c.init()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	have, err := c.existing(ctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	// Its own context (Close also runs after Ctrl-C), long enough for two
+	// paced writes per Service, plus slack.
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(float64(2*len(have))/c.QPS*1.5*float64(time.Second)))
+	defer cancel()
+	names := make([]string, 0, len(have))
+	for n := range have {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	collectErr := make(chan error, 1)
+	go func() {
+		err := c.write(ctx)
+		if err == nil {
+			err = c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: c.selector()})
+		}
+		if err != nil && !apierrors.IsMethodNotSupported(err) && !apierrors.IsNotFound(err) {
+			err = fmt.Errorf("delete the dummy EndpointSlices: %w", err)
+		} else {
+			err = nil // the pass below deletes what is left one by one
+		}
+		collectErr <- err
+	}()
+	err = c.parallel(ctx, "deleting", names, c.removeService)
+	if err = errors.Join(err, <-collectErr); err != nil {
+		return err
+	}
+	// What is left (slices of Services already gone included), one by one.
+	left, err := c.existing(ctx)
+	if err != nil {
+		return err
+	}
+	slices, err := c.slicesByService(ctx)
+	if err != nil {
+		return err
+	}
+	for svc := range slices {
+		left[svc] = true
+	}
+	rest := make([]string, 0, len(left))
+	for n := range left {
+		rest = append(rest, n)
+	}
+	sort.Strings(rest)
+	if err := c.removeSome(ctx, rest); err != nil {
+		return err
+	}
+	if err := c.waitGone(ctx); err != nil {
+		return err
+	}
+	c.deleted = &Deleted{Services: len(have), Leftovers: len(rest), Time: time.Since(start)}
+	if len(have) > 0 {
+		c.progressf("%d dummy Services and their EndpointSlices gone in %s\n", len(have), c.deleted.Time.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// removeService deletes one dummy Service (its EndpointSlices go by
+// collection).
+func (c *ClusterServices) removeService(ctx context.Context, name string) error {
+	if err := c.write(ctx); err != nil {
+		return err
+	}
+	if err := c.Clientset.CoreV1().Services(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Service %s: %w", name, err)
+	}
+	return nil
+}
+
+// waitGone polls until the API server lists no dummy Service or
+// EndpointSlice.
+func (c *ClusterServices) waitGone(ctx context.Context) error {
+	one := metav1.ListOptions{LabelSelector: c.selector(), Limit: 1}
+	for {
+		svcs, err := c.Clientset.CoreV1().Services(c.Namespace).List(ctx, one)
+		if err != nil {
+			return fmt.Errorf("list dummy Services: %w", err)
+		}
+		sl, err := c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).List(ctx, one)
+		if err != nil {
+			return fmt.Errorf("list dummy EndpointSlices: %w", err)
+		}
+		if len(svcs.Items) == 0 && len(sl.Items) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dummy Services still listed after the deletes: %w", ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// Deleted is what the last Close removed (nil before it ran).
+func (c *ClusterServices) Deleted() *Deleted { return c.deleted }
+
+func (c *ClusterServices) progressf(format string, a ...any) {
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, format, a...)
+	}
+}

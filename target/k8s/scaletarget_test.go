@@ -462,3 +462,56 @@ func TestScaleLBMapPreflight(t *testing.T) {
 		assertClean(t, cs)
 	}
 }
+
+// On a one-node cluster the sweep measures pod-to-service/same-node: the
+// test Service fronts node0-pod1, other-node is skipped with the reason,
+// and the results record the placement.
+func TestScaleSweepOneNode(t *testing.T) {
+	cs := newFakeCluster(append([]runtime.Object{testNode("worker-a")}, ciliumObjects("worker-a")...)...)
+	startKubelet(t, cs, testNS, healthy)
+	h := startHealthAgent(t, cs, testNS)
+	acc := &probeAccess{staticAccess: staticAccess{addr: h.srv.URL},
+		probes: map[string]*fakeProbe{"worker-a": startProbe(t, cs, "worker-a", ciliumBase, 20*time.Millisecond, "")}}
+	cfg := scaleConfig("sweep1n")
+	cfg.Placements = []string{PodToServiceOtherNode, PodToServiceSameNode} // the CLI's candidates
+	tgt, err := Open(context.Background(), cfg, cs, acc, "test-ctx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	if pl, err := tgt.ScalePlacement(); err != nil || pl != PodToServiceSameNode {
+		t.Fatalf("sweep placement %q (%v), want %s", pl, err, PodToServiceSameNode)
+	}
+	if _, err := cs.CoreV1().Services(testNS).Get(context.Background(), ServiceName("node0-pod1"), metav1.GetOptions{}); err != nil {
+		t.Fatalf("no Service in front of node0-pod1: %v", err)
+	}
+	if _, err := tgt.Placement(PodToServiceOtherNode); !errors.Is(err, suite.ErrUnsupported) {
+		t.Errorf("other-node on one node: %v, want unsupported", err)
+	}
+	plan, err := suite.Options{Tests: []string{"TCP_RR"}, Placements: []string{PodToServiceSameNode}, Rounds: 1,
+		Duration: 100 * time.Millisecond, Warmup: 10 * time.Millisecond}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := &suite.ScaleRunner{Scenarios: []suite.Scenario{{Name: "k8s", Target: tgt}}, Plan: plan,
+		Sweep: sweep.Options{Steps: []int{0, 3}, Endpoints: 2}, OutDir: t.TempDir(), RunID: "sweep1n"}
+	run, err := runner.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sw := run.Sweeps[0]; sw.Placement != PodToServiceSameNode || len(sw.Steps) != 2 || len(run.Plan.Placements) != 1 || run.Plan.Placements[0] != PodToServiceSameNode {
+		t.Fatalf("sweep placement %q, %d steps, plan %v", sw.Placement, len(sw.Steps), run.Plan.Placements)
+	}
+	for _, res := range run.Results {
+		if res.Placement.Name() != PodToServiceSameNode || res.Placement.Server != "node0-pod1" || len(res.Samples) != 1 {
+			t.Errorf("%s at %d: placement %+v, %d samples", res.Test, res.Services, res.Placement, len(res.Samples))
+		}
+	}
+	if d := run.Target.Details["service_scale"].(map[string]any); d["placement"] != PodToServiceSameNode {
+		t.Errorf("details %v: want the placement", d)
+	}
+	if err := tgt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertClean(t, cs)
+}

@@ -24,16 +24,16 @@ type ServiceScale struct {
 
 // ScaleDatapath is one scenario's sweep.
 type ScaleDatapath struct {
-	Scenario string      `json:"scenario"`
-	Datapath string      `json:"datapath"`
-	Position string      `json:"service_position"`
+	Scenario string `json:"scenario"`
+	Datapath string `json:"datapath"`
+	Position string `json:"service_position"`
 	// Placement is where the steps were measured (other-node, or
 	// same-node on a one-node target).
-	Placement string   `json:"placement"`
-	Stopped   string   `json:"stopped,omitempty"`
-	Error    string      `json:"error,omitempty"`
-	Notes    []string    `json:"notes,omitempty"`
-	Steps    []ScaleStep `json:"steps"`
+	Placement string      `json:"placement"`
+	Stopped   string      `json:"stopped,omitempty"`
+	Error     string      `json:"error,omitempty"`
+	Notes     []string    `json:"notes,omitempty"`
+	Steps     []ScaleStep `json:"steps"`
 	// Cost is the linear fit of the per-connection cost (1/short-connection
 	// RPS, µs) against Services, per sample; CRRCost the same for the
 	// TCP_CRR p50 latency. Slope is in µs per 1,000 Services.

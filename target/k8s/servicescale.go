@@ -347,19 +347,8 @@ func (c *ClusterServices) apiCounts(ctx context.Context) (datapath.Counts, error
 		return n, err
 	}
 	n.Services = len(have)
-	opts := metav1.ListOptions{LabelSelector: c.selector(), Limit: 500}
-	for {
-		l, err := c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).List(ctx, opts)
-		if err != nil {
-			return n, fmt.Errorf("list dummy EndpointSlices: %w", err)
-		}
-		for _, s := range l.Items {
-			n.Endpoints += len(s.Endpoints)
-		}
-		if opts.Continue = l.Continue; opts.Continue == "" {
-			return n, nil
-		}
-	}
+	err = c.eachSlice(ctx, func(s *discoveryv1.EndpointSlice) { n.Endpoints += len(s.Endpoints) })
+	return n, err
 }
 
 // Expected implements datapath.Datapath: the spec's dummies.

@@ -55,18 +55,26 @@ func (c *ClusterServices) removeSome(ctx context.Context, names []string) error 
 // slicesByService lists the dummies' EndpointSlices by Service name.
 func (c *ClusterServices) slicesByService(ctx context.Context) (map[string][]string, error) {
 	out := map[string][]string{}
+	err := c.eachSlice(ctx, func(s *discoveryv1.EndpointSlice) {
+		svc := s.Labels[discoveryv1.LabelServiceName]
+		out[svc] = append(out[svc], s.Name)
+	})
+	return out, err
+}
+
+// eachSlice calls fn on every dummy EndpointSlice, listed in pages.
+func (c *ClusterServices) eachSlice(ctx context.Context, fn func(*discoveryv1.EndpointSlice)) error {
 	opts := metav1.ListOptions{LabelSelector: c.selector(), Limit: 500}
 	for {
 		l, err := c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).List(ctx, opts)
 		if err != nil {
-			return nil, fmt.Errorf("list dummy EndpointSlices: %w", err)
+			return fmt.Errorf("list dummy EndpointSlices: %w", err)
 		}
-		for _, s := range l.Items {
-			svc := s.Labels[discoveryv1.LabelServiceName]
-			out[svc] = append(out[svc], s.Name)
+		for i := range l.Items {
+			fn(&l.Items[i])
 		}
 		if opts.Continue = l.Continue; opts.Continue == "" {
-			return out, nil
+			return nil
 		}
 	}
 }

@@ -29,7 +29,7 @@ import (
 // in the limiter, just before it is sent, and counted there.
 func TestClusterServicesWorkersBound(t *testing.T) {
 	cs := newFakeCluster()
-	lim := &holdLimiter{RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()}
+	lim := &peakLimiter{RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()}
 	c := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "w1", Workers: 4, Limiter: lim}
 	if _, err := c.Program(context.Background(), datapath.Spec{Services: datapath.DummyServices(40, 2)}); err != nil {
 		t.Fatal(err)
@@ -40,21 +40,6 @@ func TestClusterServicesWorkersBound(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// holdLimiter holds every write 3 ms and records the most held at once.
-type holdLimiter struct {
-	flowcontrol.RateLimiter
-	inflight, peak atomic.Int32
-}
-
-func (l *holdLimiter) Wait(ctx context.Context) error {
-	n := l.inflight.Add(1)
-	for p := l.peak.Load(); n > p && !l.peak.CompareAndSwap(p, n); p = l.peak.Load() {
-	}
-	time.Sleep(3 * time.Millisecond)
-	l.inflight.Add(-1)
-	return l.RateLimiter.Wait(ctx)
 }
 
 // A write the API server refuses stops the step with an error naming the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/nodeprobe"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/sweep"
 )
@@ -182,17 +183,24 @@ func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) 
 	if err != nil || !ip.Is4() {
 		return nil, nil, fmt.Errorf("pod %s has IP %q: the Service-scale sweep needs IPv4 pods", pod.Name, pod.Status.PodIP)
 	}
+	clusterIP, err := netip.ParseAddr(t.services[server])
+	if err != nil {
+		return nil, nil, fmt.Errorf("service %s has ClusterIP %q: the Service-scale sweep needs IPv4", ServiceName(server), t.services[server])
+	}
 	var test []datapath.Service
+	var require []nodeprobe.ServicePort
 	for _, p := range dataPorts() {
 		test = append(test, datapath.Service{Namespace: t.cfg.Namespace, Name: ServiceName(server), PortName: p.Name,
 			VIP: datapath.TestVIP(0), Port: uint16(p.ContainerPort), Protocol: datapath.Protocol(p.Protocol),
 			Endpoints: []datapath.Endpoint{{IP: ip, Port: uint16(p.ContainerPort)}}})
+		require = append(require, nodeprobe.ServicePort{Namespace: t.cfg.Namespace, Name: ServiceName(server), PortName: p.Name,
+			Protocol: string(p.Protocol), ClusterIP: clusterIP, Port: uint16(p.ContainerPort)})
 	}
 	if t.scale.dp == nil {
 		dp := &ClusterServices{Clientset: t.cs, Namespace: t.cfg.Namespace, RunID: t.cfg.RunID,
 			QPS: s.QPS, Burst: s.Burst, Workers: s.Workers, Progress: t.cfg.Progress, Datapath: t.serviceProxy()}
 		dp.Sync = &SyncVerifier{Mode: s.SyncVerify, Probes: t.scale.probes, Timeout: s.SyncTimeout, Interval: s.SyncInterval,
-			ClientNode: t.layout.Nodes[0], Progress: t.cfg.Progress}
+			ClientNode: t.layout.Nodes[0], Require: require, Progress: t.cfg.Progress}
 		t.scale.dp = dp
 	}
 	return t.scale.dp, test, nil

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -50,7 +51,7 @@ type fakeProbe struct {
 	node string
 	base nodeprobe.Report
 	lag  time.Duration
-	mode string // "" (syncs after lag), "never" (baseline forever), "unsupported"
+	mode string // "" (syncs after lag), "never" (baseline forever), "unsupported", "no-test-service" (never holds the run's Service)
 	srv  *httptest.Server
 
 	mu      sync.Mutex
@@ -92,6 +93,24 @@ func (p *fakeProbe) apiCounts() (services, endpoints int) {
 	return services, endpoints
 }
 
+// runKeys are the keys (Cilium's: clusterIP:port) of the run's own
+// Services, which the node holds from the start.
+func (p *fakeProbe) runKeys() []string {
+	var keys []string
+	if l, err := p.cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("services"), corev1.SchemeGroupVersion.WithKind("Service"), testNS); err == nil {
+		for _, s := range l.(*corev1.ServiceList).Items {
+			ip, err := netip.ParseAddr(s.Spec.ClusterIP)
+			if s.Labels[LabelRole] == "scale" || err != nil {
+				continue
+			}
+			for _, pt := range s.Spec.Ports {
+				keys = append(keys, nodeprobe.Key(nodeprobe.Cilium, nodeprobe.ServicePort{ClusterIP: ip, Port: uint16(pt.Port)}))
+			}
+		}
+	}
+	return keys
+}
+
 // report is what the node holds now: the newest API state at least lag old.
 func (p *fakeProbe) report() nodeprobe.Report {
 	s, e := p.apiCounts()
@@ -103,6 +122,9 @@ func (p *fakeProbe) report() nodeprobe.Report {
 		p.history = append(p.history, snapshot{now, s, e})
 	}
 	r := p.base
+	if p.mode != "no-test-service" {
+		r.Keys = p.runKeys()
+	}
 	if p.mode == "never" {
 		return r
 	}
@@ -509,6 +531,30 @@ func TestScaleSweepOneNode(t *testing.T) {
 	}
 	if d := run.Target.Details["service_scale"].(map[string]any); d["placement"] != PodToServiceSameNode {
 		t.Errorf("details %v: want the placement", d)
+	}
+	if err := tgt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertClean(t, cs)
+}
+
+// The test Service must be held by every node's datapath (by its keys)
+// before the baseline is taken: a node that never programs it fails the
+// first step, naming the node and the missing ports, and nothing is
+// measured.
+func TestScaleBaselineNeedsTestService(t *testing.T) {
+	cs, acc := scaleCluster(t, nil, map[string]string{"worker-b": "no-test-service"})
+	cfg := scaleConfig("sweep-ts")
+	cfg.Scale.SyncTimeout = 300 * time.Millisecond
+	tgt, steps, err := sweepCluster(t, cs, acc, cfg, []int{0, 4})
+	defer tgt.Close()
+	if err == nil || len(steps) != 1 || steps[0].Error == "" {
+		t.Fatalf("steps %+v, error %v: want the first step failed", steps, err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "node worker-b: no baseline read") || !strings.Contains(msg, "does not hold the test Service's") ||
+		!strings.Contains(msg, ":5203/tcp (tcp-rr)") || strings.Contains(msg, "worker-a") {
+		t.Errorf("error %q: want worker-b named with the test Service's missing ports", msg)
 	}
 	if err := tgt.Close(); err != nil {
 		t.Fatal(err)

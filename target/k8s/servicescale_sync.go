@@ -54,7 +54,11 @@ type SyncVerifier struct {
 	// ClientNode's BPF map memory is the step's Memory (the node whose
 	// datapath the test traffic takes).
 	ClientNode string
-	Progress   io.Writer
+	// Require are the ports of the run's test Service: the baseline is
+	// taken only once every node's datapath holds them (by Report.Keys),
+	// so no step is measured through a Service a node has not programmed.
+	Require  []nodeprobe.ServicePort
+	Progress io.Writer
 
 	mu       sync.Mutex
 	baseline map[string]*nodeprobe.Report // nil until read
@@ -163,18 +167,23 @@ func (v *SyncVerifier) readBaseline(ctx context.Context) error {
 				v.mu.Unlock()
 				return nil
 			}
-			if err != nil {
+			missing := v.missing(rep)
+			switch {
+			case err != nil:
 				lastErr = err
-			} else if prev != nil && rep.Services == prev.Services && rep.Endpoints == prev.Endpoints {
+			case len(missing) > 0:
+				lastErr = fmt.Errorf("its %s does not hold the test Service's %s yet", rep.Datapath, strings.Join(missing, ", "))
+				prev = nil
+			case prev != nil && rep.Services == prev.Services && rep.Endpoints == prev.Endpoints:
 				v.mu.Lock()
 				base[p.Node] = rep
 				v.mu.Unlock()
 				return nil
-			} else {
+			default:
 				prev = rep
 			}
 			if err := v.pause(ctx, deadline); err != nil {
-				if lastErr == nil {
+				if lastErr == nil && prev != nil {
 					lastErr = fmt.Errorf("its counts did not settle (last %d Services / %d endpoints)", prev.Services, prev.Endpoints)
 				}
 				return fmt.Errorf("node %s: no baseline read within %s: %w", p.Node, v.Timeout, lastErr)
@@ -188,6 +197,25 @@ func (v *SyncVerifier) readBaseline(ctx context.Context) error {
 	v.baseline, v.apiOnly = base, api
 	v.mu.Unlock()
 	return nil
+}
+
+// missing names the required test Service ports a read lacks (by their
+// key for the read's datapath).
+func (v *SyncVerifier) missing(rep *nodeprobe.Report) []string {
+	if rep == nil || len(v.Require) == 0 {
+		return nil
+	}
+	have := make(map[string]bool, len(rep.Keys))
+	for _, k := range rep.Keys {
+		have[k] = true
+	}
+	var out []string
+	for _, sp := range v.Require {
+		if k := nodeprobe.Key(rep.Datapath, sp); !have[k] {
+			out = append(out, fmt.Sprintf("%s:%d/%s (%s)", sp.ClusterIP, sp.Port, strings.ToLower(sp.Protocol), sp.PortName))
+		}
+	}
+	return out
 }
 
 // read asks one probe, bounded by the deadline (and 30 s a read).

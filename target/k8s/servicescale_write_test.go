@@ -195,7 +195,7 @@ func TestClusterServicesTimingAndLatency(t *testing.T) {
 
 // keyProbe is a node probe of kube-proxy's nftables mode that shows each
 // dummy Service (its key, 2 endpoints) lag after it first saw it in the
-// API server.
+// API server with its EndpointSlice.
 type keyProbe struct {
 	cs    *fake.Clientset
 	lag   time.Duration
@@ -211,12 +211,20 @@ func (p *keyProbe) NodeServices(context.Context) (*nodeprobe.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	sl, err := p.cs.Tracker().List(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), testNS)
+	if err != nil {
+		return nil, err
+	}
+	sliced := map[string]bool{}
+	for _, s := range sl.(*discoveryv1.EndpointSliceList).Items {
+		sliced[s.Labels[discoveryv1.LabelServiceName]] = true
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
 	for _, s := range l.(*corev1.ServiceList).Items {
-		if s.Labels[LabelRole] != "scale" {
-			continue
+		if s.Labels[LabelRole] != "scale" || !sliced[s.Name] {
+			continue // a proxy programs a Service once it has endpoints
 		}
 		first, ok := p.first[s.Name]
 		if !ok {

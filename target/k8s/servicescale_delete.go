@@ -10,6 +10,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
 // Deleted is what ClusterServices.Close removed and how long it took,
@@ -20,6 +22,36 @@ type Deleted struct {
 	// Leftovers were still listed after the Service deletes and the
 	// EndpointSlices' DeleteCollection, and were deleted one by one.
 	Leftovers int `json:"leftovers,omitempty"`
+	// ServiceCollection: the Services went by one DeleteCollection too
+	// (else one delete each).
+	ServiceCollection bool `json:"service_collection,omitempty"`
+}
+
+// deleteServiceCollection deletes the dummy Services with one
+// DeleteCollection. client-go's typed Service client has no such method,
+// though API servers serve it (v1.34 lists deletecollection for services),
+// so it goes through the REST client; ok is false, with no error, where
+// that is not possible (a server answering 405 or 404, a client without
+// a REST client such as the fake clientset): then they are deleted one by
+// one.
+func (c *ClusterServices) deleteServiceCollection(ctx context.Context) (ok bool, err error) {
+	rc, isREST := c.Clientset.CoreV1().RESTClient().(*rest.RESTClient)
+	if !isREST || rc == nil {
+		return false, nil
+	}
+	if err := c.write(ctx); err != nil {
+		return false, err
+	}
+	err = rc.Delete().Namespace(c.Namespace).Resource("services").
+		VersionedParams(&metav1.ListOptions{LabelSelector: c.selector()}, scheme.ParameterCodec).
+		Body(&metav1.DeleteOptions{}).Do(ctx).Error()
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsMethodNotSupported(err) || apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("delete the dummy Services: %w", err)
 }
 
 // removeSome deletes the named dummies and their EndpointSlices in
@@ -80,11 +112,11 @@ func (c *ClusterServices) eachSlice(ctx context.Context, fn func(*discoveryv1.En
 }
 
 // Close implements datapath.Datapath: every dummy goes, and Close returns
-// once the API server lists none. The EndpointSlices go by one
-// DeleteCollection on the sweep's label selector while the Services are
-// deleted in parallel under the write limiter (the Service API has no
-// DeleteCollection); whatever is left after that (a collection delete cut
-// short) is deleted one by one.
+// once the API server lists none. The EndpointSlices and the Services go
+// by one DeleteCollection each on the sweep's label selector, at the same
+// time (Services one by one in parallel under the write limiter where the
+// server or client cannot); whatever is left after that (a collection
+// delete cut short) is deleted one by one.
 func (c *ClusterServices) Close() error {
 	c.init()
 	start := time.Now()
@@ -116,9 +148,24 @@ func (c *ClusterServices) Close() error {
 		}
 		collectErr <- err
 	}()
-	err = c.parallel(ctx, "deleting", names, c.removeService)
-	if err = errors.Join(err, <-collectErr); err != nil {
+	var collected []string
+	switch ok, err := c.deleteServiceCollection(ctx); {
+	case err != nil:
+		<-collectErr
 		return err
+	case ok:
+		collected = append(collected, "Services")
+	default:
+		err = c.parallel(ctx, "deleting", names, c.removeService)
+		if err = errors.Join(err, <-collectErr); err != nil {
+			return err
+		}
+		collectErr = nil
+	}
+	if collectErr != nil {
+		if err := <-collectErr; err != nil {
+			return err
+		}
 	}
 	// What is left (slices of Services already gone included), one by one.
 	left, err := c.existing(ctx)
@@ -132,18 +179,18 @@ func (c *ClusterServices) Close() error {
 	for svc := range slices {
 		left[svc] = true
 	}
-	rest := make([]string, 0, len(left))
+	leftover := make([]string, 0, len(left))
 	for n := range left {
-		rest = append(rest, n)
+		leftover = append(leftover, n)
 	}
-	sort.Strings(rest)
-	if err := c.removeSome(ctx, rest); err != nil {
+	sort.Strings(leftover)
+	if err := c.removeSome(ctx, leftover); err != nil {
 		return err
 	}
 	if err := c.waitGone(ctx); err != nil {
 		return err
 	}
-	c.deleted = &Deleted{Services: len(have), Leftovers: len(rest), Time: time.Since(start)}
+	c.deleted = &Deleted{Services: len(have), Leftovers: len(leftover), Time: time.Since(start), ServiceCollection: len(collected) > 0}
 	if len(have) > 0 {
 		c.progressf("%d dummy Services and their EndpointSlices gone in %s\n", len(have), c.deleted.Time.Round(time.Millisecond))
 	}

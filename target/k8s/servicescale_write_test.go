@@ -3,6 +3,9 @@ package k8starget
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync"
@@ -15,7 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/flowcontrol"
 
@@ -240,4 +245,44 @@ func (p *keyProbe) NodeServices(context.Context) (*nodeprobe.Report, error) {
 		rep.Endpoints += 2
 	}
 	return rep, nil
+}
+
+// The Services' DeleteCollection goes through the REST client (client-go's
+// typed Service client has none): one DELETE on the collection with the
+// dummies' selector; a server without it (405) means one by one, not an
+// error; another failure is an error naming what failed.
+func TestDeleteServiceCollection(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		ok     bool
+		err    string
+	}{{http.StatusOK, true, ""}, {http.StatusMethodNotAllowed, false, ""}, {http.StatusForbidden, false, "delete the dummy Services"}} {
+		var got []string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got = append(got, r.Method+" "+r.URL.Path+"?"+r.URL.Query().Get("labelSelector"))
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(c.status)
+			if c.status == http.StatusOK {
+				fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
+				return
+			}
+			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":%d,"reason":"%s"}`, c.status,
+				map[int]string{405: "MethodNotAllowed", 403: "Forbidden"}[c.status])
+		}))
+		cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "w5"}
+		d.init()
+		ok, err := d.deleteServiceCollection(context.Background())
+		srv.Close()
+		if ok != c.ok || (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("status %d: ok %v, error %v; want %v, %q", c.status, ok, err, c.ok, c.err)
+		}
+		want := "DELETE /api/v1/namespaces/" + testNS + "/services?" + d.selector()
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("status %d: requests %q, want %q", c.status, got, want)
+		}
+	}
 }

@@ -194,3 +194,62 @@ func TestServiceScaleDoesNotMix(t *testing.T) {
 		t.Fatalf("exit %d: %q", code, stderr)
 	}
 }
+
+// A one-node lab sweeps on pod-to-service/same-node (the client's own
+// node's other pod behind the test Service), records that placement, and
+// measures every step through it.
+func TestServiceScaleOneNode(t *testing.T) {
+	l := newLab(t)
+	labs := scenarioLabs(t, l, "ipt")
+	out := filepath.Join(t.TempDir(), "out")
+	stdout, stderr, code := l.run("run", "--tests", "service-scale", "--scenarios", "iptables", "--nodes", "1",
+		"--scale-steps", "0,100", "--duration", "300ms", "--warmup", "0s", "--rounds", "1", "--out", out)
+	if code != 0 {
+		if strings.Contains(stderr, "unsupported") {
+			t.Skipf("iptables unsupported here: %s", stderr)
+		}
+		t.Fatalf("run exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Plan   struct{ Placements []string }
+		Sweeps []struct {
+			Placement string
+			Steps     []struct{ Services int }
+		}
+		Results []struct {
+			Services  int
+			Placement struct {
+				Node, Server string
+				ServerAddr   string `json:"server_addr"`
+			}
+			Samples []struct{ Error string }
+		}
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Sweeps) != 1 || r.Sweeps[0].Placement != "pod-to-service/same-node" || len(r.Sweeps[0].Steps) != 2 ||
+		len(r.Plan.Placements) != 1 || r.Plan.Placements[0] != "pod-to-service/same-node" {
+		t.Fatalf("sweep %+v, plan placements %v: want 2 steps on pod-to-service/same-node", r.Sweeps, r.Plan.Placements)
+	}
+	if len(r.Results) != 8 {
+		t.Fatalf("%d results, want 4 tests × 2 steps", len(r.Results))
+	}
+	for _, res := range r.Results {
+		if res.Placement.Node != "same-node" || res.Placement.Server != "node0-pod1" || res.Placement.ServerAddr != "198.18.128.2" {
+			t.Errorf("%d Services: placement %+v", res.Services, res.Placement)
+		}
+		if len(res.Samples) != 1 || res.Samples[0].Error != "" {
+			t.Errorf("%d Services: samples %+v", res.Services, res.Samples)
+		}
+	}
+	for _, sl := range labs {
+		if left := sl.leftovers(); len(left) > 0 {
+			t.Errorf("left behind: %v", left)
+		}
+	}
+}

@@ -59,6 +59,7 @@ func readCilium(ctx context.Context, bpffs string) (*reading, error) {
 	for it.Next(&key, &val) {
 		if binary.NativeEndian.Uint16(key[lb4SlotOffset:]) == 0 {
 			r.services++
+			r.keys = append(r.keys, ciliumFrontendKey(key[:]))
 		} else {
 			r.endpoints++
 		}

@@ -1,6 +1,10 @@
 package nodeprobe
 
 import (
+	"net/netip"
+
+	"github.com/cnibench/cnibench/datapath"
+
 	"context"
 	"encoding/binary"
 	"errors"
@@ -84,6 +88,11 @@ func TestReadCilium(t *testing.T) {
 	pinServiceMap(t, bpffs, lb4KeySize, 20, 4)
 	rep := read(t, ns, bpffs)
 	checkCounts(t, rep, Cilium, 20, 80)
+	var frontends []datapath.Service
+	for f := range 20 {
+		frontends = append(frontends, datapath.Service{VIP: netip.AddrFrom4([4]byte{198, 18, 128, byte(f)}), Port: 80, Protocol: datapath.TCP})
+	}
+	checkKeys(t, rep, datapath.Spec{Services: frontends})
 	if rep.BPFMapBytes == 0 {
 		t.Errorf("BPF map bytes 0, want the memlock of %s", ciliumServiceMap)
 	}

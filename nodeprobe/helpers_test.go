@@ -46,3 +46,26 @@ func program(t *testing.T, d datapath.Datapath, spec datapath.Spec) {
 func scaleSpec(n, eps int) datapath.Spec {
 	return datapath.Spec{Services: append(datapath.DummyServices(n, eps), labtest.TestService("198.19.1.10", []uint16{1, 2}))}
 }
+
+// checkKeys fails unless rep.Keys are exactly the keys (Key) of spec's
+// Services for rep's datapath kind: what a sweep matches its Services by.
+func checkKeys(t *testing.T, rep *Report, spec datapath.Spec) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, s := range spec.Services {
+		want[Key(rep.Datapath, ServicePort{Namespace: s.Namespace, Name: s.Name, PortName: s.PortName,
+			Protocol: string(s.Protocol), ClusterIP: s.VIP, Port: s.Port})] = true
+	}
+	got := map[string]bool{}
+	for _, k := range rep.Keys {
+		got[k] = true
+	}
+	if len(got) != len(rep.Keys) || len(got) != len(want) {
+		t.Fatalf("%s: %d keys (%d distinct), want the %d of the spec", rep.Datapath, len(rep.Keys), len(got), len(want))
+	}
+	for k := range want {
+		if !got[k] {
+			t.Fatalf("%s: key %q of a programmed Service is not in the report", rep.Datapath, k)
+		}
+	}
+}

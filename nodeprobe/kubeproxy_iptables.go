@@ -37,5 +37,8 @@ func readKubeProxyIPT(chains []string) (*reading, error) {
 		return nil, absentError(iptServices + " chain in table ip " + iptNATTable + " (kube-proxy iptables mode on iptables-nft)")
 	}
 	r.services = len(ports)
+	for h := range ports {
+		r.keys = append(r.keys, h)
+	}
 	return r, nil
 }

@@ -38,6 +38,9 @@ func readKubeProxyNFT(c *nftables.Conn, chains []string) (*reading, error) {
 	for _, e := range elems {
 		if !e.IntervalEnd {
 			r.services++
+			if k, ok := nftServiceKey(e.Key); ok {
+				r.keys = append(r.keys, k)
+			}
 		}
 	}
 	return r, nil

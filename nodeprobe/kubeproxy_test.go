@@ -22,7 +22,9 @@ func TestReadKubeProxyIPTables(t *testing.T) {
 	program(t, d, scaleSpec(50, 3))
 	checkCounts(t, read(t, ns, ""), KubeProxyIPTables, 51, 152)
 	program(t, d, scaleSpec(80, 3))
-	checkCounts(t, read(t, ns, ""), KubeProxyIPTables, 81, 242)
+	rep := read(t, ns, "")
+	checkCounts(t, rep, KubeProxyIPTables, 81, 242)
+	checkKeys(t, rep, scaleSpec(80, 3))
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +39,9 @@ func TestReadKubeProxyNFTables(t *testing.T) {
 	program(t, d, scaleSpec(50, 3))
 	checkCounts(t, read(t, ns, ""), KubeProxyNFTables, 51, 152)
 	program(t, d, scaleSpec(20, 4))
-	checkCounts(t, read(t, ns, ""), KubeProxyNFTables, 21, 82)
+	rep := read(t, ns, "")
+	checkCounts(t, rep, KubeProxyNFTables, 21, 82)
+	checkKeys(t, rep, scaleSpec(20, 4))
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}

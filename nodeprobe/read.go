@@ -29,6 +29,7 @@ type reading struct {
 	services  int
 	endpoints int
 	lbMap     *mapEntry // Cilium's service map, its entries counted
+	keys      []string  // Report.Keys
 }
 
 // absentError says a datapath's objects are not there; its text is what
@@ -95,7 +96,7 @@ func Read(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	best := found[0]
-	rep.Datapath, rep.Services, rep.Endpoints = best.datapath, best.services, best.endpoints
+	rep.Datapath, rep.Services, rep.Endpoints, rep.Keys = best.datapath, best.services, best.endpoints, best.keys
 	for _, other := range found[1:] {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("also found %s holding %d Services, %d endpoints (not the one reported)",
 			other.datapath, other.services, other.endpoints))

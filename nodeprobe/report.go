@@ -27,10 +27,13 @@ type Report struct {
 	Endpoints int    `json:"endpoints"`
 	// BPFMapBytes is the memory of the datapath's BPF maps as the kernel
 	// reports it (memlock of each map), 0 when the datapath has none.
-	BPFMapBytes uint64        `json:"bpf_map_bytes"`
-	Maps        []MapInfo     `json:"maps,omitempty"`
-	ReadTime    time.Duration `json:"read_time"` // how long the read took
-	Errors      []string      `json:"errors,omitempty"`
+	BPFMapBytes uint64    `json:"bpf_map_bytes"`
+	Maps        []MapInfo `json:"maps,omitempty"`
+	// Keys name every Service port the datapath holds (see Key), so a
+	// sweep can tell when each of its Services appeared on the node.
+	Keys     []string      `json:"keys,omitempty"`
+	ReadTime time.Duration `json:"read_time"` // how long the read took
+	Errors   []string      `json:"errors,omitempty"`
 }
 
 // MapInfo is one BPF map of the datapath.

@@ -24,13 +24,16 @@ type ServiceScale struct {
 
 // ScaleDatapath is one scenario's sweep.
 type ScaleDatapath struct {
-	Scenario string      `json:"scenario"`
-	Datapath string      `json:"datapath"`
-	Position string      `json:"service_position"`
-	Stopped  string      `json:"stopped,omitempty"`
-	Error    string      `json:"error,omitempty"`
-	Notes    []string    `json:"notes,omitempty"`
-	Steps    []ScaleStep `json:"steps"`
+	Scenario string `json:"scenario"`
+	Datapath string `json:"datapath"`
+	Position string `json:"service_position"`
+	// Placement is where the steps were measured (other-node, or
+	// same-node on a one-node target).
+	Placement string      `json:"placement"`
+	Stopped   string      `json:"stopped,omitempty"`
+	Error     string      `json:"error,omitempty"`
+	Notes     []string    `json:"notes,omitempty"`
+	Steps     []ScaleStep `json:"steps"`
 	// Cost is the linear fit of the per-connection cost (1/short-connection
 	// RPS, µs) against Services, per sample; CRRCost the same for the
 	// TCP_CRR p50 latency. Slope is in µs per 1,000 Services.
@@ -147,8 +150,11 @@ func buildServiceScale(run *results.Run, opt Options) (*ServiceScale, error) {
 }
 
 func scaleDatapath(run *results.Run, sw results.Sweep, opt Options) (ScaleDatapath, error) {
-	d := ScaleDatapath{Scenario: sw.Scenario, Datapath: sw.Datapath, Position: sw.Options.Position,
+	d := ScaleDatapath{Scenario: sw.Scenario, Datapath: sw.Datapath, Position: sw.Options.Position, Placement: sw.Placement,
 		Stopped: sw.Stopped, Error: sw.Error, Notes: sw.Notes, Metrics: scaleTracks}
+	if d.Placement == "" { // results from before same-node existed
+		d.Placement = "pod-to-service/other-node"
+	}
 	find := func(test string, n int) (*results.Series, error) {
 		for _, r := range run.Results {
 			if r.Scenario == sw.Scenario && r.Test == test && r.Services == n {

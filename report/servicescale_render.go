@@ -23,11 +23,11 @@ type scaleTable struct {
 func (ss *ServiceScale) tables() []scaleTable {
 	var out []scaleTable
 	for _, d := range ss.Datapaths {
-		t := scaleTable{Title: fmt.Sprintf("%s (%s), test Service position %s", d.Scenario, d.Datapath, d.Position)}
+		t := scaleTable{Title: fmt.Sprintf("%s (%s) on %s, test Service position %s", d.Scenario, d.Datapath, d.Placement, d.Position)}
 		t.Head = []string{"Services", "programming (gen + apply)", "verify"}
 		synced := d.synced()
 		if synced {
-			t.Head = append(t.Head, "node sync")
+			t.Head = append(t.Head, "API writes", "node sync", "per-Service latency p50 / p99")
 		}
 		for _, tr := range d.Metrics {
 			t.Head = append(t.Head, tr.Name)
@@ -38,7 +38,7 @@ func (ss *ServiceScale) tables() []scaleTable {
 				fmt.Sprintf("%s (%s + %s)", msText(float64(s.ProgramMs)), msText(float64(s.GenerateMs)), msText(float64(s.ApplyMs))),
 				msText(float64(s.VerifyMs))}
 			if synced {
-				row = append(row, syncText(s.Sync))
+				row = append(row, writesText(s.Sync), syncText(s.Sync), latencyText(s.Sync))
 			}
 			for _, m := range s.Metrics {
 				row = append(row, scaleCell(m))
@@ -128,6 +128,40 @@ func syncText(s *sweep.Sync) string {
 	return strings.Join(p, ", ")
 }
 
+// writesText is a step's API writes: "34.1 s (2,000 writes, 59/s)".
+func writesText(s *sweep.Sync) string {
+	if s == nil || (s.Writes == 0 && s.APIWrites == 0) {
+		return "–"
+	}
+	t := msText(s.APIWrites.Seconds() * 1000)
+	if s.Writes > 0 {
+		t += " (" + thousands(s.Writes) + " writes"
+		if s.APIWrites > 0 {
+			t += fmt.Sprintf(", %.0f/s", float64(s.Writes)/s.APIWrites.Seconds())
+		}
+		t += ")"
+	}
+	return t
+}
+
+// latencyText is a step's per-Service programming latency: "1.2 s /
+// 2.3 s (1,000 Services, ±1 s)".
+func latencyText(s *sweep.Sync) string {
+	if s == nil || s.Latency == nil {
+		return "–"
+	}
+	l := s.Latency
+	if l.Services == 0 {
+		return fmt.Sprintf("– (%s not seen on every node)", thousands(l.Unresolved))
+	}
+	t := fmt.Sprintf("%s / %s (%s Services, ±%s", msText(l.P50.Seconds()*1000), msText(l.P99.Seconds()*1000),
+		thousands(l.Services), msText(l.Resolution.Seconds()*1000))
+	if l.Unresolved > 0 {
+		t += fmt.Sprintf(", %s not seen on every node", thousands(l.Unresolved))
+	}
+	return t + ")"
+}
+
 func memoryText(s ScaleStep) string {
 	var p []string
 	if s.Memory.BPFMapBytes > 0 {
@@ -192,7 +226,7 @@ func programText(p *ProgramFit) string {
 // markdownServiceScale writes the section in Markdown.
 func markdownServiceScale(b *strings.Builder, ss *ServiceScale) {
 	b.WriteString("\n## Service scale\n\n")
-	b.WriteString("Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service/other-node. " +
+	b.WriteString("Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service (other-node, or same-node on a one-node target: each table says which). On clusters, API writes and node sync are the two parts of a step, and the per-Service latency runs from a Service's last API write until every node's datapath held it (polled: late by up to the ± interval). " +
 		"Median over rounds; each value with its change against step 0 and the verdict of stats.Compare against step 0.\n\n")
 	for _, f := range ss.Findings {
 		fmt.Fprintf(b, "- %s\n", mdText(f))
@@ -211,7 +245,7 @@ func markdownServiceScale(b *strings.Builder, ss *ServiceScale) {
 }
 
 var scaleTmpl = template.Must(template.New("scale").Parse(`<h2 id="service-scale">Service scale</h2>
-<p class="about">Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service/other-node. Median over rounds; each value with its change against step 0 and the verdict of stats.Compare against step 0.</p>
+<p class="about">Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service (other-node, or same-node on a one-node target: each table says which). On clusters, API writes and node sync are the two parts of a step, and the per-Service latency runs from a Service's last API write until every node's datapath held it (polled: late by up to the ± interval). Median over rounds; each value with its change against step 0 and the verdict of stats.Compare against step 0.</p>
 <ul>{{range .Findings}}<li>{{.}}</li>{{end}}</ul>
 <div class="charts">{{range .Charts}}<figure style="width:{{.W}}px"><figcaption>{{.Title}}</figcaption>
 <svg width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" role="img" aria-label="{{.Title}}">

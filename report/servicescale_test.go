@@ -214,3 +214,30 @@ func TestServiceScaleGolden(t *testing.T) {
 		}
 	}
 }
+
+// A cluster sweep's table shows each step's API writes, node sync and
+// per-Service programming latency apart, and the placement it measured.
+func TestServiceScaleClusterColumns(t *testing.T) {
+	sync := &sweep.Sync{Mode: "node", APIWrites: 34 * time.Second, Writes: 2000, NodeSync: 2300 * time.Millisecond,
+		Latency: &sweep.Latency{Services: 1000, P50: 1200 * time.Millisecond, P99: 2500 * time.Millisecond, Resolution: time.Second},
+		Nodes:   []sweep.NodeSync{{Node: "worker-a", Mode: "node", Time: 2300 * time.Millisecond}}}
+	ss := &ServiceScale{Datapaths: []ScaleDatapath{{Scenario: "kind", Datapath: "kube-proxy-iptables", Position: "random",
+		Placement: "pod-to-service/same-node", Steps: []ScaleStep{{Services: 0}, {Services: 1000, Sync: sync}}}}}
+	tab := ss.tables()[0]
+	if !strings.Contains(tab.Title, "on pod-to-service/same-node") {
+		t.Errorf("title %q lacks the placement", tab.Title)
+	}
+	head := strings.Join(tab.Head, "|")
+	if !strings.Contains(head, "API writes|node sync|per-Service latency p50 / p99") {
+		t.Fatalf("head %q", head)
+	}
+	row := strings.Join(tab.Rows[1], "|")
+	for _, want := range []string{"34 s (2,000 writes, 59/s)", "worker-a 2.30 s", "1.20 s / 2.50 s (1,000 Services, ±1.00 s)"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("row %q lacks %q", row, want)
+		}
+	}
+	if row0 := strings.Join(tab.Rows[0], "|"); strings.Count(row0, "–") < 3 {
+		t.Errorf("a step without sync: %q", row0)
+	}
+}

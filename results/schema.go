@@ -51,9 +51,13 @@ type Run struct {
 
 // Sweep is one datapath's Service-scale sweep.
 type Sweep struct {
-	Scenario string        `json:"scenario"`
-	Datapath string        `json:"datapath"`
-	Options  sweep.Options `json:"options"`
+	Scenario string `json:"scenario"`
+	Datapath string `json:"datapath"`
+	// Placement is where the steps are measured: pod-to-service/other-node,
+	// or same-node on a one-node target ("" in results before it existed:
+	// other-node).
+	Placement string        `json:"placement,omitempty"`
+	Options   sweep.Options `json:"options"`
 	// Conntrack preflight: the most entries the new-connection tests may
 	// keep alive in node0's table (ephemeral ports × Service ports) and the
 	// table's size (nf_conntrack_max); 0 when not applicable.

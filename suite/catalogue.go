@@ -91,8 +91,11 @@ const (
 	PodToPodSameNode   = "pod-to-pod/same-node"
 	PodToPodOtherNode  = "pod-to-pod/other-node"
 	HostToHostOtherNod = "host-to-host/other-node"
-	// PodToServiceOtherNode dials a ClusterIP whose endpoints are pods on
-	// another node; it needs a target with a Service datapath.
+	// PodToServiceSameNode and PodToServiceOtherNode dial a ClusterIP
+	// whose endpoints are pods on the client's node or on another node;
+	// they need a target with a Service datapath. Same-node is what a
+	// one-node cluster (kind, minikube, CI) can run.
+	PodToServiceSameNode  = "pod-to-service/same-node"
 	PodToServiceOtherNode = "pod-to-service/other-node"
 )
 
@@ -101,7 +104,11 @@ var AllPlacements = []string{PodToPodSameNode, PodToPodOtherNode, HostToHostOthe
 
 // ServicePlacements are added to a profile's placements when the target
 // has a Service datapath.
-var ServicePlacements = []string{PodToServiceOtherNode}
+var ServicePlacements = []string{PodToServiceSameNode, PodToServiceOtherNode}
+
+// IsServicePlacement tells whether the client of a placement dials a
+// Service's ClusterIP.
+func IsServicePlacement(p string) bool { return strings.HasPrefix(p, "pod-to-service/") }
 
 // LookupPlacement validates a placement name.
 func LookupPlacement(name string) (string, error) {

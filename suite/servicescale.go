@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,10 @@ type ScaleTarget interface {
 	// step programs and verifies them all) and the test Services every
 	// step must keep.
 	ScaleDatapath() (datapath.Datapath, []datapath.Service, error)
+	// ScalePlacement is the pod-to-service placement the sweep measures
+	// on: other-node where the target has two nodes, same-node where it
+	// has one (a one-node cluster); the results record it.
+	ScalePlacement() (string, error)
 	// ConntrackUsage is the client node's conntrack count (-1: not loaded)
 	// and size, and the eBPF flow map's entries.
 	ConntrackUsage(ctx context.Context) (count, max, flows int, err error)
@@ -59,10 +64,11 @@ type ScaleRunner struct {
 
 // scaleState is one scenario's sweep in progress.
 type scaleState struct {
-	sc  Scenario
-	tgt ScaleTarget
-	sw  *sweep.Sweeper
-	rec int // index in Run.Sweeps
+	sc        Scenario
+	tgt       ScaleTarget
+	sw        *sweep.Sweeper
+	rec       int    // index in Run.Sweeps
+	placement string // ScalePlacement
 }
 
 // Run preflights every scenario (map capacity, conntrack), then sweeps.
@@ -82,7 +88,7 @@ func (r *ScaleRunner) Run(ctx context.Context) (*results.Run, error) {
 		Environment:   results.CollectEnvironment(),
 		Plan:          r.Plan.Plan,
 	}
-	run.Plan.Placements = []string{PodToServiceOtherNode}
+	run.Plan.Placements = nil // the placements the targets sweep on, below
 	run.Plan.Order = "Service-scale steps, then rounds, then tests, then scenarios (interleaved)"
 	base := &Runner{Plan: r.Plan}
 	start := time.Now()
@@ -99,7 +105,14 @@ func (r *ScaleRunner) Run(ctx context.Context) (*results.Run, error) {
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
-		rec := results.Sweep{Scenario: sc.Name, Datapath: dp.Name(), Options: r.Sweep}
+		placement, err := tgt.ScalePlacement()
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		if !slices.Contains(run.Plan.Placements, placement) {
+			run.Plan.Placements = append(run.Plan.Placements, placement)
+		}
+		rec := results.Sweep{Scenario: sc.Name, Datapath: dp.Name(), Placement: placement, Options: r.Sweep}
 		if rec.ConntrackExpected, rec.ConntrackMax, err = r.conntrackPreflight(ctx, tgt, dp.Name()); unknown(err) {
 			// A target that cannot read the table (a cluster) must not
 			// fail the sweep: the check is skipped and says so.
@@ -118,7 +131,7 @@ func (r *ScaleRunner) Run(ctx context.Context) (*results.Run, error) {
 			Target: results.Target{Kind: tgt.Kind(), Details: tgt.Details()}})
 		run.Notes = append(run.Notes, targetNotes(sc)...)
 		run.Sweeps = append(run.Sweeps, rec)
-		states = append(states, &scaleState{sc: sc, tgt: tgt, sw: sw, rec: len(states)})
+		states = append(states, &scaleState{sc: sc, tgt: tgt, sw: sw, rec: len(states), placement: placement})
 	}
 	run.Target = run.Scenarios[0].Target
 	if err := results.Save(r.OutDir, run); err != nil {
@@ -165,7 +178,7 @@ func (r *ScaleRunner) Run(ctx context.Context) (*results.Run, error) {
 		index := map[key]int{}
 		for _, spec := range r.Plan.Specs {
 			for _, st := range measured {
-				pl, err := st.tgt.Placement(PodToServiceOtherNode)
+				pl, err := st.tgt.Placement(st.placement)
 				if err != nil {
 					return r.finish(run, fmt.Errorf("scenario %s: %w", st.sc.Name, err))
 				}

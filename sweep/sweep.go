@@ -97,9 +97,31 @@ type Step struct {
 // datapath's Verify waits until every node's Service proxy holds them, so
 // a step is measured only once it is really programmed.
 type Sync struct {
-	Mode  string     `json:"mode"` // node (read on each node) or api (API server only)
-	Nodes []NodeSync `json:"nodes,omitempty"`
-	Notes []string   `json:"notes,omitempty"`
+	Mode string `json:"mode"` // node (read on each node) or api (API server only)
+	// APIWrites is the step's creates and deletes in the API server
+	// (Writes requests, paced by --api-qps), NodeSync the time from their
+	// end until the slowest node held the step: the two parts of a step.
+	APIWrites time.Duration `json:"api_writes"`
+	Writes    int           `json:"writes"`
+	NodeSync  time.Duration `json:"node_sync"`
+	// Latency is the step's per-Service programming latency.
+	Latency *Latency   `json:"programming_latency,omitempty"`
+	Nodes   []NodeSync `json:"nodes,omitempty"`
+	Notes   []string   `json:"notes,omitempty"`
+}
+
+// Latency is, over the Services a step created, the time from a
+// Service's last API write (its EndpointSlice acknowledged) until every
+// node's datapath held it, as kube-burner's serviceLatency measures a
+// Service's readiness: each node is polled every Resolution, so each value
+// is late by up to Resolution plus one read.
+type Latency struct {
+	Services   int           `json:"services"`             // Services measured
+	Unresolved int           `json:"unresolved,omitempty"` // created but never seen on some node
+	P50        time.Duration `json:"p50"`
+	P99        time.Duration `json:"p99"`
+	Max        time.Duration `json:"max"`
+	Resolution time.Duration `json:"resolution"` // the poll interval
 }
 
 // NodeSync is one node's sync at one step. Counts are the node's totals

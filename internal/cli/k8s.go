@@ -317,7 +317,11 @@ The binary must be static (CGO_ENABLED=0): 'make image' builds one.`,
 // written (createdOut: the run makes it, so a run refused before any
 // sample removes it again) and picks how the CLI reaches the agents.
 func (f *k8sFlags) connect(cfg k8starget.Config, out string, w io.Writer) (cl *k8starget.Cluster, access k8starget.Access, createdOut bool, err error) {
-	if cl, err = k8starget.Connect(f.kubeconfig, f.context); err != nil {
+	qps, burst := float32(k8starget.DefaultClientQPS), k8starget.DefaultClientBurst
+	if cfg.Scale != nil {
+		qps, burst = cfg.Scale.ClientRate()
+	}
+	if cl, err = k8starget.ConnectWith(f.kubeconfig, f.context, qps, burst); err != nil {
 		return nil, nil, false, err
 	}
 	_, statErr := os.Stat(out)

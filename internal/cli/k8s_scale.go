@@ -35,7 +35,11 @@ func (f *scaleFlags) runK8s(cmd *cobra.Command, o suite.Options, kf *k8sFlags, o
 	w := progressOut(cmd.ErrOrStderr())
 	cfg := kf.config(plan.Placements, runID, w)
 	cfg.Scale = &k8starget.ScaleConfig{SyncVerify: f.syncVerify, SyncTimeout: f.syncTimeout,
-		AllowClusterChanges: f.allowClusterChanges, Services: opt.Steps[len(opt.Steps)-1], Endpoints: opt.Endpoints}
+		AllowClusterChanges: f.allowClusterChanges, Services: opt.Steps[len(opt.Steps)-1], Endpoints: opt.Endpoints,
+		QPS: f.apiQPS, Burst: f.apiBurst}
+	if f.apiQPS <= 0 { // 0 would mean the default to ScaleConfig
+		return fmt.Errorf("--api-qps must be in 1..%d, got %g", k8starget.MaxScaleQPS, f.apiQPS)
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -58,8 +62,8 @@ func (f *scaleFlags) runK8s(cmd *cobra.Command, o suite.Options, kf *k8sFlags, o
 	if cfg.Scale.SyncVerify == k8starget.SyncAPI {
 		sync = "in the API server only"
 	}
-	fmt.Fprintf(w, "cnibench run %s on cluster %q: service-scale sweep over %s Services (%d endpoints each, test Service %s), synced %s within %s, %d rounds: about %s of measurement plus programming\n",
-		runID, cl.Context, f.steps, opt.Endpoints, position, sync, cfg.Scale.SyncTimeout, plan.Rounds,
+	fmt.Fprintf(w, "cnibench run %s on cluster %q: service-scale sweep over %s Services (%d endpoints each, test Service %s), written at %g/s (burst %d, %d writers), synced %s within %s, %d rounds: about %s of measurement plus programming\n",
+		runID, cl.Context, f.steps, opt.Endpoints, position, cfg.Scale.QPS, cfg.Scale.Burst, cfg.Scale.Workers, sync, cfg.Scale.SyncTimeout, plan.Rounds,
 		(time.Duration(plan.Samples()) * time.Duration(plan.Duration+plan.Warmup) * time.Duration(len(opt.Steps))).Round(time.Second))
 	tgt, err := k8starget.Open(ctx, cfg, cl.Clientset, access, cl.Context)
 	if err != nil {

@@ -22,10 +22,13 @@ func TestK8sDryRun(t *testing.T) {
 			}
 		}
 	}
-	if len(docs) != 8 || kinds["Pod"] != 5 || kinds["Service"] != 1 || kinds["Secret"] != 1 || kinds["Namespace"] != 1 {
+	// Both pod-to-service placements: a Service in front of node0-pod1
+	// (same-node) and one in front of node1-pod0 (other-node).
+	if len(docs) != 9 || kinds["Pod"] != 5 || kinds["Service"] != 2 || kinds["Secret"] != 1 || kinds["Namespace"] != 1 ||
+		!strings.Contains(out, "name: cnibench-node0-pod1\n  namespace: cnibench\nspec:") {
 		t.Errorf("%d documents, kinds %v", len(docs), kinds)
 	}
-	if !strings.Contains(out, "- a\n") || !strings.Contains(out, "- b\n") || !strings.Contains(errOut, "dry run: 8 manifests") {
+	if !strings.Contains(out, "- a\n") || !strings.Contains(out, "- b\n") || !strings.Contains(errOut, "dry run: 9 manifests") {
 		t.Errorf("nodes or note missing:\n%s", errOut)
 	}
 }

@@ -42,7 +42,9 @@ DIR/results.json as soon as it finishes; Ctrl-C stops cleanly and keeps them.
 
 Tests: ` + strings.Join(suite.TestNames(), ", ") + `
 Placements: ` + strings.Join(suite.AllPlacements, ", ") + `, and ` + strings.Join(suite.ServicePlacements, ", ") + `
-  when the lab has a Service datapath (--service-datapath, or a scenario like ebpf)
+  when the lab has a Service datapath (--service-datapath, or a scenario like ebpf) and on
+  clusters: node0-pod0 dials a ClusterIP whose endpoints are on its own node (same-node,
+  what a one-node cluster can run) or on the other node (other-node)
 Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

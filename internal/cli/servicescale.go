@@ -37,6 +37,8 @@ type scaleFlags struct {
 	syncTimeout         time.Duration
 	syncVerify          string
 	allowClusterChanges bool
+	apiQPS              float64
+	apiBurst            int
 }
 
 func (f *scaleFlags) register(fs *pflag.FlagSet) {
@@ -49,11 +51,13 @@ func (f *scaleFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.bpfMapMax, "bpf-map-max", 0, "service-scale: entries of the eBPF service and backend maps (default 65536)")
 	fs.DurationVar(&f.syncTimeout, "sync-timeout", k8starget.DefaultSyncTimeout, "service-scale on k8s: how long every node may take to hold a step's Services")
 	fs.StringVar(&f.syncVerify, "sync-verify", k8starget.SyncNode, "service-scale on k8s: node (a privileged probe pod per node reads kube-proxy's or Cilium's state) or api (the API server only)")
+	fs.Float64Var(&f.apiQPS, "api-qps", k8starget.DefaultScaleQPS, "service-scale on k8s: API writes per second creating and deleting the dummy Services and EndpointSlices")
+	fs.IntVar(&f.apiBurst, "api-burst", 0, "service-scale on k8s: burst of those writes (default: --api-qps)")
 	fs.BoolVar(&f.allowClusterChanges, "allow-cluster-changes", false, "service-scale on k8s: raise Cilium's bpf-lb-map-max (and restart Cilium) when the largest step needs it; reverted at the end")
 }
 
 // k8sOnlyScaleFlags make sense on a cluster only.
-var k8sOnlyScaleFlags = []string{"sync-timeout", "sync-verify", "allow-cluster-changes"}
+var k8sOnlyScaleFlags = []string{"sync-timeout", "sync-verify", "allow-cluster-changes", "api-qps", "api-burst"}
 
 // labOnlyScaleFlags size the lab's eBPF maps; a cluster's are its own.
 var labOnlyScaleFlags = []string{"auto-size", "bpf-map-max"}
@@ -94,14 +98,18 @@ func (f *scaleFlags) options() (sweep.Options, error) {
 }
 
 // plan parses the sweep flags and resolves the tests every step measures
-// (suite.ScaleTests on pod-to-service/other-node).
+// (suite.ScaleTests) and the candidate placements, in order of preference:
+// the one given with --placements, else other-node, then same-node (the
+// target sweeps on the first it can host).
 func (f *scaleFlags) plan(o suite.Options) (sweep.Options, *suite.Plan, error) {
 	opt, err := f.options()
 	if err != nil {
 		return opt, nil, err
 	}
 	o.Tests = suite.ScaleTests
-	o.Placements = []string{suite.PodToServiceOtherNode}
+	if len(o.Placements) == 0 {
+		o.Placements = []string{suite.PodToServiceOtherNode, suite.PodToServiceSameNode}
+	}
 	if o.Rounds == 0 {
 		o.Rounds = 3 // verdicts against step 0 need repeated samples
 	}
@@ -116,9 +124,13 @@ func (f *scaleFlags) run(cmd *cobra.Command, g *globals, o suite.Options, lf *la
 		return fmt.Errorf("--tests: %s is a test of its own kind (it reprograms the datapath between steps) and cannot mix with %s: run them separately",
 			suite.ServiceScaleTest, strings.Join(without(o.Tests, suite.ServiceScaleTest), ","))
 	}
-	for _, p := range splitList(placements) {
-		if p != suite.PodToServiceOtherNode {
-			return fmt.Errorf("--placements: %s measures %s only, not %s", suite.ServiceScaleTest, suite.PodToServiceOtherNode, p)
+	o.Placements = splitList(placements)
+	if len(o.Placements) > 1 {
+		return fmt.Errorf("--placements: %s measures one placement (default: %s, or %s on a one-node target)", suite.ServiceScaleTest, suite.PodToServiceOtherNode, suite.PodToServiceSameNode)
+	}
+	for _, p := range o.Placements {
+		if !suite.IsServicePlacement(p) {
+			return fmt.Errorf("--placements: %s measures %s or %s, not %s", suite.ServiceScaleTest, suite.PodToServiceOtherNode, suite.PodToServiceSameNode, p)
 		}
 	}
 	if target == "k8s" {
@@ -195,7 +207,7 @@ func (f *scaleFlags) run(cmd *cobra.Command, g *globals, o suite.Options, lf *la
 		}
 	}()
 	for _, l := range labs {
-		tgt, err := labtarget.Open(ctx, labtarget.Config{Lab: l.cfg, Placements: plan.Placements, RunID: runID, Progress: w,
+		tgt, err := labtarget.Open(ctx, labtarget.Config{Lab: l.cfg, Placements: []string{scalePlacement(plan.Placements, l)}, RunID: runID, Progress: w,
 			EBPF: ebpf.Options{AutoSize: f.autoSize, LBMapMax: f.bpfMapMax}})
 		if err != nil {
 			if createdOut {
@@ -217,6 +229,20 @@ func (f *scaleFlags) run(cmd *cobra.Command, g *globals, o suite.Options, lf *la
 		return fmt.Errorf("interrupted: completed samples are in %s", filepath.Join(out, results.FileName))
 	}
 	return runErr
+}
+
+// scalePlacement picks a lab's sweep placement among the candidates: the
+// first, unless it is other-node and the lab (running, or as the flags
+// create it) has one node.
+func scalePlacement(candidates []string, l namedLab) string {
+	nodes := l.cfg.Nodes
+	if running, err := lab.Load(l.cfg.StateDir, l.name); err == nil {
+		nodes = len(running.Nodes)
+	}
+	if candidates[0] == suite.PodToServiceOtherNode && nodes < 2 && len(candidates) > 1 {
+		return candidates[1]
+	}
+	return candidates[0]
 }
 
 func labNames(labs []namedLab) []string {

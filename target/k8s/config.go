@@ -32,10 +32,10 @@ const (
 )
 
 // Pod-to-Service placements: a client pod dials a ClusterIP Service whose
-// only backend is on the other node (the suite's) or on the same node
-// (k8s target only).
+// only backend is on the same node (node0-pod1) or on the other node
+// (node1-pod0).
 const (
-	PodToServiceSameNode  = "pod-to-service/same-node"
+	PodToServiceSameNode  = suite.PodToServiceSameNode
 	PodToServiceOtherNode = suite.PodToServiceOtherNode
 )
 

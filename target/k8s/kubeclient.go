@@ -16,10 +16,24 @@ type Cluster struct {
 	Context   string // the kubeconfig context used ("" in-cluster)
 }
 
+// Client-side rate limit of a run's clientset (client-go's default of 5
+// QPS would make waiting for agents and cleanup needlessly slow).
+const (
+	DefaultClientQPS   = 50
+	DefaultClientBurst = 100
+)
+
 // Connect loads the kubeconfig (explicit path, else $KUBECONFIG, else
 // ~/.kube/config, else the in-cluster service account) and builds a
 // client. Nothing is sent to the server yet.
 func Connect(kubeconfig, context string) (*Cluster, error) {
+	return ConnectWith(kubeconfig, context, DefaultClientQPS, DefaultClientBurst)
+}
+
+// ConnectWith is Connect with client-go's rate limit (requests per second
+// and burst) set: a Service-scale sweep raises it above its own write
+// pacing (ScaleConfig.ClientRate), so that pacing is what limits writes.
+func ConnectWith(kubeconfig, context string, qps float32, burst int) (*Cluster, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
@@ -38,9 +52,7 @@ func Connect(kubeconfig, context string) (*Cluster, error) {
 	if raw, err := cc.RawConfig(); err == nil && name == "" {
 		name = raw.CurrentContext
 	}
-	// Our own limiter paces bulk work (Service scale); client-go's default
-	// of 5 QPS would make waiting for agents and cleanup needlessly slow.
-	cfg.QPS, cfg.Burst = 50, 100
+	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = "cnibench"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

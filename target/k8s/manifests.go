@@ -283,7 +283,11 @@ func OfflineLayout(cfg Config, token string) (Layout, error) {
 		PullPolicy: cfg.PullPolicy, Token: token, Resources: cfg.Resources,
 		Nodes: [2]string{or(cfg.ClientNode, PlaceholderClientNode), or(cfg.ServerNode, PlaceholderServerNode)},
 	}
-	l.Endpoints, l.Services = endpointsFor(cfg.Placements)
+	placements := cfg.Placements
+	if cfg.Scale != nil && len(placements) > 1 {
+		placements = placements[:1] // a sweep's first choice: both nodes are assumed
+	}
+	l.Endpoints, l.Services = endpointsFor(placements)
 	l.Probes = cfg.Scale.probes()
 	l.Sysctls = cfg.podSysctls()
 	return l, nil

@@ -94,7 +94,9 @@ func NamespaceRules() []rbacv1.PolicyRule {
 		// SPDY port-forward is a POST (create); the websocket upgrade is a
 		// GET that newer API servers authorise as create, older ones as get.
 		{APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"create", "get"}},
-		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"create", "list", "delete"}},
+		// deletecollection: the sweep removes its Services and EndpointSlices by label in one call each.
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"deletecollection"}},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"create", "list", "delete", "deletecollection"}},
 		// create cannot be limited by name; get and delete can.
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "delete"}, ResourceNames: []string{SecretName}},

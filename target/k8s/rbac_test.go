@@ -15,6 +15,9 @@ import (
 // resource requests: group, resource[/subresource], verb, and name when
 // the rule lists resourceNames.
 func allows(rules []rbacv1.PolicyRule, group, resource, verb, name string) bool {
+	if verb == "delete-collection" { // client-go testing's name of RBAC's deletecollection
+		verb = "deletecollection"
+	}
 	for _, r := range rules {
 		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) &&
 			(len(r.ResourceNames) == 0 || (name != "" && slices.Contains(r.ResourceNames, name))) {

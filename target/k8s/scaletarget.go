@@ -12,6 +12,7 @@ import (
 
 	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/nodeprobe"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/sweep"
 )
@@ -33,7 +34,8 @@ type ScaleConfig struct {
 	// Services and Endpoints are the largest step, for the LB-map preflight.
 	Services  int `json:"services"`
 	Endpoints int `json:"endpoints_per_service"`
-	// QPS, Burst and Workers pace the API writes (0: ClusterServices' defaults).
+	// QPS (--api-qps), Burst (--api-burst, default = QPS) and Workers
+	// (parallel writers) pace the API writes; 0: DefaultScaleQPS, …
 	QPS            float64       `json:"qps,omitempty"`
 	Burst          int           `json:"burst,omitempty"`
 	Workers        int           `json:"workers,omitempty"`
@@ -69,7 +71,31 @@ func (s *ScaleConfig) validate() error {
 	if s.RolloutTimeout <= 0 {
 		s.RolloutTimeout = DefaultRolloutTimeout
 	}
+	switch {
+	case s.QPS == 0:
+		s.QPS = DefaultScaleQPS
+	case !(s.QPS >= 1 && s.QPS <= MaxScaleQPS): // NaN too
+		return fmt.Errorf("--api-qps must be in 1..%d, got %g", MaxScaleQPS, s.QPS)
+	}
+	switch {
+	case s.Burst == 0:
+		s.Burst = max(int(s.QPS), 1)
+	case s.Burst < 1 || s.Burst > MaxScaleQPS:
+		return fmt.Errorf("--api-burst must be in 1..%d, got %d", MaxScaleQPS, s.Burst)
+	}
+	if s.Workers == 0 {
+		s.Workers = DefaultScaleWorkers
+	}
+	if s.Workers < 1 || s.Workers > 256 {
+		return fmt.Errorf("service scale: %d writers (want 1..256)", s.Workers)
+	}
 	return nil
+}
+
+// ClientRate is client-go's rate limit for a sweep: above the sweep's own
+// write pacing, with room for the reads (lists, agents, cleanup) beside it.
+func (s *ScaleConfig) ClientRate() (float32, int) {
+	return float32(s.QPS) + DefaultClientQPS, s.Burst + DefaultClientBurst
 }
 
 // scaleState is the Service-scale part of a Target.
@@ -160,37 +186,60 @@ func (t *Target) openSync(ctx context.Context) error {
 
 // ScaleDatapath implements suite.ScaleTarget: the cluster's Services in
 // the run's namespace, as dummies the sweep adds around the run's own
-// pod-to-service/other-node Service (one datapath.Service per port; its VIP
-// is a placeholder from the lab's range, since ClusterServices never
-// creates the test Service: the real ClusterIP is in the details).
+// Service of ScalePlacement (one datapath.Service per port; its VIP is a
+// placeholder from the lab's range, since ClusterServices never creates
+// the test Service: the real ClusterIP is in the details).
 func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) {
 	s := t.cfg.Scale
 	if s == nil {
 		return nil, nil, fmt.Errorf("the k8s target was opened without a Service-scale configuration")
 	}
-	const server = "node1-pod0"
-	if _, ok := t.services[server]; !ok {
-		return nil, nil, fmt.Errorf("no %s Service in this run (placement %s skipped?)", ServiceName(server), PodToServiceOtherNode)
+	placement, err := t.ScalePlacement()
+	if err != nil {
+		return nil, nil, err
 	}
+	server := placementEndpoints[placement][1]
 	pod := t.pods[server]
 	ip, err := netip.ParseAddr(pod.Status.PodIP)
 	if err != nil || !ip.Is4() {
 		return nil, nil, fmt.Errorf("pod %s has IP %q: the Service-scale sweep needs IPv4 pods", pod.Name, pod.Status.PodIP)
 	}
+	clusterIP, err := netip.ParseAddr(t.services[server])
+	if err != nil {
+		return nil, nil, fmt.Errorf("service %s has ClusterIP %q: the Service-scale sweep needs IPv4", ServiceName(server), t.services[server])
+	}
 	var test []datapath.Service
+	var require []nodeprobe.ServicePort
 	for _, p := range dataPorts() {
 		test = append(test, datapath.Service{Namespace: t.cfg.Namespace, Name: ServiceName(server), PortName: p.Name,
 			VIP: datapath.TestVIP(0), Port: uint16(p.ContainerPort), Protocol: datapath.Protocol(p.Protocol),
 			Endpoints: []datapath.Endpoint{{IP: ip, Port: uint16(p.ContainerPort)}}})
+		require = append(require, nodeprobe.ServicePort{Namespace: t.cfg.Namespace, Name: ServiceName(server), PortName: p.Name,
+			Protocol: string(p.Protocol), ClusterIP: clusterIP, Port: uint16(p.ContainerPort)})
 	}
 	if t.scale.dp == nil {
 		dp := &ClusterServices{Clientset: t.cs, Namespace: t.cfg.Namespace, RunID: t.cfg.RunID,
 			QPS: s.QPS, Burst: s.Burst, Workers: s.Workers, Progress: t.cfg.Progress, Datapath: t.serviceProxy()}
 		dp.Sync = &SyncVerifier{Mode: s.SyncVerify, Probes: t.scale.probes, Timeout: s.SyncTimeout, Interval: s.SyncInterval,
-			ClientNode: t.layout.Nodes[0], Progress: t.cfg.Progress}
+			ClientNode: t.layout.Nodes[0], Require: require, Progress: t.cfg.Progress}
 		t.scale.dp = dp
 	}
 	return t.scale.dp, test, nil
+}
+
+// ScalePlacement implements suite.ScaleTarget: the pod-to-service
+// placement of this run (Prepare keeps one for a sweep: other-node, or
+// same-node on a one-node cluster).
+func (t *Target) ScalePlacement() (string, error) {
+	for _, pl := range t.cfg.Placements {
+		if _, skipped := t.skipped[pl]; skipped || !isServicePlacement(pl) {
+			continue
+		}
+		if _, ok := t.services[placementEndpoints[pl][1]]; ok {
+			return pl, nil
+		}
+	}
+	return "", fmt.Errorf("no pod-to-service placement runs on this cluster: %s", describeSkipped(t.skipped))
 }
 
 // serviceProxy names what implements Services on the cluster: Cilium
@@ -265,6 +314,13 @@ func (t *Target) scaleDetails() map[string]any {
 	}
 	d := map[string]any{"sync_verify": s.SyncVerify, "sync_timeout": s.SyncTimeout.String(),
 		"allow_cluster_changes": s.AllowClusterChanges, "service_proxy": or(t.serviceProxy(), "unknown")}
+	if pl, err := t.ScalePlacement(); err == nil {
+		d["placement"] = pl
+	}
+	d["api_qps"], d["api_burst"], d["api_workers"] = s.QPS, s.Burst, s.Workers
+	if t.scale.dp != nil && t.scale.dp.Deleted() != nil {
+		d["deleted"] = t.scale.dp.Deleted()
+	}
 	var probes []string
 	for _, p := range t.scale.probes {
 		probes = append(probes, p.Node)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -50,7 +51,7 @@ type fakeProbe struct {
 	node string
 	base nodeprobe.Report
 	lag  time.Duration
-	mode string // "" (syncs after lag), "never" (baseline forever), "unsupported"
+	mode string // "" (syncs after lag), "never" (baseline forever), "unsupported", "no-test-service" (never holds the run's Service)
 	srv  *httptest.Server
 
 	mu      sync.Mutex
@@ -92,6 +93,24 @@ func (p *fakeProbe) apiCounts() (services, endpoints int) {
 	return services, endpoints
 }
 
+// runKeys are the keys (Cilium's: clusterIP:port) of the run's own
+// Services, which the node holds from the start.
+func (p *fakeProbe) runKeys() []string {
+	var keys []string
+	if l, err := p.cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("services"), corev1.SchemeGroupVersion.WithKind("Service"), testNS); err == nil {
+		for _, s := range l.(*corev1.ServiceList).Items {
+			ip, err := netip.ParseAddr(s.Spec.ClusterIP)
+			if s.Labels[LabelRole] == "scale" || err != nil {
+				continue
+			}
+			for _, pt := range s.Spec.Ports {
+				keys = append(keys, nodeprobe.Key(nodeprobe.Cilium, nodeprobe.ServicePort{ClusterIP: ip, Port: uint16(pt.Port)}))
+			}
+		}
+	}
+	return keys
+}
+
 // report is what the node holds now: the newest API state at least lag old.
 func (p *fakeProbe) report() nodeprobe.Report {
 	s, e := p.apiCounts()
@@ -103,6 +122,9 @@ func (p *fakeProbe) report() nodeprobe.Report {
 		p.history = append(p.history, snapshot{now, s, e})
 	}
 	r := p.base
+	if p.mode != "no-test-service" {
+		r.Keys = p.runKeys()
+	}
 	if p.mode == "never" {
 		return r
 	}
@@ -461,6 +483,80 @@ func TestScaleLBMapPreflight(t *testing.T) {
 		}
 		assertClean(t, cs)
 	}
+}
+
+// On a one-node cluster the sweep measures pod-to-service/same-node: the
+// test Service fronts node0-pod1, other-node is skipped with the reason,
+// and the results record the placement.
+func TestScaleSweepOneNode(t *testing.T) {
+	cs := newFakeCluster(append([]runtime.Object{testNode("worker-a")}, ciliumObjects("worker-a")...)...)
+	startKubelet(t, cs, testNS, healthy)
+	h := startHealthAgent(t, cs, testNS)
+	acc := &probeAccess{staticAccess: staticAccess{addr: h.srv.URL},
+		probes: map[string]*fakeProbe{"worker-a": startProbe(t, cs, "worker-a", ciliumBase, 20*time.Millisecond, "")}}
+	cfg := scaleConfig("sweep1n")
+	cfg.Placements = []string{PodToServiceOtherNode, PodToServiceSameNode} // the CLI's candidates
+	tgt, err := Open(context.Background(), cfg, cs, acc, "test-ctx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	if pl, err := tgt.ScalePlacement(); err != nil || pl != PodToServiceSameNode {
+		t.Fatalf("sweep placement %q (%v), want %s", pl, err, PodToServiceSameNode)
+	}
+	if _, err := cs.CoreV1().Services(testNS).Get(context.Background(), ServiceName("node0-pod1"), metav1.GetOptions{}); err != nil {
+		t.Fatalf("no Service in front of node0-pod1: %v", err)
+	}
+	if _, err := tgt.Placement(PodToServiceOtherNode); !errors.Is(err, suite.ErrUnsupported) {
+		t.Errorf("other-node on one node: %v, want unsupported", err)
+	}
+	plan, err := suite.Options{Tests: []string{"TCP_RR"}, Placements: []string{PodToServiceSameNode}, Rounds: 1,
+		Duration: 100 * time.Millisecond, Warmup: 10 * time.Millisecond}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := &suite.ScaleRunner{Scenarios: []suite.Scenario{{Name: "k8s", Target: tgt}}, Plan: plan,
+		Sweep: sweep.Options{Steps: []int{0, 3}, Endpoints: 2}, OutDir: t.TempDir(), RunID: "sweep1n"}
+	run, err := runner.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sw := run.Sweeps[0]; sw.Placement != PodToServiceSameNode || len(sw.Steps) != 2 || len(run.Plan.Placements) != 1 || run.Plan.Placements[0] != PodToServiceSameNode {
+		t.Fatalf("sweep placement %q, %d steps, plan %v", sw.Placement, len(sw.Steps), run.Plan.Placements)
+	}
+	for _, res := range run.Results {
+		if res.Placement.Name() != PodToServiceSameNode || res.Placement.Server != "node0-pod1" || len(res.Samples) != 1 {
+			t.Errorf("%s at %d: placement %+v, %d samples", res.Test, res.Services, res.Placement, len(res.Samples))
+		}
+	}
+	if d := run.Target.Details["service_scale"].(map[string]any); d["placement"] != PodToServiceSameNode {
+		t.Errorf("details %v: want the placement", d)
+	}
+	if err := tgt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertClean(t, cs)
+}
+
+// The test Service must be held by every node's datapath (by its keys)
+// before the baseline is taken, when the target opens: a node that never
+// programs it fails Open, naming the node and the missing ports; nothing
+// is measured and nothing is left.
+func TestScaleBaselineNeedsTestService(t *testing.T) {
+	cs, acc := scaleCluster(t, nil, map[string]string{"worker-b": "no-test-service"})
+	cfg := scaleConfig("sweep-ts")
+	cfg.Scale.SyncTimeout = 300 * time.Millisecond
+	tgt, err := Open(context.Background(), cfg, cs, acc, "")
+	if err == nil {
+		tgt.Close()
+		t.Fatal("Open succeeded with a node that never holds the test Service")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "node worker-b: no baseline read") || !strings.Contains(msg, "does not hold the test Service's") ||
+		!strings.Contains(msg, ":5203/tcp (tcp-rr)") || strings.Contains(msg, "worker-a") {
+		t.Errorf("error %q: want worker-b named with the test Service's missing ports", msg)
+	}
+	assertClean(t, cs)
 }
 
 // A step that adds nothing takes ~0 s of programming and node sync: the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -17,14 +18,24 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/nodeprobe"
 	"github.com/cnibench/cnibench/sweep"
 )
 
-// Defaults of the cluster Service-scale sweep.
+// Defaults of the cluster Service-scale sweep's API writes (each Service
+// and each EndpointSlice is one write; reads are not paced by us): 300 writes/s
+// keeps a real API server busy (a step of 10,000 Services × 1
+// EndpointSlice is about 20,000 writes, 67 s), and at most 32 writes in
+// flight stay below the seats API Priority and Fairness gives a normal
+// user's priority level (global-default: about 49 of the default 600), so
+// they are paced by us, not queued or rejected with 429 by the server.
+// kube-burner's jobs default to 20 QPS/20 burst, which would make such a
+// step 17 minutes.
 const (
-	DefaultScaleQPS     = 50
-	DefaultScaleBurst   = 100
-	DefaultScaleWorkers = 16
+	DefaultScaleQPS     = 300
+	DefaultScaleBurst   = 300
+	DefaultScaleWorkers = 32
+	MaxScaleQPS         = 5000
 	dummyNamespace      = "scale" // datapath.DummyServices puts its Services there
 	// sliceManager is our EndpointSlices' managed-by label value: a label
 	// value (no "/"), and not the EndpointSlice controller's
@@ -47,9 +58,9 @@ type ClusterServices struct {
 	Clientset kubernetes.Interface
 	Namespace string
 	RunID     string
-	QPS       float64 // API writes per second (default 50)
-	Burst     int     // default 100
-	Workers   int     // parallel writers (default 16)
+	QPS       float64 // API writes per second (default DefaultScaleQPS)
+	Burst     int     // default DefaultScaleBurst
+	Workers   int     // parallel writers (default DefaultScaleWorkers)
 	Progress  io.Writer
 	// Limiter paces every API write; nil = a token bucket of QPS and Burst.
 	Limiter flowcontrol.RateLimiter
@@ -59,9 +70,12 @@ type ClusterServices struct {
 	// Sync, when set, makes Verify wait for the nodes; nil = API only.
 	Sync *SyncVerifier
 
-	once       sync.Once
-	writesDone time.Time       // end of the last Program's API writes
-	want       datapath.Counts // the last Program's dummies
+	once        sync.Once
+	writesStart time.Time       // start of the last Program's API writes
+	writesDone  time.Time       // and their end
+	writes      atomic.Int64    // API write requests of the last Program
+	want        datapath.Counts // the last Program's dummies
+	deleted     *Deleted        // what Close removed
 }
 
 // ScaleName is the Service name of dummy i ("svc-17" → "cnb-scale-svc-17").
@@ -113,8 +127,14 @@ func (c *ClusterServices) Program(ctx context.Context, spec datapath.Spec) (data
 			return datapath.ProgramStats{}, fmt.Errorf("node sync baseline: %w", err)
 		}
 		c.Sync.setLast(nil, nil) // a step that fails before its sync has none
+		// The probes are polled while the writes run, so each Service's
+		// programming latency is measured from its own write.
+		stop := c.Sync.beginStep(ctx)
+		defer stop()
 	}
+	c.writes.Store(0)
 	start := time.Now()
+	c.writesStart = start
 	want := dummies(spec)
 	have, err := c.existing(ctx)
 	if err != nil {
@@ -138,7 +158,7 @@ func (c *ClusterServices) Program(ctx context.Context, spec datapath.Spec) (data
 		return c.create(ctx, name, want[name])
 	})
 	if err == nil {
-		err = c.parallel(ctx, "deleting", remove, c.remove)
+		err = c.removeSome(ctx, remove)
 	}
 	c.writesDone, c.want = time.Now(), c.Expected(spec)
 	return datapath.ProgramStats{Generate: gen, Apply: c.writesDone.Sub(start) - gen}, err
@@ -166,44 +186,39 @@ func (c *ClusterServices) existing(ctx context.Context) (map[string]bool, error)
 // port), each write paced by the limiter.
 func (c *ClusterServices) create(ctx context.Context, name string, s datapath.Service) error {
 	svc, slices := dummyObjects(c.Namespace, c.RunID, name, s)
-	if err := c.Limiter.Wait(ctx); err != nil {
+	if err := c.write(ctx); err != nil {
 		return err
 	}
-	if _, err := c.Clientset.CoreV1().Services(c.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: ManagedBy}); err != nil && !apierrors.IsAlreadyExists(err) {
+	made, err := c.Clientset.CoreV1().Services(c.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: ManagedBy})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create Service %s: %w", name, err)
 	}
 	for _, slice := range slices {
-		if err := c.Limiter.Wait(ctx); err != nil {
+		if err := c.write(ctx); err != nil {
 			return err
 		}
 		if _, err := c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).Create(ctx, slice, metav1.CreateOptions{FieldManager: ManagedBy}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create EndpointSlice %s: %w", slice.Name, err)
 		}
 	}
+	// Its objects are all in the API server now: the start of its
+	// programming latency. (One that existed already has no ClusterIP
+	// here and is not timed.)
+	if c.Sync != nil && made != nil {
+		if ip, err := netip.ParseAddr(made.Spec.ClusterIP); err == nil {
+			c.Sync.expect(name, nodeprobe.ServicePort{Namespace: c.Namespace, Name: name, PortName: s.PortName,
+				Protocol: string(s.Protocol), ClusterIP: ip, Port: s.Port}, time.Now())
+		}
+	}
 	return nil
 }
 
-// remove deletes a dummy Service and its EndpointSlices.
-func (c *ClusterServices) remove(ctx context.Context, name string) error {
-	slices, err := c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: c.selector() + "," + discoveryv1.LabelServiceName + "=" + name})
-	if err != nil {
-		return fmt.Errorf("list EndpointSlices of %s: %w", name, err)
-	}
-	for _, s := range slices.Items {
-		if err := c.Limiter.Wait(ctx); err != nil {
-			return err
-		}
-		if err := c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete EndpointSlice %s: %w", s.Name, err)
-		}
-	}
+// write waits for the limiter before one API write and counts it.
+func (c *ClusterServices) write(ctx context.Context) error {
 	if err := c.Limiter.Wait(ctx); err != nil {
 		return err
 	}
-	if err := c.Clientset.CoreV1().Services(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete Service %s: %w", name, err)
-	}
+	c.writes.Add(1)
 	return nil
 }
 
@@ -272,7 +287,10 @@ func (c *ClusterServices) Verify(ctx context.Context) (datapath.Counts, error) {
 	if err != nil || c.Sync == nil || n != c.want {
 		return n, err
 	}
-	_, err = c.Sync.wait(ctx, c.writesDone, c.want)
+	res, err := c.Sync.wait(ctx, c.writesDone, c.want)
+	if res != nil {
+		res.APIWrites, res.Writes = c.writesDone.Sub(c.writesStart), int(c.writes.Load())
+	}
 	return n, err
 }
 
@@ -292,19 +310,8 @@ func (c *ClusterServices) apiCounts(ctx context.Context) (datapath.Counts, error
 		return n, err
 	}
 	n.Services = len(have)
-	opts := metav1.ListOptions{LabelSelector: c.selector(), Limit: 500}
-	for {
-		l, err := c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).List(ctx, opts)
-		if err != nil {
-			return n, fmt.Errorf("list dummy EndpointSlices: %w", err)
-		}
-		for _, s := range l.Items {
-			n.Endpoints += len(s.Endpoints)
-		}
-		if opts.Continue = l.Continue; opts.Continue == "" {
-			return n, nil
-		}
-	}
+	err = c.eachSlice(ctx, func(s *discoveryv1.EndpointSlice) { n.Endpoints += len(s.Endpoints) })
+	return n, err
 }
 
 // Expected implements datapath.Datapath: the spec's dummies.
@@ -327,27 +334,6 @@ func (c *ClusterServices) Memory(context.Context) (datapath.Memory, error) {
 		}
 	}
 	return datapath.Memory{}, fmt.Errorf("datapath memory: only Cilium's BPF maps are read, by the node probes: %w", datapath.ErrUnsupported)
-}
-
-// Close implements datapath.Datapath: every dummy goes.
-func (c *ClusterServices) Close() error {
-	c.init()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	have, err := c.existing(ctx)
-	cancel()
-	if err != nil {
-		return err
-	}
-	var names []string
-	for n := range have {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	// Its own context (Close also runs after Ctrl-C), long enough for two
-	// paced writes per Service, plus slack.
-	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(float64(2*len(names))/c.QPS*1.5*float64(time.Second)))
-	defer cancel()
-	return c.parallel(ctx, "deleting", names, c.remove)
 }
 
 // progressBar draws "label [#####.....] 340/1000 34% 45/s" on one line.

@@ -54,13 +54,63 @@ type SyncVerifier struct {
 	// ClientNode's BPF map memory is the step's Memory (the node whose
 	// datapath the test traffic takes).
 	ClientNode string
-	Progress   io.Writer
+	// Require are the ports of the run's test Service: the baseline is
+	// taken only once every node's datapath holds them (by Report.Keys),
+	// so no step is measured through a Service a node has not programmed.
+	Require  []nodeprobe.ServicePort
+	Progress io.Writer
 
 	mu       sync.Mutex
 	baseline map[string]*nodeprobe.Report // nil until read
 	apiOnly  map[string]string            // node → why only the API server is checked
 	last     *sweep.Sync
 	reports  map[string]*nodeprobe.Report // the matching reads of the last step
+	lat      *latencyTracker              // the step's per-Service latency (node mode)
+}
+
+// beginStep starts tracking a step's per-Service latency: until the
+// returned stop is called (the API writes ended) every probe is polled,
+// then the sync wait's reads go on feeding the tracker.
+func (v *SyncVerifier) beginStep(ctx context.Context) (stop func()) {
+	v.defaults()
+	l := newLatencyTracker()
+	v.mu.Lock()
+	v.lat = l
+	poll := v.Mode == SyncNode && v.baseline != nil
+	v.mu.Unlock()
+	if !poll {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); v.poll(ctx, l) }()
+	return func() { cancel(); <-done }
+}
+
+// expect registers a Service of the step whose last write returned at
+// created (latencyTracker).
+func (v *SyncVerifier) expect(name string, sp nodeprobe.ServicePort, created time.Time) {
+	v.mu.Lock()
+	l := v.lat
+	v.mu.Unlock()
+	if l != nil {
+		l.expect(name, sp, created)
+	}
+}
+
+// tracker is the current step's latency tracker (nil before the first).
+func (v *SyncVerifier) tracker() *latencyTracker {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.lat
+}
+
+// apiOnlyNode says why a node is checked in the API server only, if it is.
+func (v *SyncVerifier) apiOnlyNode(node string) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	why, ok := v.apiOnly[node]
+	return why, ok
 }
 
 func (v *SyncVerifier) defaults() {
@@ -117,18 +167,23 @@ func (v *SyncVerifier) readBaseline(ctx context.Context) error {
 				v.mu.Unlock()
 				return nil
 			}
-			if err != nil {
+			missing := v.missing(rep)
+			switch {
+			case err != nil:
 				lastErr = err
-			} else if prev != nil && rep.Services == prev.Services && rep.Endpoints == prev.Endpoints {
+			case len(missing) > 0:
+				lastErr = fmt.Errorf("its %s does not hold the test Service's %s yet", rep.Datapath, strings.Join(missing, ", "))
+				prev = nil
+			case prev != nil && rep.Services == prev.Services && rep.Endpoints == prev.Endpoints:
 				v.mu.Lock()
 				base[p.Node] = rep
 				v.mu.Unlock()
 				return nil
-			} else {
+			default:
 				prev = rep
 			}
 			if err := v.pause(ctx, deadline); err != nil {
-				if lastErr == nil {
+				if lastErr == nil && prev != nil {
 					lastErr = fmt.Errorf("its counts did not settle (last %d Services / %d endpoints)", prev.Services, prev.Endpoints)
 				}
 				return fmt.Errorf("node %s: no baseline read within %s: %w", p.Node, v.Timeout, lastErr)
@@ -142,6 +197,25 @@ func (v *SyncVerifier) readBaseline(ctx context.Context) error {
 	v.baseline, v.apiOnly = base, api
 	v.mu.Unlock()
 	return nil
+}
+
+// missing names the required test Service ports a read lacks (by their
+// key for the read's datapath).
+func (v *SyncVerifier) missing(rep *nodeprobe.Report) []string {
+	if rep == nil || len(v.Require) == 0 {
+		return nil
+	}
+	have := make(map[string]bool, len(rep.Keys))
+	for _, k := range rep.Keys {
+		have[k] = true
+	}
+	var out []string
+	for _, sp := range v.Require {
+		if k := nodeprobe.Key(rep.Datapath, sp); !have[k] {
+			out = append(out, fmt.Sprintf("%s:%d/%s (%s)", sp.ClusterIP, sp.Port, strings.ToLower(sp.Protocol), sp.PortName))
+		}
+	}
+	return out
 }
 
 // read asks one probe, bounded by the deadline (and 30 s a read).
@@ -223,6 +297,9 @@ func (v *SyncVerifier) wait(ctx context.Context, writesDone time.Time, want data
 			if err != nil {
 				lastErr = err
 			} else {
+				if l := v.tracker(); l != nil {
+					l.observe(p.Node, rep, time.Now())
+				}
 				ns.Services, ns.Endpoints, ns.BPFMapBytes, ns.Datapath = rep.Services, rep.Endpoints, rep.BPFMapBytes, rep.Datapath
 				if rep.Services >= ns.WantServices && rep.Endpoints >= ns.WantEndpoints {
 					ns.Time = time.Since(writesDone)
@@ -247,14 +324,25 @@ func (v *SyncVerifier) wait(ctx context.Context, writesDone time.Time, want data
 		}
 	})
 	res.Nodes = nodes
+	var read []string
 	for _, n := range nodes {
 		if n.Mode == SyncAPI {
 			res.Notes = append(res.Notes, fmt.Sprintf("node %s: only the API server is checked: %s", n.Node, n.Note))
+			continue
 		}
+		read = append(read, n.Node)
+		res.NodeSync = max(res.NodeSync, n.Time)
+	}
+	if l := v.tracker(); l != nil && err == nil {
+		res.Latency = l.result(read, v.Interval)
 	}
 	v.setLast(res, reports)
 	if err == nil {
-		v.note(" %s;", syncLine(nodes))
+		lat := ""
+		if l := res.Latency; l != nil && l.Services > 0 {
+			lat = fmt.Sprintf(", per-Service latency p50 %s p99 %s (±%s)", l.P50.Round(time.Millisecond), l.P99.Round(time.Millisecond), l.Resolution)
+		}
+		v.note(" %s%s;", syncLine(nodes), lat)
 	}
 	return res, err
 }

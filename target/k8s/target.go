@@ -215,6 +215,11 @@ func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, e
 		}
 		runnable = append(runnable, pl)
 	}
+	if cfg.Scale != nil && len(runnable) > 1 {
+		// A sweep measures on one placement: the first the cluster can
+		// host (other-node, else same-node on a one-node cluster).
+		runnable = runnable[:1]
+	}
 	p.Layout.Endpoints, p.Layout.Services = endpointsFor(runnable)
 	if len(p.Layout.Endpoints) == 0 {
 		return nil, fmt.Errorf("no placement can run on this cluster: %s", describeSkipped(p.Skipped))

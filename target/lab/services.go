@@ -18,27 +18,79 @@ import (
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/suite"
 )
 
-// The pod-to-Service placement: node0-pod0 connects to the test Service's
-// ClusterIP, whose endpoints are every pod of node1 (the server pods).
-const (
-	serviceClient = "node0-pod0"
-	serviceNode   = 1
-)
+// The pod-to-Service placements: node0-pod0 connects to a test Service's
+// ClusterIP; on other-node its endpoints are every pod of node1, on
+// same-node every other pod of node0 (node0-pod1 in the default lab).
+const serviceClient = "node0-pod0"
 
-// ServiceEndpoints lists the server pods behind the test Service.
-func serviceBackends(l *lab.Lab) ([]lab.Pod, error) {
-	if len(l.Nodes) <= serviceNode {
-		return nil, fmt.Errorf("pod-to-service/other-node needs at least 2 lab nodes, the lab has %d", len(l.Nodes))
-	}
-	return l.Nodes[serviceNode].Pods, nil
+// testService is the lab's test Service of one pod-to-service placement.
+type testService struct {
+	name  string // Service name in namespace "cnibench"
+	vip   int    // datapath.TestVIP index
+	group string // its backends, an endpoint group of placementEndpoints
 }
 
-// TestServices is the Spec of the test Service: one ClusterIP
-// (datapath.TestVIP(0)) with a port per engine, each backed by the same
-// port on every server pod, as a Deployment behind a multi-port Service.
-func TestServices(backends []lab.Pod) ([]datapath.Service, error) {
+// testServices: other-node keeps the ClusterIP 198.18.128.1 it always
+// had; same-node gets the next one.
+var testServices = map[string]testService{
+	suite.PodToServiceOtherNode: {name: "server", vip: 0, group: "node1-pods"},
+	suite.PodToServiceSameNode:  {name: "server-local", vip: 1, group: "node0-pods"},
+}
+
+// serviceBackends lists the server pods behind the test Service of an
+// endpoint group: "node1-pods" is every pod of node1, "node0-pods" every
+// pod of node0 but the client.
+func serviceBackends(l *lab.Lab, group string) ([]lab.Pod, error) {
+	switch group {
+	case "node1-pods":
+		if len(l.Nodes) < 2 {
+			return nil, fmt.Errorf("%s needs at least 2 lab nodes, the lab has %d", suite.PodToServiceOtherNode, len(l.Nodes))
+		}
+		return l.Nodes[1].Pods, nil
+	case "node0-pods":
+		var pods []lab.Pod
+		for _, p := range l.Nodes[0].Pods {
+			if p.Name != serviceClient {
+				pods = append(pods, p)
+			}
+		}
+		if len(pods) == 0 {
+			return nil, fmt.Errorf("%s needs at least 2 pods per node (the client node0-pod0 and an endpoint), the lab has %d", suite.PodToServiceSameNode, len(l.Nodes[0].Pods))
+		}
+		return pods, nil
+	}
+	return nil, fmt.Errorf("unknown endpoint group %q", group)
+}
+
+// placementServices builds the test Services of the lab's pod-to-service
+// placements among placements, in that order.
+func placementServices(l *lab.Lab, placements []string) ([]datapath.Service, error) {
+	var svcs []datapath.Service
+	for _, pl := range placements {
+		ts, ok := testServices[pl]
+		if !ok {
+			continue
+		}
+		backends, err := serviceBackends(l, ts.group)
+		if err != nil {
+			return nil, err
+		}
+		s, err := TestServices(ts.name, datapath.TestVIP(ts.vip), backends)
+		if err != nil {
+			return nil, err
+		}
+		svcs = append(svcs, s...)
+	}
+	return svcs, nil
+}
+
+// TestServices is the Spec of one test Service: one ClusterIP with a port
+// per engine, each backed by the same port on every server pod, as a
+// Deployment behind a multi-port Service.
+func TestServices(name string, vip netip.Addr, backends []lab.Pod) ([]datapath.Service, error) {
 	ports := []struct {
 		name  string
 		port  int
@@ -54,8 +106,8 @@ func TestServices(backends []lab.Pod) ([]datapath.Service, error) {
 	}
 	var svcs []datapath.Service
 	for _, p := range ports {
-		s := datapath.Service{Namespace: "cnibench", Name: "server", PortName: p.name,
-			VIP: datapath.TestVIP(0), Port: uint16(p.port), Protocol: p.proto}
+		s := datapath.Service{Namespace: "cnibench", Name: name, PortName: p.name,
+			VIP: vip, Port: uint16(p.port), Protocol: p.proto}
 		for _, b := range backends {
 			ip, err := netip.ParseAddr(b.IP)
 			if err != nil {
@@ -137,32 +189,33 @@ func ProgramAndVerify(ctx context.Context, d datapath.Datapath, spec datapath.Sp
 	return time.Since(start), nil
 }
 
-// openServices programs the lab's Service datapath with the test Service
-// for this run; closeServices removes it again.
+// openServices programs the lab's Service datapath with the test
+// Services of this run's pod-to-service placements (none: the datapath is
+// opened empty, for a sweep to program) and reads them back.
 func (t *Target) openServices(ctx context.Context) error {
 	name := t.lab.Config.ServiceDatapath
 	if name == "" {
 		return nil
 	}
-	backends, err := serviceBackends(t.lab)
+	svcs, err := placementServices(t.lab, t.cfg.Placements)
 	if err != nil {
 		return err
 	}
-	svcs, err := TestServices(backends)
-	if err != nil {
-		return err
-	}
-	t.progress("programming the test Service (%s datapath) ...", name)
+	t.progress("programming the test Services (%s datapath) ...", name)
 	t.dps, err = OpenDatapathsWith(t.lab, name, t.cfg.EBPF)
 	var dp datapath.Datapath
 	if err == nil {
 		dp, err = t.datapath()
 	}
+	if err == nil && len(svcs) == 0 {
+		t.progress(" none asked for\n")
+		return nil
+	}
 	if err == nil {
 		var took time.Duration
 		took, err = ProgramAndVerify(ctx, dp, datapath.Spec{Services: svcs})
 		if err == nil {
-			t.progress(" verified in %s\n", took.Round(time.Millisecond))
+			t.progress(" %d Service ports verified in %s\n", len(svcs), took.Round(time.Millisecond))
 			return nil
 		}
 	}

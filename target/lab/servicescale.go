@@ -17,25 +17,37 @@ type flowCounter interface {
 }
 
 // ScaleDatapath returns the Service datapath that the Service-scale sweep
-// reprograms step by step, and the test Services every step must keep.
-// For the per-node datapaths (iptables, nftables, ebpf-tc) it is every
-// node's, programmed together, as kube-proxy keeps every node in sync;
-// for ebpf it is the lab's one socket load balancer, which sees every
-// pod's connect().
+// reprograms step by step, and the test Services every step must keep
+// (those of ScalePlacement). For the per-node datapaths (iptables,
+// nftables, ebpf-tc) it is every node's, programmed together, as
+// kube-proxy keeps every node in sync; for ebpf it is the lab's one
+// socket load balancer, which sees every pod's connect().
 func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) {
 	if len(t.dps) == 0 {
 		return nil, nil, fmt.Errorf("lab %q has no Service datapath (use a scenario such as iptables or ebpf)", t.lab.Config.Name)
 	}
-	backends, err := serviceBackends(t.lab)
+	pl, err := t.ScalePlacement()
 	if err != nil {
 		return nil, nil, err
 	}
-	svcs, err := TestServices(backends)
+	svcs, err := placementServices(t.lab, []string{pl})
 	if err != nil {
 		return nil, nil, err
 	}
 	dp, err := t.datapath()
 	return dp, svcs, err
+}
+
+// ScalePlacement implements suite.ScaleTarget: the first pod-to-service
+// placement the target was opened with (the CLI picks other-node when the
+// lab has two nodes, same-node when it has one).
+func (t *Target) ScalePlacement() (string, error) {
+	for _, pl := range t.cfg.Placements {
+		if _, ok := testServices[pl]; ok {
+			return pl, nil
+		}
+	}
+	return "", fmt.Errorf("lab %q was opened without a pod-to-service placement to sweep on", t.lab.Config.Name)
 }
 
 // ConntrackUsage reads node0's conntrack table: entries in use

@@ -75,7 +75,9 @@ var placementEndpoints = map[string][2]string{
 	suite.PodToPodSameNode:   {"node0-pod0", "node0-pod1"},
 	suite.PodToPodOtherNode:  {"node0-pod0", "node1-pod0"},
 	suite.HostToHostOtherNod: {"node0", "node1"},
-	// The server of pod-to-service is every pod of node1 (see services.go).
+	// The servers of pod-to-service are the test Service's backends: every
+	// pod of node1, or every pod of node0 but the client (services.go).
+	suite.PodToServiceSameNode:  {serviceClient, "node0-pods"},
 	suite.PodToServiceOtherNode: {serviceClient, "node1-pods"},
 }
 
@@ -138,7 +140,7 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 		if !ok {
 			return t, fmt.Errorf("placement %s is not available on the lab target", name)
 		}
-		if name == suite.PodToServiceOtherNode && l.Config.ServiceDatapath == "" {
+		if suite.IsServicePlacement(name) && l.Config.ServiceDatapath == "" {
 			return t, fmt.Errorf("placement %s needs a Service datapath: use --service-datapath or a scenario such as iptables or ebpf", name)
 		}
 		for i, group := range eps {
@@ -176,13 +178,14 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 	return t, nil
 }
 
-// members expands an endpoint group of placementEndpoints: "node1-pods" is
-// every pod of node1 (the Service's backends), anything else itself.
+// members expands an endpoint group of placementEndpoints: "node1-pods"
+// and "node0-pods" are a test Service's backends (serviceBackends),
+// anything else itself.
 func (t *Target) members(l *lab.Lab, group string) ([]string, error) {
-	if group != "node1-pods" {
+	if !strings.HasSuffix(group, "-pods") {
 		return []string{group}, nil
 	}
-	pods, err := serviceBackends(l)
+	pods, err := serviceBackends(l, group)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +284,7 @@ func (t *Target) Placement(name string) (results.Placement, error) {
 		return results.Placement{}, fmt.Errorf("placement %s is not available on the lab target", name)
 	}
 	path, node, _ := strings.Cut(name, "/")
-	if name == suite.PodToServiceOtherNode {
+	if ts, ok := testServices[name]; ok {
 		if t.lab.Config.ServiceDatapath == "" {
 			return results.Placement{}, fmt.Errorf("%s: the lab has no Service datapath (--service-datapath): %w", name, suite.ErrUnsupported)
 		}
@@ -291,7 +294,7 @@ func (t *Target) Placement(name string) (results.Placement, error) {
 		}
 		// Server CPU is the sum over the Service's backends.
 		return results.Placement{Path: path, Node: node, Client: eps[0], Server: strings.Join(members, "+"),
-			ServerAddr: datapath.TestVIP(0).String()}, nil
+			ServerAddr: datapath.TestVIP(ts.vip).String()}, nil
 	}
 	srv, err := t.lab.Endpoint(eps[1])
 	if err != nil {

@@ -1,0 +1,66 @@
+package nodeprobe
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// ServicePort is one Service port as the API server holds it: what a
+// sweep knows of a Service it created, to find it among a Report's Keys.
+type ServicePort struct {
+	Namespace, Name, PortName string
+	Protocol                  string // TCP, UDP or SCTP
+	ClusterIP                 netip.Addr
+	Port                      uint16
+}
+
+// Key names a Service port the way Report.Keys does for a datapath kind,
+// from what each datapath keeps of it:
+//   - kube-proxy iptables: the hash of its KUBE-SVC-/KUBE-SVL- chains
+//     (sha256 of "namespace/name:port" + protocol, base32, 16 characters);
+//   - kube-proxy nftables: its service-ips element, "clusterIP:port/proto";
+//   - Cilium: its frontend, "clusterIP:port" (older Cilium versions key
+//     frontends without the protocol).
+func Key(datapath string, s ServicePort) string {
+	proto := strings.ToLower(s.Protocol)
+	switch datapath {
+	case KubeProxyIPTables:
+		name := s.Namespace + "/" + s.Name
+		if s.PortName != "" {
+			name += ":" + s.PortName
+		}
+		sum := sha256.Sum256([]byte(name + proto))
+		return base32.StdEncoding.EncodeToString(sum[:])[:16]
+	case KubeProxyNFTables:
+		return fmt.Sprintf("%s:%d/%s", s.ClusterIP, s.Port, proto)
+	case Cilium:
+		return fmt.Sprintf("%s:%d", s.ClusterIP, s.Port)
+	}
+	return ""
+}
+
+// nftServiceKey decodes a service-ips element key, the concatenation
+// ipv4_addr . inet_proto . inet_service with each field padded to 4 bytes.
+func nftServiceKey(b []byte) (string, bool) {
+	if len(b) < 10 {
+		return "", false
+	}
+	ip := netip.AddrFrom4([4]byte(b[0:4]))
+	proto, ok := protoNames[b[4]]
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("%s:%d/%s", ip, binary.BigEndian.Uint16(b[8:10]), proto), true
+}
+
+// ciliumFrontendKey is an lb4_key frontend's "address:port".
+func ciliumFrontendKey(b []byte) string {
+	ip := netip.AddrFrom4([4]byte(b[0:4]))
+	return fmt.Sprintf("%s:%d", ip, binary.BigEndian.Uint16(b[4:6]))
+}
+
+var protoNames = map[byte]string{6: "tcp", 17: "udp", 132: "sctp"}

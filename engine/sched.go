@@ -2,6 +2,7 @@ package engine
 
 import (
 	"runtime"
+	"sync"
 	"time"
 )
 
@@ -34,4 +35,23 @@ func (y *yielder) tick() {
 		y.last = now
 		runtime.Gosched()
 	}
+}
+
+var spareOnce sync.Once
+
+// spareP raises GOMAXPROCS to 2 when it is 1 (a process pinned to one CPU,
+// or under a one-CPU cgroup limit), once per process. Engine threads block
+// in syscalls; while every P is parked in one, sysmon takes it back within
+// 20 us, goes to sleep once all Ps are idle, and the next thread to leave
+// its syscall has to wake sysmon again. Measured on a TCP_CRR server pinned
+// to one CPU: 5.4 context switches per connection instead of netserver's 1.
+// With an idle P to spare, sysmon leaves a P in a syscall alone for 10 ms.
+// The extra P runs no more work than there is; it only lets a thread keep
+// its P across a blocking call.
+func spareP() {
+	spareOnce.Do(func() {
+		if runtime.GOMAXPROCS(0) < 2 {
+			runtime.GOMAXPROCS(2)
+		}
+	})
 }

@@ -32,7 +32,7 @@ func TestErrCauseAndPortExhaustion(t *testing.T) {
 	f.noteError(wrapped)
 	f.noteError(fmt.Errorf("x: %w", unix.ECONNRESET))
 	if !f.portExhausted || f.errors != 2 || f.causes["EADDRNOTAVAIL"] != 1 || f.causes["ECONNRESET"] != 1 {
-		t.Errorf("flow after two errors = %+v", f)
+		t.Errorf("flow after two errors: exhausted %v, errors %d, causes %v", f.portExhausted, f.errors, f.causes)
 	}
 }
 

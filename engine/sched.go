@@ -13,21 +13,24 @@ import (
 // next exit from the syscall then takes the slow path, and sysmon, having
 // retaken a P, polls every 20 us for the next millisecond: ~5000 extra
 // wakeups a second on the same CPUs as the flow. On loopback that cost
-// TCP_RR 15-25% of its rate against a C server. A Gosched every few ms
-// (two thread handoffs, ~20 us) resets the clock.
-const yieldEvery = 4 * time.Millisecond
+// TCP_RR 15-25% of its rate against a C server. A Gosched (two thread
+// handoffs, ~20 us, three context switches) before the 10 ms are up resets
+// the clock; 8 ms leaves sysmon's tick room and keeps the Goscheds rare.
+const yieldEvery = 8 * time.Millisecond
 
-// yielder calls runtime.Gosched at most every yieldEvery; tick is meant to
-// be called once per message or transaction and reads the clock only
-// every 64 calls.
+// yielder calls runtime.Gosched about every yieldEvery; tick is meant to be
+// called once per message or transaction. It reads the clock every 8 calls,
+// or every call with perCall (a ~30 ns vDSO read is nothing against a TCP
+// connection, but 8 calls of a slow CRR flow can outlast 10 ms).
 type yielder struct {
-	n    uint32
-	last time.Time
+	perCall bool
+	n       uint32
+	last    time.Time
 }
 
 func (y *yielder) tick() {
 	y.n++
-	if y.n&63 != 0 {
+	if !y.perCall && y.n&7 != 0 {
 		return
 	}
 	now := time.Now()

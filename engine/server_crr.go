@@ -39,7 +39,7 @@ func (s *Server) crrWorker(l *listener, errc chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	buf := make([]byte, tcpServerBuf)
-	var y yielder
+	y := yielder{perCall: true}
 	for {
 		y.tick()
 		fd, err := accept(l.fd)

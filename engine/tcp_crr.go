@@ -47,7 +47,7 @@ func tcpCRRFlow(rc *runCtx, f *flow) error {
 	if !rc.ready(err) {
 		return err
 	}
-	var y yielder
+	y := yielder{perCall: true}
 	for {
 		y.tick()
 		start, end, err := crrOnce(rc, f, family, sa, req, resp, time.Time{})

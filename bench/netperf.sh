@@ -22,8 +22,7 @@
 set -euo pipefail
 trap 'echo "bench: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-5}
-DUR=${DUR:-5}
+: "${ROUNDS:=5}" "${DUR:=5}"
 LAB=np$$
 cnb="./bin/cnibench --lab $LAB"
 SRV=198.19.1.10
@@ -120,7 +119,8 @@ for r in $(seq "$ROUNDS"); do
   measure ours_crr    "$ourpid" ours_rr   $ours TCP_CRR $SRV --warmup 0s
   measure np_crr      "$nppid"  np_rr     $np -t TCP_CRR -- -r 1,1 $npo
   measure ours_rr     "$ourpid" ours_rr   $ours TCP_RR $SRV --warmup 0s
-  measure np_rr       "$nppid"  np_rr     $np -t TCP_RR -- -r 1,1 $npo
+  measure np_rr       "$nppid"  np_rr     $np -t TCP_RR -- -r 1,1 -D $npo
+  measure np_rrnagle  "$nppid"  np_rr     $np -t TCP_RR -- -r 1,1 $npo
   measure ours_udprr  "$ourpid" ours_rr   $ours UDP_RR $SRV --warmup 0s
   measure np_udprr    "$nppid"  np_rr     $np -t UDP_RR -- -r 1,1 $npo
   measure ours_stream "$ourpid" ours_tput $ours TCP_STREAM $SRV --warmup 0s
@@ -128,7 +128,7 @@ for r in $(seq "$ROUNDS"); do
 done
 echo "load after: $(cat /proc/loadavg)" >&2
 
-printf '\n%-44s %10s %10s %7s %9s %9s %11s %11s %9s\n' "comparison (median of $ROUNDS x ${DUR}s)" cnibench netperf ratio "p50 µs" "p99 µs" "cli CPU µs" "srv CPU µs" "srv cs"
+printf '\n%-46s %10s %10s %7s %9s %9s %11s %11s %9s\n' "comparison (median of $ROUNDS x ${DUR}s)" cnibench netperf ratio "p50 µs" "p99 µs" "cli CPU µs" "srv CPU µs" "srv cs"
 echo "(per transaction; for TCP_STREAM rate is Gbit/s and CPU µs per MB; cells are ours/netperf)"
 m() { echo "${vals[$1]:-}" | median; }
 f() { printf '%.*f/%.*f' "$3" "$(m "$1")" "$3" "$(m "$2")"; }
@@ -136,12 +136,13 @@ row() { # label ours-prefix np-prefix
   local a b ratio="n/a"
   a=$(m "${2}_rate"); b=$(m "${3}_rate")
   [ "$(echo "$b > 0" | bc -l)" = 1 ] && ratio=$(printf '%.3f' "$(echo "$a/$b" | bc -l)")
-  printf '%-44s %10.2f %10.2f %7s %9s %9s %11s %11s %9s\n' "$1" "$a" "$b" "$ratio" \
+  printf '%-46s %10.2f %10.2f %7s %9s %9s %11s %11s %9s\n' "$1" "$a" "$b" "$ratio" \
     "$(f "${2}_p50" "${3}_p50" 0)" "$(f "${2}_p99" "${3}_p99" 0)" \
     "$(f "${2}_ccpu" "${3}_ccpu" 1)" "$(f "${2}_scpu" "${3}_scpu" 1)" "$(f "${2}_cs" "${3}_cs" 2)"
 }
 row "TCP_CRR 1 B vs netperf -t TCP_CRR -- -r 1,1" ours_crr np_crr
-row "TCP_RR 1 B vs netperf -t TCP_RR -- -r 1,1" ours_rr np_rr
+row "TCP_RR 1 B vs netperf -t TCP_RR -- -r 1,1 -D" ours_rr np_rr
+row "TCP_RR 1 B vs netperf ... without -D" ours_rr np_rrnagle
 row "UDP_RR 1 B vs netperf -t UDP_RR -- -r 1,1" ours_udprr np_udprr
 row "TCP_STREAM vs netperf -t TCP_STREAM -m 128K" ours_stream np_stream
 echo

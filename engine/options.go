@@ -105,6 +105,24 @@ type Result struct {
 	Streams  int       `json:"streams"`
 	Errors   int64     `json:"errors"` // failed connects, timeouts, short reads
 	ErrorMsg string    `json:"error_msg,omitempty"`
+	// ErrorsByCause splits Errors by cause: the errno's name
+	// ("EADDRNOTAVAIL", "ECONNREFUSED", "ETIMEDOUT", ...), "timeout", "eof"
+	// or "other".
+	ErrorsByCause map[string]int64 `json:"errors_by_cause,omitempty"`
+	// PortExhaustion: a connect() in the measured interval failed with
+	// EADDRNOTAVAIL, so the client ran out of local ports for the server's
+	// address (TIME_WAIT, a small ip_local_port_range): the rate is the
+	// client's limit, not the datapath's.
+	PortExhaustion bool `json:"port_exhaustion,omitempty"`
+	// Stalled: a TCP_RR or TCP_CRR flow completed no transaction for a
+	// second or more (LongestGapSec, the longest such hole in any flow).
+	Stalled       bool    `json:"stalled,omitempty"`
+	LongestGapSec float64 `json:"longest_gap_sec,omitempty"`
+	// ClientTimeWait (TCP_CRR) is the number of TCP sockets in TIME_WAIT in
+	// the client's network namespace when the run ended (/proc/net/sockstat);
+	// absent if unreadable. The server closes first, so it stays near 0
+	// unless something else in the namespace closes first.
+	ClientTimeWait *int64 `json:"client_time_wait,omitempty"`
 
 	// Stream tests.
 	BytesSent          int64   `json:"bytes_sent,omitempty"`

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cnibench/cnibench/stats"
 )
@@ -21,6 +22,14 @@ func fillRR(rc *runCtx, r *Result) error {
 	}
 	if r.Seconds > 0 {
 		r.RatePerSec = float64(r.Transactions) / r.Seconds
+	}
+	if rc.o.Test == TCPRR || rc.o.Test == TCPCRR {
+		var gap time.Duration
+		for i := range rc.flows {
+			gap = max(gap, rc.flows[i].finalGap(rc))
+		}
+		r.LongestGapSec = gap.Seconds()
+		r.Stalled = gap >= stallGap
 	}
 	// A request/response test that completed nothing measured a stall, not
 	// a rate: say so rather than report a rate of 0 as a result.

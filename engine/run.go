@@ -82,6 +82,10 @@ type flow struct {
 	srvBytes, srvNs     int64 // TCP_STREAM trailer
 	trans, errors       int64
 	errMsg              string
+	causes              map[string]int64 // errors by errCause
+	portExhausted       bool             // an EADDRNOTAVAIL was counted
+	lastDone            time.Time        // last completed transaction
+	longestGap          time.Duration    // longest time without one
 	hist                *hdr.Histogram
 	err                 error
 }
@@ -108,6 +112,13 @@ func (rc *runCtx) failed(f *flow, what string, err error) error {
 
 func (f *flow) noteError(err error) {
 	f.errors++
+	if f.causes == nil {
+		f.causes = make(map[string]int64)
+	}
+	f.causes[errCause(err)]++
+	if portExhausted(err) {
+		f.portExhausted = true
+	}
 	if f.errMsg == "" {
 		f.errMsg = err.Error()
 	}
@@ -131,6 +142,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	eng := engines[o.Test]
+	spareP()
 	ip, err := resolve(ctx, o.Host)
 	if err != nil {
 		return nil, fmt.Errorf("%s: resolve %s: %w", o.Test, o.Host, err)
@@ -265,6 +277,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.Errors += f.errors
 		if r.ErrorMsg == "" && f.errMsg != "" {
 			r.ErrorMsg = fmt.Sprintf("stream %d: %s", f.id, f.errMsg)
+		}
+		for c, n := range f.causes {
+			if r.ErrorsByCause == nil {
+				r.ErrorsByCause = make(map[string]int64)
+			}
+			r.ErrorsByCause[c] += n
+		}
+		r.PortExhaustion = r.PortExhaustion || f.portExhausted
+	}
+	if o.Test == TCPCRR {
+		if tw := timeWaitSockets(); tw >= 0 {
+			r.ClientTimeWait = &tw
 		}
 	}
 	if err := eng.fill(rc, r); err != nil {

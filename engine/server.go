@@ -140,6 +140,7 @@ func (s *Server) Serve(ctx context.Context) error {
 			return err
 		}
 	}
+	spareP()
 	s.done = make(chan struct{})
 	errc := make(chan error, len(s.ls))
 	for _, l := range s.ls {
@@ -150,6 +151,8 @@ func (s *Server) Serve(ctx context.Context) error {
 		case UDPRR:
 			s.wg.Add(1)
 			go s.udpRRServer(l, errc)
+		case TCPCRR:
+			s.startCRR(l, errc)
 		default:
 			s.spawn(l, s.tcpWorker, errc)
 		}

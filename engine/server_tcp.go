@@ -50,7 +50,7 @@ func (s *Server) tcpWorker(l *listener, errc chan<- error) {
 		if !s.conns.add(fd) {
 			return
 		}
-		serveTCPConn(l.test, fd, buf)
+		serveTCPConn(l.test, fd, buf, 0)
 		s.conns.close(fd)
 		if l.idle.Load() > maxSpare {
 			return
@@ -67,10 +67,10 @@ func accept(lfd int) (int, error) {
 	return int(fd), nil
 }
 
-// serveTCPConn reads the hello (possibly with the first request behind it)
-// and runs the test it names; a hello for another test is dropped.
-func serveTCPConn(t Test, fd int, buf []byte) {
-	n := 0
+// serveTCPConn reads the hello (possibly with the first request behind it;
+// buf[:n] already holds what was read of it) and runs the test it names; a
+// hello for another test is dropped.
+func serveTCPConn(t Test, fd int, buf []byte, n int) {
 	for n < hdrLen {
 		m, err := blocking.recv(fd, buf[n:])
 		if err != nil {
@@ -121,15 +121,10 @@ func serveTCPConn(t Test, fd int, buf []byte) {
 			}
 		}
 	case TCPCRR:
-		if extra > size || readN(fd, buf, size-extra) != nil || writeN(fd, buf, size) != nil {
-			return
-		}
-		// Wait for the client's FIN: the client closes first, as with
-		// netperf, so TIME_WAIT stays on the client.
-		for {
-			if _, err := blocking.recv(fd, buf); err != nil {
-				return
-			}
+		// Answer and return: the caller closes at once, so the server
+		// closes first and TIME_WAIT lands here, as with netserver.
+		if extra <= size && readN(fd, buf, size-extra) == nil {
+			_ = writeN(fd, buf, size)
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -9,10 +11,18 @@ import (
 	"github.com/cnibench/cnibench/stats"
 )
 
-// tcpCRRFlow does netperf TCP_CRR: per transaction a new connection, the
-// request (behind the 32-byte hello, in one send), the response, then the
-// client closes first (so TIME_WAIT lands on the client, as with netperf).
-// Latency runs from connect() to the response; the rate also pays close().
+// tcpCRRFlow does netperf TCP_CRR (netperf -t TCP_CRR -- -r N,N): per
+// transaction a new connection; the client connects, sends the request
+// (behind the 32-byte hello, in one send), reads the response, then reads
+// until the server's FIN and closes. The server closes first, right after
+// its response, as netserver does, so TIME_WAIT lands on the server and the
+// client's ephemeral ports are free again as soon as its close is acked.
+//
+// Latency runs from the start of connect() to the last byte of the
+// response; the rate (transactions per second) also pays the FIN and
+// close(). Unlike netperf, which binds each socket to the next port of its
+// own sequence from 5000-65535, we let connect() pick the ephemeral port
+// from ip_local_port_range, so the test runs in pods whatever their range.
 func tcpCRRFlow(rc *runCtx, f *flow) error {
 	f.hist = stats.NewHistogram()
 	size := rc.o.MessageSize
@@ -23,26 +33,32 @@ func tcpCRRFlow(rc *runCtx, f *flow) error {
 	resp := make([]byte, size)
 
 	// One untimed transaction first, with a connect timeout, so an
-	// unreachable server fails the run at once with a clear error.
-	_, err := crrOnce(rc, f, family, sa, req, resp, time.Now().Add(connectTimeout))
+	// unreachable server fails the run at once with a clear error. Running
+	// out of local ports while the other flows set up is retried.
+	deadline := time.Now().Add(connectTimeout)
+	_, _, err := crrOnce(rc, f, family, sa, req, resp, deadline)
+	for portExhausted(err) && time.Now().Before(deadline) && !rc.stop.Load() {
+		time.Sleep(time.Millisecond)
+		_, _, err = crrOnce(rc, f, family, sa, req, resp, deadline)
+	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", rc.o.Test, err)
 	}
 	if !rc.ready(err) {
 		return err
 	}
-	var y yielder
+	y := yielder{perCall: true}
 	for {
 		y.tick()
-		start, err := crrOnce(rc, f, family, sa, req, resp, time.Time{})
-		end := time.Now()
-		if rc.stop.Load() || end.After(rc.measEnd) {
+		start, end, err := crrOnce(rc, f, family, sa, req, resp, time.Time{})
+		if rc.stop.Load() || time.Now().After(rc.measEnd) {
 			return nil
 		}
 		measured := !start.IsZero() && !start.Before(rc.measStart)
 		if err != nil {
-			// Keep going (a refused or reset connection is one failed
-			// transaction), but do not spin on a persistent failure.
+			// Keep going (a refused or reset connection, or no free
+			// local port, is one failed transaction), but do not spin
+			// on a persistent failure.
 			if measured {
 				f.noteError(err)
 			}
@@ -52,26 +68,31 @@ func tcpCRRFlow(rc *runCtx, f *flow) error {
 		if measured {
 			stats.Record(f.hist, end.Sub(start))
 			f.trans++
+			f.completed(rc, end)
 		}
 	}
 }
 
-// crrOnce runs one connect/request/response/close transaction and returns
-// when connect() started. Errors read "connect|send|recv ADDR: cause". In
-// Blocking mode connect() blocks as netperf's does, unless a deadline is
-// given (setup only); the end of the run wakes it with shutdown().
-func crrOnce(rc *runCtx, f *flow, family int, sa unix.Sockaddr, req, resp []byte, deadline time.Time) (time.Time, error) {
+// errNotClosed: the server sent more than the response instead of closing.
+var errNotClosed = errors.New("server sent data after the response instead of closing")
+
+// crrOnce runs one connect/request/response/FIN/close transaction and
+// returns when connect() started and when the response was complete.
+// Errors read "connect|send|recv ADDR: cause". In Blocking mode connect()
+// blocks as netperf's does, unless a deadline is given (setup only); the end
+// of the run wakes it with shutdown().
+func crrOnce(rc *runCtx, f *flow, family int, sa unix.Sockaddr, req, resp []byte, deadline time.Time) (start, end time.Time, err error) {
 	w := rc.wait
 	nonblock := w.spin || !deadline.IsZero()
 	fd, err := newSocket(family, unix.SOCK_STREAM, nonblock)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("socket: %w", err)
+		return start, end, fmt.Errorf("socket: %w", err)
 	}
 	if !f.fds.add(fd) {
-		return time.Time{}, fmt.Errorf("connect: %w", errStopped)
+		return start, end, fmt.Errorf("connect: %w", errStopped)
 	}
 	defer f.fds.close(fd)
-	start := time.Now()
+	start = time.Now()
 	err = unix.Connect(fd, sa)
 	switch {
 	case err == unix.EINPROGRESS && w.spin:
@@ -83,13 +104,22 @@ func crrOnce(rc *runCtx, f *flow, family int, sa unix.Sockaddr, req, resp []byte
 		err = unix.SetNonblock(fd, false)
 	}
 	if err != nil {
-		return start, fmt.Errorf("connect %s: %w", rc.addr, err)
+		return start, end, fmt.Errorf("connect %s: %w", rc.addr, err)
 	}
 	if err := w.send(fd, req); err != nil {
-		return start, fmt.Errorf("send to %s: %w", rc.addr, err)
+		return start, end, fmt.Errorf("send to %s: %w", rc.addr, err)
 	}
 	if err := w.readFull(fd, resp); err != nil {
-		return start, fmt.Errorf("recv from %s: %w", rc.addr, err)
+		return start, end, fmt.Errorf("recv from %s: %w", rc.addr, err)
 	}
-	return start, nil
+	end = time.Now()
+	// netperf's client, too, reads until the server's FIN before close().
+	switch n, err := w.recv(fd, resp[:1]); {
+	case err == io.EOF:
+	case err != nil:
+		return start, end, fmt.Errorf("recv FIN from %s: %w", rc.addr, err)
+	case n > 0:
+		return start, end, fmt.Errorf("recv FIN from %s: %w", rc.addr, errNotClosed)
+	}
+	return start, end, nil
 }

@@ -50,6 +50,7 @@ func tcpRRFlow(rc *runCtx, f *flow) error {
 		if !start.Before(rc.measStart) {
 			stats.Record(f.hist, end.Sub(start))
 			f.trans++
+			f.completed(rc, end)
 		}
 	}
 }

@@ -20,7 +20,8 @@ import (
 // and, at EOF, answers with a 16-byte trailer (bytes u64 | receive ns u64).
 // TCP_RR sends requests of message size; the server answers each with the
 // same size. TCP_CRR sends hello+request on a fresh connection per
-// transaction; the server answers, waits for the client's FIN and closes.
+// transaction; the server answers and closes at once (first, as netserver
+// does), and the client reads until that FIN, then closes.
 //
 // UDP_STREAM datagrams start with a 32-byte header
 //

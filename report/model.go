@@ -128,6 +128,9 @@ type SampleCount struct {
 	// open-loop target rate.
 	ClientSaturated int `json:"client_saturated,omitempty"`
 	MissedTarget    int `json:"missed_target,omitempty"`
+	// RR: samples flagged for ephemeral-port exhaustion or a stall.
+	PortExhausted int `json:"port_exhausted,omitempty"`
+	Stalled       int `json:"stalled,omitempty"`
 }
 
 // Row is one metric across the columns.
@@ -289,7 +292,8 @@ func Build(in []Input, opt Options) (*Report, error) {
 				sec.Kind = s.Kind
 			}
 			sc := &SampleCount{OK: s.Samples - s.Failed, Failed: s.Failed, FirstError: squash(s.FirstError),
-				Streams: r.Options.Streams, ClientSaturated: s.ClientSaturated, MissedTarget: s.MissedTarget}
+				Streams: r.Options.Streams, ClientSaturated: s.ClientSaturated, MissedTarget: s.MissedTarget,
+				PortExhausted: s.PortExhausted, Stalled: s.Stalled}
 			if r.HTTPOptions != nil {
 				sc.Streams = 0
 			}

@@ -116,8 +116,20 @@ func samplesCell(sc *SampleCount) string {
 		return "skipped"
 	}
 	s := fmt.Sprintf("%d", sc.OK+sc.Failed)
+	var notes []string
 	if sc.Failed > 0 {
-		s = fmt.Sprintf("%d (%d failed)", sc.OK, sc.Failed)
+		s = fmt.Sprintf("%d", sc.OK)
+		notes = append(notes, fmt.Sprintf("%d failed", sc.Failed))
+	}
+	// Flagged samples count as taken, but their rate is not the datapath's.
+	if sc.PortExhausted > 0 {
+		notes = append(notes, fmt.Sprintf("%d out of ports", sc.PortExhausted))
+	}
+	if sc.Stalled > 0 {
+		notes = append(notes, fmt.Sprintf("%d stalled", sc.Stalled))
+	}
+	if len(notes) > 0 {
+		s += " (" + strings.Join(notes, ", ") + ")"
 	}
 	return s
 }

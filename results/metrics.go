@@ -114,6 +114,11 @@ type Series struct {
 	// open-loop target rate.
 	ClientSaturated int `json:"client_saturated,omitempty"`
 	MissedTarget    int `json:"missed_target,omitempty"`
+	// RR samples whose client ran out of local ports (EADDRNOTAVAIL), or
+	// in which a flow completed nothing for a second or more: their rate
+	// is not the datapath's.
+	PortExhausted int `json:"port_exhausted,omitempty"`
+	Stalled       int `json:"stalled,omitempty"`
 	// Warnings flag samples whose numbers should not be taken at face
 	// value: client CPU saturated, missed open-loop target, errors.
 	Warnings []string `json:"warnings,omitempty"`
@@ -161,7 +166,7 @@ func Metrics(r Result) (Series, error) {
 	c := &collector{byName: map[string]int{}}
 	var lats, uncorrected []*stats.Latency
 	saturated, missed, errs := 0, 0, int64(0)
-	missedMax, firstErr := 0.0, ""
+	missedMax, firstErr, gapMax := 0.0, "", 0.0
 	for _, smp := range r.Samples {
 		s.Samples++
 		kind := sampleKind(smp)
@@ -191,6 +196,13 @@ func Metrics(r Result) (Series, error) {
 		case KindRR:
 			lat = smp.Engine.Latency
 			collectRR(c, r.Test, smp)
+			if smp.Engine.PortExhaustion {
+				s.PortExhausted++
+			}
+			if smp.Engine.Stalled {
+				s.Stalled++
+				gapMax = max(gapMax, smp.Engine.LongestGapSec)
+			}
 			if e := smp.Engine; e.Errors > 0 {
 				errs += e.Errors
 				if firstErr == "" {
@@ -237,6 +249,12 @@ func Metrics(r Result) (Series, error) {
 	}
 	if missed > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("missed the target rate in %d of %d samples (by up to %.1f%%): latency is measured at a lower rate than asked", missed, ok, missedMax))
+	}
+	if s.PortExhausted > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("client ran out of local ports (EADDRNOTAVAIL) in %d of %d samples: the rate measures ephemeral-port exhaustion, not the datapath", s.PortExhausted, ok))
+	}
+	if s.Stalled > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("stalled in %d of %d samples: a flow completed no transaction for up to %.1f s", s.Stalled, ok, gapMax))
 	}
 	if errs > 0 {
 		w := fmt.Sprintf("%d errors in successful samples", errs)

@@ -3,6 +3,7 @@ package suite
 import (
 	"fmt"
 
+	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
 )
@@ -31,7 +32,8 @@ func SampleLine(test string, s results.Sample) string {
 		return "no result"
 	}
 	if e.Latency != nil && e.Transactions > 0 {
-		return fmt.Sprintf("%10.0f /s  p50 %7.1f µs  p99 %7.1f µs", e.RatePerSec, e.Latency.P50Us, e.Latency.P99Us)
+		line := fmt.Sprintf("%10.0f /s  p50 %7.1f µs  p99 %7.1f µs", e.RatePerSec, e.Latency.P50Us, e.Latency.P99Us)
+		return line + rrFlags(e)
 	}
 	line := fmt.Sprintf("%8.2f Gbit/s", e.ThroughputBitsSec/1e9)
 	if e.PacketsSent > 0 {
@@ -56,4 +58,20 @@ func loadLine(rate float64, unit string, lat *stats.Latency, extra string, misse
 		line += "  (client CPU saturated)"
 	}
 	return line
+}
+
+// rrFlags is what makes a request/response rate suspect: errors, running
+// out of local ports, a stall.
+func rrFlags(e *engine.Result) string {
+	var f string
+	if e.Errors > 0 {
+		f += fmt.Sprintf("  %d errors", e.Errors)
+	}
+	if e.PortExhaustion {
+		f += "  OUT OF LOCAL PORTS (EADDRNOTAVAIL): not a datapath rate"
+	}
+	if e.Stalled {
+		f += fmt.Sprintf("  STALLED %.1f s", e.LongestGapSec)
+	}
+	return f
 }

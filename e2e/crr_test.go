@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// crrServerIP is node1-pod0's address in a two-node lab.
+const crrServerIP = "198.19.1.10"
+
+// crrResult is the part of the client's JSON these tests read.
+type crrResult struct {
+	Transactions   int64            `json:"transactions"`
+	RatePerSec     float64          `json:"rate_per_sec"`
+	Errors         int64            `json:"errors"`
+	ErrorsByCause  map[string]int64 `json:"errors_by_cause"`
+	PortExhaustion bool             `json:"port_exhaustion"`
+	Stalled        bool             `json:"stalled"`
+	ClientTimeWait *int64           `json:"client_time_wait"`
+}
+
+// crrLab brings up two nodes with one pod each (extra lab up flags such as
+// --sysctl) and starts `cnibench server` in node1-pod0.
+func crrLab(t *testing.T, upArgs ...string) *lab {
+	t.Helper()
+	l := newLab(t)
+	if out, errOut, code := l.run(append([]string{"lab", "up", "--nodes", "2", "--pods-per-node", "1"}, upArgs...)...); code != 0 {
+		t.Fatalf("lab up: exit %d: %s%s", code, out, errOut)
+	}
+	srv := l.cmd("lab", "exec", "node1-pod0", "--", binary, "server")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() }) // lab down also kills the server itself
+	waitFor(t, "the TCP_CRR server", 10*time.Second, func() bool {
+		_, _, code := l.run("lab", "exec", "node0-pod0", "--", binary, "client", "TCP_CRR", crrServerIP, "--duration", "100ms", "--warmup", "0s")
+		return code == 0
+	})
+	return l
+}
+
+// crr runs TCP_CRR from node0-pod0 and returns its result.
+func crr(t *testing.T, l *lab, args ...string) crrResult {
+	t.Helper()
+	out, errOut, code := l.run(append([]string{"lab", "exec", "node0-pod0", "--", binary, "client", "TCP_CRR", crrServerIP, "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("TCP_CRR client: exit %d: %s", code, errOut)
+	}
+	var r crrResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("client JSON: %v: %s", err, out)
+	}
+	return r
+}
+
+// timeWait is the number of TIME_WAIT sockets in a pod's namespace.
+func timeWait(t *testing.T, l *lab, pod string) int64 {
+	t.Helper()
+	out, errOut, code := l.run("lab", "exec", pod, "--", "cat", "/proc/net/sockstat")
+	if code != 0 {
+		t.Fatalf("read sockstat in %s: %s", pod, errOut)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		for i := 0; len(f) > 0 && f[0] == "TCP:" && i+1 < len(f); i++ {
+			if f[i] == "tw" {
+				n, err := strconv.ParseInt(f[i+1], 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+		}
+	}
+	t.Fatalf("no TCP tw count in %s's sockstat: %s", pod, out)
+	return 0
+}
+
+// The server closes first, as netserver does: after a run the TIME_WAIT
+// sockets are in the server's namespace, not the client's.
+func TestCRRTimeWaitOnServer(t *testing.T) {
+	l := crrLab(t)
+	r := crr(t, l, "--duration", "2s", "--warmup", "0s")
+	if r.Transactions < 500 || r.Errors != 0 || r.PortExhaustion || r.Stalled {
+		t.Fatalf("run = %+v, want ≥ 500 transactions, no errors or flags", r)
+	}
+	srv, cli := timeWait(t, l, "node1-pod0"), timeWait(t, l, "node0-pod0")
+	if srv < r.Transactions*9/10 {
+		t.Errorf("server namespace has %d TIME_WAIT sockets after %d connections, want at least 90%% of them", srv, r.Transactions)
+	}
+	if cli > 5 || r.ClientTimeWait == nil || *r.ClientTimeWait > 5 {
+		t.Errorf("client namespace has %d TIME_WAIT sockets (result says %v), want ~0", cli, r.ClientTimeWait)
+	}
+}
+
+// With the kernel's default port range and tcp_tw_reuse (as in a pod),
+// consecutive runs keep their rate: the client's ports are not used up.
+func TestCRRKernelDefaultSysctls(t *testing.T) {
+	l := crrLab(t, "--sysctl", "net.ipv4.ip_local_port_range=32768 60999", "--sysctl", "net.ipv4.tcp_tw_reuse=2")
+	var rates []float64
+	for i := range 5 {
+		r := crr(t, l, "--duration", "3s", "--warmup", "0s")
+		if r.PortExhaustion || r.Stalled || r.Errors != 0 {
+			t.Fatalf("run %d: %+v, want no port exhaustion, stall or error", i+1, r)
+		}
+		rates = append(rates, r.RatePerSec)
+	}
+	t.Logf("rates: %.0f", rates)
+	if last, first := rates[len(rates)-1], rates[0]; last < 0.8*first {
+		t.Errorf("last run %.0f/s < 0.8 × first %.0f/s: %v", last, first, rates)
+	}
+}
+
+// Two local ports for eight flows: connects fail with EADDRNOTAVAIL, and the
+// sample says so instead of passing for a healthy rate.
+func TestCRRPortExhaustionFlagged(t *testing.T) {
+	l := crrLab(t)
+	if _, errOut, code := l.run("lab", "exec", "node0-pod0", "--", "sh", "-c", "echo 40000 40001 > /proc/sys/net/ipv4/ip_local_port_range"); code != 0 {
+		t.Fatalf("set the client's port range: %s", errOut)
+	}
+	r := crr(t, l, "--duration", "2s", "--warmup", "0s", "--streams", "8")
+	if !r.PortExhaustion || r.Errors == 0 || r.ErrorsByCause["EADDRNOTAVAIL"] == 0 {
+		t.Fatalf("run = %+v, want port_exhaustion with EADDRNOTAVAIL errors", r)
+	}
+	t.Logf("exhausted run: %d transactions, %d errors %v", r.Transactions, r.Errors, r.ErrorsByCause)
+}

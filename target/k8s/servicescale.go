@@ -28,8 +28,8 @@ const (
 	DefaultScaleQPS     = 50
 	DefaultScaleBurst   = 100
 	DefaultScaleWorkers = 16
-	dummyNamespace      = "scale" // datapath.DummyServices puts its Services there
-	sliceManager        = "cnibench.io/scale"
+	dummyNamespace      = "scale"             // datapath.DummyServices puts its Services there
+	sliceManager        = "scale.cnibench.io" // a label value: no "/" allowed
 )
 
 // ClusterServices is the Service-scale sweep's datapath on a real cluster

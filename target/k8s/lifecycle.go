@@ -123,7 +123,12 @@ func crashed(p *corev1.Pod) string {
 			switch w.Reason {
 			case "CrashLoopBackOff":
 				return fmt.Sprintf("agent in pod %s is crash-looping (CrashLoopBackOff, %d restarts)%s", where, c.RestartCount, lastExit(c.LastTerminationState.Terminated))
-			case "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+			case "CreateContainerConfigError":
+				if transientConfigError(w.Message) {
+					continue // the timeout's message names it, should it last
+				}
+				return fmt.Sprintf("agent in pod %s cannot start: %s", where, join(w.Reason, w.Message))
+			case "InvalidImageName", "ErrImageNeverPull", "CreateContainerError", "RunContainerError":
 				return fmt.Sprintf("agent in pod %s cannot start: %s", where, join(w.Reason, w.Message))
 			}
 		}
@@ -135,6 +140,15 @@ func crashed(p *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// transientConfigError: the kubelet could not yet read the pod's Secret or
+// ConfigMap because the API server's node authorizer had not yet linked
+// it to the pod's node (seen on real clusters right after the run's Secret
+// and pods were created). The kubelet retries; a missing Secret or key is
+// final.
+func transientConfigError(msg string) bool {
+	return strings.Contains(msg, "failed to sync secret cache") || strings.Contains(msg, "failed to sync configmap cache")
 }
 
 func lastExit(t *corev1.ContainerStateTerminated) string {

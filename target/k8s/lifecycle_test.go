@@ -276,6 +276,31 @@ func TestWrongImageNameFailsFast(t *testing.T) {
 	}
 }
 
+// The kubelet's "failed to sync secret cache" (the node authorizer not yet
+// linking the run's Secret to the node) is waited out, a missing Secret is
+// not.
+func TestSecretCacheErrorIsWaitedOut(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		want string
+		wait bool
+	}{
+		{"failed to sync secret cache: timed out waiting for the condition", "agents not ready after 1s", true},
+		{`secret "cnibench-agent-token" not found`, "cannot start: CreateContainerConfigError", false},
+	} {
+		cfg := testConfig("r5c")
+		cfg.Timeout = time.Second
+		cfg.Placements = []string{suite.PodToPodSameNode}
+		err, took := openFails(t, cfg, func(p *corev1.Pod) *corev1.PodStatus {
+			return &corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: ContainerNm,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: tc.msg}}}}}
+		})
+		if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.msg) || (took >= time.Second) != tc.wait {
+			t.Errorf("%q: error %q after %s", tc.msg, err, took)
+		}
+	}
+}
+
 // Leftovers of an earlier run block a new one until cleaned; --force
 // cleans them first.
 func TestLeftoversRefusedThenForced(t *testing.T) {

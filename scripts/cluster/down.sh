@@ -75,7 +75,9 @@ cluster_down() {
 
   # What kubelets and CNI write outside our directories.
   find /var/log/containers -maxdepth 1 -type l -lname "$VAR_DIR/*" -delete 2>/dev/null || true
-  rm -f /var/lib/cni/results/cnbk-pods-* 2>/dev/null || true
+  # libcni's result cache of pods killed without a CNI DEL (ours name their
+  # netns under $RUN_DIR).
+  grep -lZ "$RUN_DIR/" /var/lib/cni/results/* 2>/dev/null | xargs -0r rm -f || true
   if [ -f "$VAR_DIR/host-paths.before" ]; then
     for p in "${HOST_PATHS[@]}"; do
       # Created by us: remove its empty directories (and kubelet sockets).

@@ -9,13 +9,13 @@ package cluster
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/results"
 )
 
 // env is the cluster the tests run against, set by scripts/test-cluster.sh.
@@ -138,75 +138,23 @@ func (e *env) waitGone(t *testing.T, namespace string, wantNamespace bool) {
 	}
 }
 
-// runResults is the part of results.json these tests read.
-type runResults struct {
-	Status string `json:"status"`
-	Target struct {
-		Kind    string          `json:"kind"`
-		Details json.RawMessage `json:"details"`
-	} `json:"target"`
-	Results []struct {
-		Test      string `json:"test"`
-		Placement struct {
-			Path string `json:"path"`
-			Node string `json:"node"`
-		} `json:"placement"`
-		Skipped  string `json:"skipped"`
-		Services int    `json:"services"`
-		Samples  []struct {
-			Error  string `json:"error"`
-			Engine *struct {
-				ThroughputBitsSec float64 `json:"throughput_bits_per_sec"`
-				RatePerSec        float64 `json:"rate_per_sec"`
-			} `json:"engine"`
-			HTTP *struct {
-				RPS      float64 `json:"rps"`
-				OK       int64   `json:"ok"`
-				Requests int64   `json:"requests"`
-			} `json:"http"`
-		} `json:"samples"`
-	} `json:"results"`
-	Sweeps []struct {
-		Datapath string `json:"datapath"`
-		Error    string `json:"error"`
-		Stopped  string `json:"stopped"`
-		Steps    []struct {
-			Services int    `json:"services"`
-			Error    string `json:"error"`
-			Sync     *struct {
-				Mode  string `json:"mode"`
-				Nodes []struct {
-					Node     string `json:"node"`
-					Mode     string `json:"mode"`
-					Datapath string `json:"datapath"`
-					Services int    `json:"services"`
-				} `json:"nodes"`
-			} `json:"sync"`
-		} `json:"steps"`
-	} `json:"sweeps"`
-}
-
-func readResults(t *testing.T, dir string) *runResults {
+func readResults(t *testing.T, dir string) *results.Run {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	r, err := results.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r runResults
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("results.json: %v", err)
-	}
-	return &r
+	return r
 }
 
 // checkSamples fails for every failed, skipped or empty sample; it returns
 // the placements seen.
-func checkSamples(t *testing.T, r *runResults) map[string]bool {
+func checkSamples(t *testing.T, r *results.Run) map[string]bool {
 	t.Helper()
 	placements := map[string]bool{}
 	for _, res := range r.Results {
-		name := res.Test + " " + res.Placement.Path + "/" + res.Placement.Node
-		placements[res.Placement.Path+"/"+res.Placement.Node] = true
+		name := res.Test + " " + res.Placement.Name()
+		placements[res.Placement.Name()] = true
 		if res.Skipped != "" {
 			t.Errorf("%s skipped: %s", name, res.Skipped)
 			continue
@@ -220,7 +168,7 @@ func checkSamples(t *testing.T, r *runResults) map[string]bool {
 				t.Errorf("%s: sample failed: %s", name, s.Error)
 			case s.HTTP != nil:
 				if s.HTTP.RPS <= 0 || s.HTTP.OK == 0 {
-					t.Errorf("%s: empty HTTP sample %+v", name, *s.HTTP)
+					t.Errorf("%s: empty HTTP sample: %d of %d requests OK, %.0f/s", name, s.HTTP.OK, s.HTTP.Requests, s.HTTP.RPS)
 				}
 			case s.Engine == nil || (s.Engine.RatePerSec <= 0 && s.Engine.ThroughputBitsSec <= 0):
 				t.Errorf("%s: sample without a rate or throughput", name)

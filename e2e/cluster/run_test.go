@@ -43,12 +43,13 @@ func TestQuickEveryPlacement(t *testing.T) {
 			KubeProxy  *struct{ Mode string } `json:"kube_proxy"`
 		} `json:"cni"`
 	}
-	if err := json.Unmarshal(res.Target.Details, &details); err != nil {
+	raw, _ := json.Marshal(res.Target.Details)
+	if err := json.Unmarshal(raw, &details); err != nil {
 		t.Fatalf("target.details: %v", err)
 	}
 	if kp := details.CNI.KubeProxy; kp == nil || kp.Mode != e.proxyMode || len(details.CNI.Components) != 1 ||
 		details.CNI.Components[0].Plugin != "kube-proxy" {
-		t.Errorf("provenance does not name kube-proxy in %s mode: %s", e.proxyMode, res.Target.Details)
+		t.Errorf("provenance does not name kube-proxy in %s mode: %s", e.proxyMode, raw)
 	}
 	e.waitGone(t, "cnibench", false)
 }

@@ -24,7 +24,7 @@ source scripts/cluster/control.sh
 source scripts/cluster/rootns.sh
 source scripts/cluster/down.sh
 
-usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 # Debian packages only the cluster needs (scripts/setup.sh installs the
 # rest: containerd, runc, iptables, nftables, conntrack): the bridge,
@@ -79,8 +79,6 @@ no_proxy_pods() { [ -z "$(kctl -n kube-system get pods -l k8s-app=kube-proxy -o 
 # admin would: delete it, let it clean up each node's rules, recreate.
 proxy_mode() {
   local mode=$1 ns
-  case $mode in iptables | nftables) ;; *) die "proxy-mode: iptables or nftables, not '$mode'" ;; esac
-  [ -f "$VAR_DIR/proxy-mode" ] || die "no cluster is up (run: $0 up)"
   BIN=$(bin_dir)
   kctl -n kube-system delete ds/kube-proxy --wait=true >/dev/null
   wait_for "kube-proxy pods to go" 60 no_proxy_pods
@@ -203,7 +201,15 @@ case $cmd in
     print_env
     ;;
   down) preflight down; cluster_down_checked ;;
-  proxy-mode) preflight; [ $# -eq 1 ] || usage; PHASE="proxy-mode $1"; proxy_mode "$1"; PHASE= ;;
+  proxy-mode)
+    [ $# -eq 1 ] || usage
+    case $1 in iptables | nftables) ;; *) die "proxy-mode: iptables or nftables, not '$1'" ;; esac
+    [ -f "$VAR_DIR/proxy-mode" ] || die "no test cluster is up (run: $0 up)"
+    preflight proxy-mode
+    PHASE="proxy-mode $1"
+    proxy_mode "$1"
+    PHASE=
+    ;;
   env) preflight env; print_env ;;
   test)
     preflight test
@@ -220,6 +226,6 @@ case $cmd in
     log "tests (nftables mode, with the switch) in $((SECONDS - t)) s"
     PHASE=
     ;;
-  -h | --help | help) usage ;;
+  -h | --help | help) usage 0 ;;
   *) usage ;;
 esac

@@ -149,6 +149,7 @@ func TestSIGINTCleansUp(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("run did not exit 2 min after SIGINT:\n%s", tail(stderr.String(), 40))
 	}
+	t.Logf("cnibench said: %s", tail(stderr.String(), 2))
 	if !strings.Contains(stderr.String(), "interrupted") {
 		t.Errorf("stderr does not say interrupted:\n%s", tail(stderr.String(), 20))
 	}

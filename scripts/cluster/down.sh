@@ -43,6 +43,13 @@ cluster_down() {
   local ns i p m
   # The kubelets first, so nothing restarts the containers we kill.
   stop kubelet-"${NODES[0]}" kubelet-"${NODES[1]}"
+  # containerd 1.6 puts shim sockets in /run/containerd/s whatever its
+  # state dir; a killed shim leaves its socket. Ours are the ones listening
+  # in our node namespaces (other containerds may use that directory too).
+  local socks
+  socks=$(for ns in "${NODES[@]}"; do
+    [ -e "/run/netns/$ns" ] && in_ns "$ns" ss -xlnH 2>/dev/null
+  done | grep -o '/run/containerd/s/[0-9a-f]*' | sort -u) || true
   for ((i = 0; i < 20; i++)); do
     p=$(cgroup_procs; pgrep -f "containerd-shim-runc-v2 .*-address $RUN_DIR/" || true)
     [ -z "$p" ] && break
@@ -73,7 +80,8 @@ cluster_down() {
     ip netns list 2>/dev/null | grep -qw "$ns" && ip netns del "$ns"
   done
 
-  # What kubelets and CNI write outside our directories.
+  # What shims, kubelets and CNI write outside our directories.
+  [ -z "$socks" ] || rm -f $socks
   find /var/log/containers -maxdepth 1 -type l -lname "$VAR_DIR/*" -delete 2>/dev/null || true
   # libcni's result cache of pods killed without a CNI DEL (ours name their
   # netns under $RUN_DIR).

@@ -24,9 +24,11 @@ rootns_snapshot() {
   done >"$d/sysctls"
   find /sys/fs/cgroup -maxdepth 2 -name 'cnbk*' >"$d/cgroups" 2>/dev/null || true
   for p in $(our_procs); do ps -o args= -p "$p" || true; done >"$d/processes"
+  # Shim sockets of other containerds come and go in /run/containerd/s;
+  # teardown removes ours by name.
   for h in "${HOST_PATHS[@]}"; do
     [ -e "$h" ] && find "$h" -maxdepth 3 2>/dev/null
-  done >"$d/paths" || true
+  done | grep -v '^/run/containerd/s/' >"$d/paths" || true
 }
 
 # rootns_compare BEFORE AFTER: prints what differs; fails if anything does.

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/datapath/fidelity"
@@ -45,8 +46,8 @@ var documentedDifferences = map[string][]string{
 // more, past kube-proxy's 1,000-endpoint threshold where it drops the
 // per-endpoint comments.
 func TestFidelityToKubeProxy(t *testing.T) {
-	env := clusterEnv(t)
-	mode := env.proxyMode(t)
+	env := getEnv(t)
+	mode := env.proxyMode
 	cs := env.clientset(t)
 	ctx := context.Background()
 	for _, ns := range fidelityNamespaces {
@@ -142,7 +143,7 @@ func createService(t *testing.T, cs kubernetes.Interface, s datapath.Service) {
 
 // waitNodeHolds reads the node's ruleset until every Service of svcs
 // walks to all of its endpoints (kube-proxy synced), for up to a minute.
-func waitNodeHolds(t *testing.T, env *clusterEnvironment, mode string, svcs []datapath.Service) *fidelity.Dump {
+func waitNodeHolds(t *testing.T, env *env, mode string, svcs []datapath.Service) *fidelity.Dump {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -162,7 +163,7 @@ func waitNodeHolds(t *testing.T, env *clusterEnvironment, mode string, svcs []da
 			return d
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("kube-proxy (%s mode) on %s did not program the Services within a minute: %s", mode, env.ruleNode, missing)
+			t.Fatalf("kube-proxy (%s mode) on %s did not program the Services within a minute: %s", mode, env.ruleNetNS, missing)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -180,15 +181,15 @@ func dnats(walk []string) int {
 }
 
 // nodeDump reads kube-proxy's ruleset inside the node's namespace.
-func nodeDump(t *testing.T, env *clusterEnvironment, mode string) *fidelity.Dump {
+func nodeDump(t *testing.T, env *env, mode string) *fidelity.Dump {
 	t.Helper()
-	return parseDump(t, mode, nsOutput(t, "/run/netns/"+env.ruleNode, mode))
+	return parseDump(t, mode, nsOutput(t, "/run/netns/"+env.ruleNetNS, mode))
 }
 
 // labDump programs svcs into the lab's datapath of the same layout, in a
 // scratch namespace, with kube-proxy's settings of this cluster, and
 // reads it back.
-func labDump(t *testing.T, env *clusterEnvironment, mode string, svcs []datapath.Service) *fidelity.Dump {
+func labDump(t *testing.T, env *env, mode string, svcs []datapath.Service) *fidelity.Dump {
 	t.Helper()
 	ns := labtest.ScratchNS(t, "fid")
 	var (
@@ -274,3 +275,20 @@ func deleteNamespaces(t *testing.T, cs kubernetes.Interface, names []string) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// clientset is a client of the cluster as its admin, allowed more
+// requests a second than client-go's default for the fidelity test's
+// few hundred creates.
+func (e *env) clientset(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", e.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -103,7 +104,7 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 		if createdOut {
 			_ = os.Remove(out) // only if still empty
 		}
-		return err
+		return openFailed(ctx, err)
 	}
 	defer func() {
 		if cerr := tgt.Close(); cerr != nil && err == nil {
@@ -127,6 +128,16 @@ func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements
 		return fmt.Errorf("interrupted: completed samples are in %s (the run's cluster objects are removed)", filepath.Join(out, results.FileName))
 	}
 	return runErr
+}
+
+// openFailed words an Open error: Ctrl-C while the agents start is an
+// interruption (Open has removed what it created), not the error of the
+// step it cut short (e.g. "port-forward to pod ...: context canceled").
+func openFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return errors.New("interrupted before the first sample: nothing measured (the run's cluster objects are removed)")
+	}
+	return err
 }
 
 // dryRunK8s prints every manifest of a run without contacting a cluster:

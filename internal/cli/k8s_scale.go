@@ -70,7 +70,7 @@ func (f *scaleFlags) runK8s(cmd *cobra.Command, o suite.Options, kf *k8sFlags, o
 		if createdOut {
 			_ = os.Remove(out) // only if still empty
 		}
-		return err
+		return openFailed(ctx, err)
 	}
 	defer func() { // on every way out; a second Close is a no-op
 		if cerr := tgt.Close(); cerr != nil && err == nil {

@@ -1,0 +1,276 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The placements a default cluster run measures (pod-to-service joins them
+// by default: every cluster has a Service datapath).
+var wantPlacements = []string{"pod-to-pod/same-node", "pod-to-pod/other-node",
+	"host-to-host/other-node", "pod-to-service/same-node", "pod-to-service/other-node"}
+
+// The quick profile on every placement, short samples: every sample
+// succeeds, the provenance names kube-proxy in the mode it runs in, and
+// nothing of the run is left in the cluster afterwards.
+func TestQuickEveryPlacement(t *testing.T) {
+	e := getEnv(t)
+	out := filepath.Join(t.TempDir(), "run")
+	r := e.cnibench(t, e.kubeconfig, "run", "--target", "k8s", "--image", e.image,
+		"--profile", "quick", "--duration", "2s", "--warmup", "500ms", "--out", out)
+	mustOK(t, r, "quick run")
+	res := readResults(t, out)
+	if res.Target.Kind != "k8s" {
+		t.Errorf("target kind %q", res.Target.Kind)
+	}
+	seen := checkSamples(t, res)
+	for _, p := range wantPlacements {
+		if !seen[p] {
+			t.Errorf("placement %s not measured (have %v)", p, seen)
+		}
+	}
+	var details struct {
+		CNI struct {
+			Components []struct{ Plugin, DaemonSet string }
+			KubeProxy  *struct{ Mode string } `json:"kube_proxy"`
+		} `json:"cni"`
+	}
+	raw, _ := json.Marshal(res.Target.Details)
+	if err := json.Unmarshal(raw, &details); err != nil {
+		t.Fatalf("target.details: %v", err)
+	}
+	if kp := details.CNI.KubeProxy; kp == nil || kp.Mode != e.proxyMode || len(details.CNI.Components) != 1 ||
+		details.CNI.Components[0].Plugin != "kube-proxy" {
+		t.Errorf("provenance does not name kube-proxy in %s mode: %s", e.proxyMode, raw)
+	}
+	e.waitGone(t, "cnibench", false)
+}
+
+// A user with only what `cnibench k8s rbac` grants runs the suite; the same
+// user cannot read anything else.
+func TestLeastPrivilegeUser(t *testing.T) {
+	e := getEnv(t)
+	if e.userKubeconfig == "" || e.user == "" {
+		t.Fatal("CNB_CLUSTER_USER_KUBECONFIG and CNB_CLUSTER_USER must be set")
+	}
+	const ns = "cnb-rbac"
+	rbac := run(t, exec.Command(e.bin, "k8s", "rbac", "--user", e.user, "--namespace", ns))
+	mustOK(t, rbac, "k8s rbac")
+	manifest := filepath.Join(t.TempDir(), "rbac.yaml")
+	writeFile(t, manifest, rbac.stdout)
+	mustOK(t, e.k(t, "apply", "-f", manifest), "kubectl apply rbac")
+	t.Cleanup(func() { e.k(t, "delete", "-f", manifest, "--ignore-not-found", "--wait=true") })
+
+	// Nothing beyond the printed rules: no Secrets elsewhere, no writes to nodes.
+	for _, args := range [][]string{{"get", "secrets", "-n", "kube-system"}, {"label", "node", "cnbk-node0", "x=y"}} {
+		r := run(t, exec.Command(e.kubectl, append([]string{"--kubeconfig", e.userKubeconfig}, args...)...))
+		if r.code == 0 || !strings.Contains(r.stderr, "Forbidden") && !strings.Contains(r.stderr, "forbidden") {
+			t.Errorf("%s may %v (exit %d): %s", e.user, args, r.code, r.stderr)
+		}
+	}
+
+	out := filepath.Join(t.TempDir(), "run")
+	r := e.cnibench(t, e.userKubeconfig, "run", "--target", "k8s", "--image", e.image, "--namespace", ns,
+		"--tests", "TCP_RR,TCP_STREAM", "--duration", "1s", "--warmup", "0s", "--out", out)
+	mustOK(t, r, "run as "+e.user)
+	seen := checkSamples(t, readResults(t, out))
+	for _, p := range wantPlacements {
+		if !seen[p] {
+			t.Errorf("placement %s not measured as %s", p, e.user)
+		}
+	}
+	e.waitGone(t, ns, true) // the admin's namespace stays
+}
+
+// startRun starts a long run in the background and returns once it
+// measures (its agents ready and the CLI past creating them), so a signal
+// lands with the run's objects in the cluster.
+func (e *env) startRun(t *testing.T, out string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	c := exec.Command(e.bin, "run", "--target", "k8s", "--kubeconfig", e.kubeconfig, "--image", e.image,
+		"--tests", "TCP_RR", "--placements", "pod-to-pod/other-node", "--duration", "60s", "--out", out)
+	stderr := &syncBuffer{}
+	c.Stdout, c.Stderr = stderr, stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	created := regexp.MustCompile(`creating \d+ agent pods .* ready in`)
+	deadline := time.Now().Add(3 * time.Minute)
+	for !created.MatchString(stderr.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("run not measuring after 3 min; cnibench said:\n%s", tail(stderr.String(), 40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return c, stderr
+}
+
+// syncBuffer collects a process's output while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Ctrl-C mid-run: the CLI removes every object of the run before it exits.
+func TestSIGINTCleansUp(t *testing.T) {
+	e := getEnv(t)
+	c, stderr := e.startRun(t, filepath.Join(t.TempDir(), "run"))
+	if err := c.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("interrupted run exited 0")
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("run did not exit 2 min after SIGINT:\n%s", tail(stderr.String(), 40))
+	}
+	t.Logf("cnibench said: %s", tail(stderr.String(), 2))
+	if !strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("stderr does not say interrupted:\n%s", tail(stderr.String(), 20))
+	}
+	// The CLI waits until its objects are gone before it exits.
+	if left := e.leftovers(t, "cnibench", false); len(left) > 0 {
+		t.Errorf("left after SIGINT: %v", left)
+	}
+}
+
+// kill -9 mid-run leaves the objects; `cnibench k8s cleanup` removes them.
+func TestSIGKILLThenCleanup(t *testing.T) {
+	e := getEnv(t)
+	c, _ := e.startRun(t, filepath.Join(t.TempDir(), "run"))
+	c.Process.Kill()
+	c.Wait()
+	if left := e.leftovers(t, "cnibench", false); len(left) == 0 {
+		t.Fatal("SIGKILL left nothing to clean up: the test did not kill mid-run")
+	}
+	mustOK(t, e.cnibench(t, e.kubeconfig, "k8s", "cleanup"), "k8s cleanup")
+	e.waitGone(t, "cnibench", false)
+}
+
+// The Service-scale sweep through the real API server, 0 → 1,000 →
+// 10,000 Services × 4 endpoints (every node's kube-proxy verified by the
+// node probes): the 10,000 created and synced in under 3 minutes, removed
+// in under 2 (issue 12's bounds), and nothing left afterwards.
+func TestServiceScaleSweep(t *testing.T) {
+	e := getEnv(t)
+	out := filepath.Join(t.TempDir(), "run")
+	r := e.cnibench(t, e.kubeconfig, "run", "--target", "k8s", "--image", e.image, "--tests", "service-scale",
+		"--scale-steps", "0,1000,10000", "--rounds", "1", "--duration", "1s", "--warmup", "0s", "--out", out)
+	mustOK(t, r, "service-scale sweep")
+	res := readResults(t, out)
+	checkSamples(t, res)
+	if len(res.Sweeps) != 1 {
+		t.Fatalf("%d sweeps, want 1", len(res.Sweeps))
+	}
+	sw := res.Sweeps[0]
+	if sw.Datapath != "kube-proxy-"+e.proxyMode || sw.Error != "" || sw.Stopped != "" {
+		t.Errorf("sweep datapath %q error %q stopped %q", sw.Datapath, sw.Error, sw.Stopped)
+	}
+	var (
+		steps   []int
+		created time.Duration // API writes and node sync of every step: 0 → 10,000
+	)
+	for _, st := range sw.Steps {
+		steps = append(steps, st.Services)
+		if st.Error != "" {
+			t.Errorf("step %d: %s", st.Services, st.Error)
+		}
+		if st.Sync == nil || st.Sync.Mode != "node" || len(st.Sync.Nodes) != 2 {
+			t.Errorf("step %d: not verified on both nodes by their probes: %+v", st.Services, st.Sync)
+			continue
+		}
+		created += st.Sync.APIWrites + st.Sync.NodeSync
+		lat := st.Sync.Latency
+		t.Logf("step %d (%s mode): %d API writes in %s, node sync %s, per-Service latency %+v",
+			st.Services, e.proxyMode, st.Sync.Writes, st.Sync.APIWrites, st.Sync.NodeSync, lat)
+		if st.Services > 0 && (lat == nil || lat.Services == 0 || lat.P50 <= 0 || lat.P99 < lat.P50) {
+			t.Errorf("step %d: no per-Service programming latency: %+v", st.Services, lat)
+		}
+		for _, n := range st.Sync.Nodes {
+			if n.Mode != "node" || n.Services < st.Services || n.Endpoints < 4*st.Services {
+				t.Errorf("step %d: node %s read in mode %q (%s) holds %d Services, %d endpoints", st.Services, n.Node, n.Mode, n.Datapath, n.Services, n.Endpoints)
+			}
+		}
+	}
+	if len(steps) != 3 || steps[0] != 0 || steps[1] != 1000 || steps[2] != 10000 {
+		t.Errorf("steps %v, want [0 1000 10000]", steps)
+	}
+	if created > 3*time.Minute {
+		t.Errorf("10,000 Services × 4 took %s to create and sync (want < 3 min)", created)
+	}
+	var details struct {
+		ServiceScale struct {
+			Deleted *struct {
+				Services int
+				Time     time.Duration
+			}
+		} `json:"service_scale"`
+	}
+	raw, _ := json.Marshal(res.Target.Details)
+	if err := json.Unmarshal(raw, &details); err != nil {
+		t.Fatalf("target.details: %v", err)
+	}
+	d := details.ServiceScale.Deleted
+	if d == nil || d.Services != 10000 || d.Time > 2*time.Minute {
+		t.Errorf("removal of the 10,000 Services: %+v (want all of them in < 2 min)", d)
+	} else {
+		t.Logf("created and synced 10,000 Services in %s, removed them in %s", created, d.Time)
+	}
+	e.waitGone(t, "cnibench", false)
+}
+
+// Five rounds of TCP_CRR from pod to pod across nodes: the connection rate
+// holds (the last round ≥ 0.8× the first) and no sample ran out of
+// ephemeral ports, with the agents' pod sysctls as the kubelet allows them.
+func TestTCPCRRHoldsOverRounds(t *testing.T) {
+	e := getEnv(t)
+	out := filepath.Join(t.TempDir(), "run")
+	r := e.cnibench(t, e.kubeconfig, "run", "--target", "k8s", "--image", e.image, "--tests", "TCP_CRR",
+		"--placements", "pod-to-pod/other-node", "--rounds", "5", "--duration", "4s", "--warmup", "1s", "--out", out)
+	mustOK(t, r, "TCP_CRR × 5 rounds")
+	res := readResults(t, out)
+	checkSamples(t, res)
+	if len(res.Results) != 1 || len(res.Results[0].Samples) != 5 {
+		t.Fatalf("want 1 result of 5 samples, have %d results", len(res.Results))
+	}
+	var rates []float64
+	for _, s := range res.Results[0].Samples {
+		if s.Engine == nil {
+			t.Fatalf("round %d: no engine result", s.Round)
+		}
+		if s.Engine.PortExhaustion || s.Engine.Stalled {
+			t.Errorf("round %d: port exhaustion %v, stalled %v, errors %v", s.Round, s.Engine.PortExhaustion, s.Engine.Stalled, s.Engine.ErrorsByCause)
+		}
+		rates = append(rates, s.Engine.RatePerSec)
+	}
+	t.Logf("TCP_CRR rounds (conn/s): %.0f", rates)
+	if rates[4] < 0.8*rates[0] {
+		t.Errorf("TCP_CRR fell from %.0f to %.0f conn/s over 5 rounds (want the last ≥ 0.8× the first)", rates[0], rates[4])
+	}
+	e.waitGone(t, "cnibench", false)
+}

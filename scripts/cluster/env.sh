@@ -1,0 +1,43 @@
+# Names, addresses and directories of the test cluster, sourced by
+# scripts/test-cluster.sh and scripts/cluster/*.sh. Everything the cluster
+# creates carries the prefix cnbk- (lab objects use cnb-<lab>-, so the two
+# never collide).
+
+K8S_VERSION=v1.34.4     # kubelet 1.35+ refuses cgroup v1, which this kind of machine has
+ETCD_VERSION=v3.6.4     # the etcd Kubernetes 1.34.4 is tested with
+
+CLUSTER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) # scripts/cluster
+REPO_DIR=$(cd "$CLUSTER_DIR/../.." && pwd)
+
+# Compiled components, reused across runs (outside the repo: ~700 MB).
+CACHE_ROOT=${CNB_CLUSTER_CACHE:-/var/cache/cnibench-cluster}
+# Everything of one running cluster: certs, configs, logs, pid files, node
+# state. Removed by `down`.
+VAR_DIR=/var/lib/cnbk
+RUN_DIR=/run/cnbk
+
+NODES=(cnbk-node0 cnbk-node1)
+NODE_IPS=(192.0.2.10 192.0.2.11)  # documentation range (RFC 5737), only on our veth
+NODE_PREFIX=24
+POD_CIDRS=(198.19.0.0/24 198.19.1.0/24) # benchmarking range (RFC 2544)
+CLUSTER_CIDR=198.19.0.0/16
+SERVICE_CIDR=198.18.0.0/16
+API_SERVICE_IP=198.18.0.1
+API_IP=${NODE_IPS[0]}
+API_PORT=6443
+SINK=cnbk-svc  # the port-less bridge in each node namespace the Service range is routed into
+
+PAUSE_IMAGE=localhost/cnbk/pause:1
+PROXY_IMAGE=localhost/cnbk/kube-proxy:$K8S_VERSION
+AGENT_IMAGE=localhost/cnbk/cnibench:test
+
+# The cgroup v1 hierarchies the kubelet and runc write (one root per node).
+cgroup_roots() { local n; for n in "${NODES[@]}"; do echo "/$n"; done; }
+
+# Kernel-wide sysctls a kubelet writes (protectKernelDefaults=false): saved
+# before bring-up and restored after teardown.
+GLOBAL_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
+  kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+
+log() { printf '%s cluster: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }

@@ -1,0 +1,70 @@
+# Helpers of the test cluster scripts: processes in a node's network
+# namespace, waits on real conditions, kubectl. Sourced after env.sh.
+
+LOG_DIR=$VAR_DIR/logs
+PID_DIR=$RUN_DIR/pids
+
+# in_ns NODE CMD...: CMD in the node's network namespace only. Daemons are
+# started this way, not with `ip netns exec`: that also unshares the mount
+# namespace, and the kubelet's volume mounts must be visible to containerd.
+in_ns() { local ns=$1; shift; nsenter --net="/run/netns/$ns" -- "$@"; }
+
+# start NAME NODE BIN ARGS...: a daemon in NODE's network namespace, in its
+# own session (so Ctrl-C in the shell that ran `up` does not reach it), its
+# output in $LOG_DIR/NAME.log, its pid in $PID_DIR/NAME.pid.
+start() {
+  local name=$1 ns=$2; shift 2
+  mkdir -p "$LOG_DIR" "$PID_DIR"
+  rm -f "$PID_DIR/$name.pid"
+  setsid -f nsenter --net="/run/netns/$ns" -- sh -c 'echo $$ >"$0"; exec "$@"' "$PID_DIR/$name.pid" "$@" \
+    </dev/null >>"$LOG_DIR/$name.log" 2>&1
+  wait_for "$name to start" 10 test -s "$PID_DIR/$name.pid"
+}
+
+# running NAME: the daemon NAME is alive (and is still the process we started).
+running() {
+  local pid
+  pid=$(cat "$PID_DIR/$1.pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] && grep -qz "$VAR_DIR\|$RUN_DIR" "/proc/$pid/cmdline" 2>/dev/null
+}
+
+# wait_for DESC SECONDS CMD...: polls CMD every 0.5 s until it succeeds;
+# after SECONDS, fails naming DESC. WAIT_DAEMON (optional) must stay alive.
+wait_for() {
+  local desc=$1 timeout=$2; shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if [ -n "${WAIT_DAEMON:-}" ] && ! running "$WAIT_DAEMON"; then
+      log "$WAIT_DAEMON exited while waiting for $desc; its log:"
+      tail -30 "$LOG_DIR/$WAIT_DAEMON.log" >&2 || true
+      return 1
+    fi
+    if ((SECONDS >= deadline)); then
+      log "timed out after ${timeout}s waiting for $desc"
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+# kctl ARGS...: kubectl as the cluster admin, from node0's namespace.
+kctl() { in_ns "${NODES[0]}" "$BIN/kubectl" --kubeconfig "$VAR_DIR/pki/admin.kubeconfig" "$@"; }
+
+# bin_dir: the compiled components (built on first use).
+bin_dir() { "$CLUSTER_DIR/build.sh"; }
+
+# dump_logs: the tail of every component's log, for a failed bring-up or test.
+dump_logs() {
+  local f
+  for f in "$LOG_DIR"/*.log; do
+    [ -e "$f" ] || continue
+    printf '\n===== %s (last 40 lines) =====\n' "${f##*/}" >&2
+    tail -40 "$f" >&2
+  done
+  if [ -n "${BIN:-}" ] && [ -x "$BIN/kubectl" ] && running apiserver; then
+    printf '\n===== kubectl get nodes,pods -A -o wide =====\n' >&2
+    kctl get nodes,pods -A -o wide >&2 2>&1 || true
+    printf '\n===== recent events =====\n' >&2
+    kctl get events -A --sort-by=.lastTimestamp 2>&1 | tail -30 >&2 || true
+  fi
+}

@@ -3,9 +3,11 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -172,15 +174,22 @@ func TestSIGKILLThenCleanup(t *testing.T) {
 	e.waitGone(t, "cnibench", false)
 }
 
-// The Service-scale sweep through the real API server, 0 → 1,000 →
-// 10,000 Services × 4 endpoints (every node's kube-proxy verified by the
-// node probes): the 10,000 created and synced in under 3 minutes, removed
-// in under 2 (issue 12's bounds), and nothing left afterwards.
+// The Service-scale sweep through the real API server (every node's
+// kube-proxy verified by the node probes), 0 → 1,000 Services × 4
+// endpoints by default, CNB_CLUSTER_SWEEP_STEPS (e.g. 0,1000,10000) for
+// more: the largest step created and synced at issue 12's pace (10,000 in
+// under 3 minutes, so 18 ms a Service) and removed at its pace (10,000 in
+// under 2, 12 ms a Service), and nothing left afterwards.
 func TestServiceScaleSweep(t *testing.T) {
 	e := getEnv(t)
+	sweepSteps := strings.Split(envOr("CNB_CLUSTER_SWEEP_STEPS", "0,1000"), ",")
+	largest, err := strconv.Atoi(sweepSteps[len(sweepSteps)-1])
+	if err != nil || largest <= 0 {
+		t.Fatalf("CNB_CLUSTER_SWEEP_STEPS=%v: want ascending Service counts, the last > 0", sweepSteps)
+	}
 	out := filepath.Join(t.TempDir(), "run")
 	r := e.cnibench(t, e.kubeconfig, "run", "--target", "k8s", "--image", e.image, "--tests", "service-scale",
-		"--scale-steps", "0,1000,10000", "--rounds", "1", "--duration", "1s", "--warmup", "0s", "--out", out)
+		"--scale-steps", strings.Join(sweepSteps, ","), "--rounds", "1", "--duration", "1s", "--warmup", "0s", "--out", out)
 	mustOK(t, r, "service-scale sweep")
 	res := readResults(t, out)
 	checkSamples(t, res)
@@ -192,11 +201,11 @@ func TestServiceScaleSweep(t *testing.T) {
 		t.Errorf("sweep datapath %q error %q stopped %q", sw.Datapath, sw.Error, sw.Stopped)
 	}
 	var (
-		steps   []int
-		created time.Duration // API writes and node sync of every step: 0 → 10,000
+		steps   []string
+		created time.Duration // API writes and node sync of every step: 0 → largest
 	)
 	for _, st := range sw.Steps {
-		steps = append(steps, st.Services)
+		steps = append(steps, strconv.Itoa(st.Services))
 		if st.Error != "" {
 			t.Errorf("step %d: %s", st.Services, st.Error)
 		}
@@ -217,11 +226,11 @@ func TestServiceScaleSweep(t *testing.T) {
 			}
 		}
 	}
-	if len(steps) != 3 || steps[0] != 0 || steps[1] != 1000 || steps[2] != 10000 {
-		t.Errorf("steps %v, want [0 1000 10000]", steps)
+	if strings.Join(steps, ",") != strings.Join(sweepSteps, ",") {
+		t.Errorf("steps %v, want %v", steps, sweepSteps)
 	}
-	if created > 3*time.Minute {
-		t.Errorf("10,000 Services × 4 took %s to create and sync (want < 3 min)", created)
+	if limit := time.Duration(largest) * 18 * time.Millisecond; created > limit {
+		t.Errorf("%d Services × 4 took %s to create and sync (want < %s, 3 min per 10,000)", largest, created, limit)
 	}
 	var details struct {
 		ServiceScale struct {
@@ -236,10 +245,10 @@ func TestServiceScaleSweep(t *testing.T) {
 		t.Fatalf("target.details: %v", err)
 	}
 	d := details.ServiceScale.Deleted
-	if d == nil || d.Services != 10000 || d.Time > 2*time.Minute {
-		t.Errorf("removal of the 10,000 Services: %+v (want all of them in < 2 min)", d)
+	if limit := time.Duration(largest) * 12 * time.Millisecond; d == nil || d.Services != largest || d.Time > limit {
+		t.Errorf("removal of the %d Services: %+v (want all of them in < %s, 2 min per 10,000)", largest, d, limit)
 	} else {
-		t.Logf("created and synced 10,000 Services in %s, removed them in %s", created, d.Time)
+		t.Logf("created and synced %d Services in %s, removed them in %s", largest, created, d.Time)
 	}
 	e.waitGone(t, "cnibench", false)
 }
@@ -273,4 +282,12 @@ func TestTCPCRRHoldsOverRounds(t *testing.T) {
 		t.Errorf("TCP_CRR fell from %.0f to %.0f conn/s over 5 rounds (want the last ≥ 0.8× the first)", rates[0], rates[4])
 	}
 	e.waitGone(t, "cnibench", false)
+}
+
+// envOr is the environment variable k, or def when it is unset.
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
 }

@@ -50,8 +50,19 @@ func (c *ClusterServices) deleteServiceCollection(ctx context.Context) (ok bool,
 		return true, nil
 	case apierrors.IsMethodNotSupported(err) || apierrors.IsNotFound(err):
 		return false, nil
+	case collectionCutShort(err):
+		return false, nil
 	}
 	return false, fmt.Errorf("delete the dummy Services: %w", err)
+}
+
+// collectionCutShort: a DeleteCollection failed for a reason other than
+// the caller's rights, such as the API server's request timeout (it
+// deletes a collection one object at a time: 10,000 Services outlast its
+// 60 s) or a reset stream. What it did not delete is left for the
+// one-by-one pass; a refusal (401, 403) is the caller's to see.
+func collectionCutShort(err error) bool {
+	return !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) && !errors.Is(err, context.Canceled)
 }
 
 // removeSome deletes the named dummies and their EndpointSlices in
@@ -141,7 +152,7 @@ func (c *ClusterServices) Close() error {
 		if err == nil {
 			err = c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: c.selector()})
 		}
-		if err != nil && !apierrors.IsMethodNotSupported(err) && !apierrors.IsNotFound(err) {
+		if err != nil && !apierrors.IsMethodNotSupported(err) && !apierrors.IsNotFound(err) && !collectionCutShort(err) {
 			err = fmt.Errorf("delete the dummy EndpointSlices: %w", err)
 		} else {
 			err = nil // the pass below deletes what is left one by one

@@ -2,6 +2,7 @@ package fidelity
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/cnibench/cnibench/datapath"
@@ -14,6 +15,14 @@ type Report struct {
 	// ServiceDiffs describes every Service port whose walk differs; each
 	// entry names the Service and the first differing line on each side.
 	ServiceDiffs []string
+	// CommentOnly names the Service ports whose walks differ only in
+	// iptables comments ("-m comment --comment ..."), which match every
+	// packet: kube-proxy drops its per-endpoint comments above 1,000
+	// endpoints, but its partial syncs leave the chains of Services that
+	// did not change as they were written, so on a node that grew past
+	// the threshold older Services keep theirs while the lab, writing
+	// every chain, has none.
+	CommentOnly []string
 	// Layout lists the differences in the shared part of the layout, one
 	// line each: "only on lab: CHAIN", "only on node: CHAIN", or
 	// "CHAIN differs: lab [...] node [...]", and the same for nftables
@@ -38,7 +47,11 @@ func Compare(lab, node *Dump, svcs []datapath.Service) (*Report, error) {
 		case lerr != nil || nerr != nil:
 			r.ServiceDiffs = append(r.ServiceDiffs, fmt.Sprintf("%s: lab: %v; node: %v", s.Key(), lerr, nerr))
 		default:
-			if d := firstDiff(lw, nw); d != "" {
+			if d := firstDiff(lw, nw); d == "" {
+				break
+			} else if firstDiff(uncommented(lw), uncommented(nw)) == "" {
+				r.CommentOnly = append(r.CommentOnly, s.Key())
+			} else {
 				r.ServiceDiffs = append(r.ServiceDiffs, s.Key()+": "+d)
 			}
 		}
@@ -122,10 +135,22 @@ func union(a, b map[string][]string) map[string]bool {
 	return u
 }
 
+// commentRE is an iptables comment match as iptables-save prints it.
+var commentRE = regexp.MustCompile(` -m comment --comment ("[^"]*"|\S+)`)
+
+// uncommented is walk with the iptables comment matches taken out.
+func uncommented(walk []string) []string {
+	out := make([]string, len(walk))
+	for i, l := range walk {
+		out[i] = commentRE.ReplaceAllString(l, "")
+	}
+	return out
+}
+
 // String renders the report for a test log.
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d Service ports compared, %d differ\n", r.Services, len(r.ServiceDiffs))
+	fmt.Fprintf(&b, "%d Service ports compared, %d differ, %d in comments only\n", r.Services, len(r.ServiceDiffs), len(r.CommentOnly))
 	for _, d := range r.ServiceDiffs {
 		b.WriteString("  " + d + "\n")
 	}

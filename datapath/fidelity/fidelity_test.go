@@ -93,7 +93,7 @@ func TestCompareFindsDifferences(t *testing.T) {
 		"scale/dns:53/udp: line",
 		"198.19.1.99/32",
 		"only on lab: nat/KUBE-MARK-MASQ",
-		"3 Service ports compared, 2 differ",
+		"3 Service ports compared, 2 differ, 0 in comments only",
 		"1 layout differences",
 	} {
 		if !strings.Contains(got, want) {
@@ -102,6 +102,27 @@ func TestCompareFindsDifferences(t *testing.T) {
 	}
 	if strings.Contains(got, "DOCKER") || strings.Contains(got, "172.17") {
 		t.Errorf("another tool's rules reached the report:\n%s", got)
+	}
+}
+
+// Walks that differ only in comments are told apart from real
+// differences.
+func TestCommentOnlyDifference(t *testing.T) {
+	b, err := os.ReadFile("testdata/lab-iptables.save")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), ` -m comment --comment "default/four:http -> 198.19.0.10:80"`, "", 1)
+	node, err := ParseIPTablesSave([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Compare(readDump(t, "lab-iptables.save"), node, goldenServices())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.ServiceDiffs) != 0 || len(r.CommentOnly) != 1 || r.CommentOnly[0] != "default/four:8080/tcp" {
+		t.Errorf("%s", r)
 	}
 }
 

@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -185,4 +186,37 @@ func addOffset(a netip.Addr, off int) netip.Addr {
 	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 	v += uint32(off)
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// InKubeProxyOrder returns s with every Service's endpoints in the order
+// kube-proxy programs them: sorted by their "ip:port" text, as its
+// endpoint cache sorts them. The order decides which endpoint each
+// iptables probability or nftables numgen index goes to (198.19.240.10
+// before 198.19.240.8), so the lab's rules match kube-proxy's to the
+// letter (the fidelity test on a real cluster found this). Services
+// already in that order are not copied; s itself is never changed.
+func (s Spec) InKubeProxyOrder() Spec {
+	var out []Service
+	for i := range s.Services {
+		eps := s.Services[i].Endpoints
+		if slices.IsSortedFunc(eps, compareEndpointText) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(s.Services)
+		}
+		out[i].Endpoints = slices.SortedFunc(slices.Values(eps), compareEndpointText)
+	}
+	if out == nil {
+		return s
+	}
+	return Spec{Services: out}
+}
+
+// compareEndpointText orders endpoints by their "ip:port" text, written
+// into stack buffers: a sweep checks the order of every endpoint of every
+// Service on each sync.
+func compareEndpointText(a, b Endpoint) int {
+	var ba, bb [64]byte
+	return bytes.Compare(netip.AddrPortFrom(a.IP, a.Port).AppendTo(ba[:0]), netip.AddrPortFrom(b.IP, b.Port).AppendTo(bb[:0]))
 }

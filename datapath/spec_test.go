@@ -98,3 +98,29 @@ func TestValidateRefusesBadSpecs(t *testing.T) {
 		}
 	}
 }
+
+// kube-proxy orders a Service's endpoints by their text: 198.19.240.10
+// before 198.19.240.8. A spec already in order is returned as it is, and
+// the caller's spec is never changed.
+func TestInKubeProxyOrder(t *testing.T) {
+	ep := func(s string, port uint16) Endpoint { return Endpoint{IP: netip.MustParseAddr(s), Port: port} }
+	in := Spec{Services: []Service{
+		{Name: "sorted", Endpoints: []Endpoint{ep("198.19.240.1", 80), ep("198.19.240.2", 80)}},
+		{Name: "numeric", Endpoints: []Endpoint{ep("198.19.240.8", 80), ep("198.19.240.9", 80), ep("198.19.240.10", 80), ep("198.19.240.10", 8080), ep("198.19.240.10", 443)}},
+	}}
+	out := in.InKubeProxyOrder()
+	var got []string
+	for _, e := range out.Services[1].Endpoints {
+		got = append(got, netip.AddrPortFrom(e.IP, e.Port).String())
+	}
+	if want := "198.19.240.10:443 198.19.240.10:80 198.19.240.10:8080 198.19.240.8:80 198.19.240.9:80"; strings.Join(got, " ") != want {
+		t.Errorf("order %v, want %s", got, want)
+	}
+	if in.Services[1].Endpoints[0] != ep("198.19.240.8", 80) {
+		t.Error("the caller's spec was reordered")
+	}
+	sorted := Spec{Services: in.Services[:1]}
+	if o := sorted.InKubeProxyOrder(); &o.Services[0] != &sorted.Services[0] {
+		t.Error("a spec in order was copied")
+	}
+}

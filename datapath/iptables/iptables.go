@@ -245,6 +245,7 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	if err := spec.Validate(); err != nil {
 		return datapath.ProgramStats{}, fmt.Errorf("%s: %w", d.Name(), err)
 	}
+	spec = spec.InKubeProxyOrder()
 	var st datapath.ProgramStats
 	st.Generate = time.Since(checked)
 	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)

@@ -151,8 +151,10 @@ func writeService(tx *knftables.Transaction, s *datapath.Service, p syncParams, 
 		return
 	}
 	if p.clusterCIDR != "" {
+		// As kube-proxy 1.34 writes it: the ClusterIP alone (the port
+		// was matched by the service-ips element that led here).
 		tx.Add(&knftables.Rule{Chain: sc, Rule: knftables.Concat(
-			"ip", "daddr", s.VIP, pr, "dport", s.Port, "ip saddr !=", p.clusterCIDR, "jump", markMasqChain)})
+			"ip", "daddr", s.VIP, "ip saddr !=", p.clusterCIDR, "jump", markMasqChain)})
 	}
 	var elements []string
 	for i, ec := range eps {

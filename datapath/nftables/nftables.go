@@ -292,6 +292,7 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	if err := d.checkSpec(&spec); err != nil {
 		return st, fmt.Errorf("%s: %w", d.Name(), err)
 	}
+	spec = spec.InKubeProxyOrder()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
 	text, created := d.render(&spec, !d.synced)

@@ -45,7 +45,7 @@ func TestTransactionLayout(t *testing.T) {
 	sc := serviceChain(&s)
 	for _, want := range []string{
 		"add element ip kube-proxy service-ips { 198.18.128.1 . tcp . 80 : goto " + sc + " }",
-		"add rule ip kube-proxy " + sc + " ip daddr 198.18.128.1 tcp dport 80 ip saddr != 198.19.0.0/16 jump mark-for-masquerade",
+		"add rule ip kube-proxy " + sc + " ip daddr 198.18.128.1 ip saddr != 198.19.0.0/16 jump mark-for-masquerade",
 		"add rule ip kube-proxy " + sc + " numgen random mod 4 vmap { 0 : goto " + endpointChain(&s, s.Endpoints[0]) + " , 1 : goto ",
 		"add rule ip kube-proxy " + endpointChain(&s, s.Endpoints[3]) + " meta l4proto tcp dnat to 198.19.1.10:4",
 		"add chain ip kube-proxy nat-prerouting { type nat hook prerouting priority -100 ; }",

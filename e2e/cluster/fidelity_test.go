@@ -30,32 +30,54 @@ import (
 var fidelityNamespaces = []string{"cnbk-fid-a", "cnbk-fid-b"}
 
 // documentedDifferences are the differences between the lab's layouts and
-// kube-proxy's that docs/service-scale.md ("Fidelity to kube-proxy")
-// explains. The test fails on any other difference, and on a documented
-// one that no longer shows, so the list and the docs stay true.
-var documentedDifferences = map[string][]string{
-	"iptables": {
-		// The kubelet's KUBE-FIREWALL (drop of martian 127.0.0.0/8
-		// traffic that route_localnet would let in), not the Service
-		// datapath's.
-		`filter/INPUT differs: line 4: lab "", node "-j KUBE-FIREWALL" (lab 3 lines, node 4)`,
-		`filter/OUTPUT differs: line 3: lab "", node "-j KUBE-FIREWALL" (lab 2 lines, node 3)`,
-		"only on node: filter/KUBE-FIREWALL",
-		// kube-proxy counts the invalid packets it drops in an nfacct
-		// object (a counter; the packet's path is the same).
-		`filter/KUBE-FORWARD differs: line 1: lab "-m conntrack --ctstate INVALID -j DROP", node "-m conntrack --ctstate INVALID -m nfacct --nfacct-name  ct_state_invalid_dropped_pkts -j DROP" (lab 3 lines, node 3)`,
-		// Empty chains kube-proxy and the kubelet create to notice a
-		// flush of their tables, and the hint chain that tells other
-		// tools which iptables backend is in use: no packet enters them.
-		"only on node: filter/KUBE-KUBELET-CANARY",
-		"only on node: filter/KUBE-PROXY-CANARY",
-		"only on node: mangle/KUBE-IPTABLES-HINT",
-		"only on node: mangle/KUBE-KUBELET-CANARY",
-		"only on node: mangle/KUBE-PROXY-CANARY",
-		"only on node: nat/KUBE-KUBELET-CANARY",
-		"only on node: nat/KUBE-PROXY-CANARY",
-	},
-	"nftables": {},
+// kube-proxy's (v1.34) that docs/service-scale.md ("Fidelity to
+// kube-proxy") explains. The test fails on any other difference, and on a
+// documented one that no longer shows, so the list and the docs stay true.
+func documentedDifferences(mode, serviceCIDR string) []string {
+	if mode == "iptables" {
+		return []string{
+			// The kubelet's KUBE-FIREWALL (drop of martian 127.0.0.0/8
+			// traffic that route_localnet would let in), not the Service
+			// datapath's.
+			`filter/INPUT differs: line 4: lab "", node "-j KUBE-FIREWALL" (lab 3 lines, node 4)`,
+			`filter/OUTPUT differs: line 3: lab "", node "-j KUBE-FIREWALL" (lab 2 lines, node 3)`,
+			"only on node: filter/KUBE-FIREWALL",
+			// kube-proxy counts the invalid packets it drops in an nfacct
+			// object (a counter; the packet's path is the same).
+			`filter/KUBE-FORWARD differs: line 1: lab "-m conntrack --ctstate INVALID -j DROP", node "-m conntrack --ctstate INVALID -m nfacct --nfacct-name  ct_state_invalid_dropped_pkts -j DROP" (lab 3 lines, node 3)`,
+			// Empty chains kube-proxy and the kubelet create to notice a
+			// flush of their tables, and the hint chain that tells other
+			// tools which iptables backend is in use: no packet enters them.
+			"only on node: filter/KUBE-KUBELET-CANARY",
+			"only on node: filter/KUBE-PROXY-CANARY",
+			"only on node: mangle/KUBE-IPTABLES-HINT",
+			"only on node: mangle/KUBE-KUBELET-CANARY",
+			"only on node: mangle/KUBE-PROXY-CANARY",
+			"only on node: nat/KUBE-KUBELET-CANARY",
+			"only on node: nat/KUBE-PROXY-CANARY",
+		}
+	}
+	return []string{
+		// The lab's base chains follow an earlier kube-proxy: filter hooks at
+		// priority -110, the firewall check in filter-prerouting and the
+		// cluster-IP check in filter-output-post-dnat. kube-proxy 1.34
+		// hooks them at filter priority, checks in *-pre-dnat chains,
+		// accepts NodePorts on a nodeport-ips set instead of "fib daddr
+		// type local", and drops traffic to unallocated ClusterIPs only
+		// once it has read the cluster's ServiceCIDR objects (none here).
+		// ClusterIP traffic with endpoints takes the same path in both.
+		`cluster-ips-check differs: line 2: lab "ip daddr ` + serviceCIDR + ` drop comment \"Drop traffic to unallocated ClusterIPs\"", node "" (lab 2 lines, node 1)`,
+		`filter-forward differs: line 1: lab "type filter hook forward priority -110; policy accept;", node "type filter hook forward priority filter; policy accept;" (lab 3 lines, node 3)`,
+		`filter-input differs: line 1: lab "type filter hook input priority -110; policy accept;", node "type filter hook input priority filter; policy accept;" (lab 3 lines, node 3)`,
+		`filter-output differs: line 1: lab "type filter hook output priority -110; policy accept;", node "type filter hook output priority filter; policy accept;" (lab 3 lines, node 3)`,
+		"only on lab: filter-output-post-dnat",
+		"only on node: filter-output-pre-dnat",
+		"only on lab: filter-prerouting",
+		"only on node: filter-prerouting-pre-dnat",
+		`nodeport-endpoints-check differs: line 1: lab "ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @no-endpoint-nodeports", node "ip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports" (lab 1 lines, node 1)`,
+		`services differs: line 2: lab "fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports", node "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports" (lab 2 lines, node 2)`,
+		"only on node: set nodeport-ips",
+	}
 }
 
 // TestFidelityToKubeProxy programs the same Services through the API
@@ -107,7 +129,7 @@ func TestFidelityToKubeProxy(t *testing.T) {
 			if len(r.CommentOnly) > 0 && (mode != "iptables" || len(step.svcs) == len(small)) {
 				t.Errorf("%d Service ports differ in comments below kube-proxy's large-cluster threshold: %v", len(r.CommentOnly), r.CommentOnly)
 			}
-			checkDocumented(t, r.Layout, documentedDifferences[mode])
+			checkDocumented(t, r.Layout, documentedDifferences(mode, env.serviceCIDR))
 		})
 	}
 }

@@ -68,24 +68,13 @@ func TestCompareSameIsEqual(t *testing.T) {
 // chain and a rule of another tool: each shows where it should, and the
 // other tool's rule does not show at all.
 func TestCompareFindsDifferences(t *testing.T) {
-	b, err := os.ReadFile("testdata/lab-iptables.save")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	s = strings.Replace(s, "--probability 0.33333333349", "--probability 0.33333333333", 1)
-	s = strings.Replace(s, "-A KUBE-SEP-HDXFZ6I5G2PWXDQB -s 198.19.1.12/32", "-A KUBE-SEP-HDXFZ6I5G2PWXDQB -s 198.19.1.99/32", 1)
-	s = strings.Replace(s, "-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\n", "", 1)
-	s = strings.Replace(s, ":KUBE-MARK-MASQ - [0:0]\n", ":DOCKER - [0:0]\n", 1)
-	s = strings.Replace(s, "*nat\n", "*nat\n-A POSTROUTING -s 172.17.0.0/16 -j MASQUERADE\n-A DOCKER -j RETURN\n", 1)
-	node, err := ParseIPTablesSave([]byte(s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Compare(readDump(t, "lab-iptables.save"), node, goldenServices())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := compareEdited(t, func(s string) string {
+		s = strings.Replace(s, "--probability 0.33333333349", "--probability 0.33333333333", 1)
+		s = strings.Replace(s, "-A KUBE-SEP-HDXFZ6I5G2PWXDQB -s 198.19.1.12/32", "-A KUBE-SEP-HDXFZ6I5G2PWXDQB -s 198.19.1.99/32", 1)
+		s = strings.Replace(s, "-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\n", "", 1)
+		s = strings.Replace(s, ":KUBE-MARK-MASQ - [0:0]\n", ":DOCKER - [0:0]\n", 1)
+		return strings.Replace(s, "*nat\n", "*nat\n-A POSTROUTING -s 172.17.0.0/16 -j MASQUERADE\n-A DOCKER -j RETURN\n", 1)
+	})
 	got := r.String()
 	for _, want := range []string{
 		"default/four:8080/tcp: line 4: lab",
@@ -108,19 +97,9 @@ func TestCompareFindsDifferences(t *testing.T) {
 // Walks that differ only in comments are told apart from real
 // differences.
 func TestCommentOnlyDifference(t *testing.T) {
-	b, err := os.ReadFile("testdata/lab-iptables.save")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.Replace(string(b), ` -m comment --comment "default/four:http -> 198.19.0.10:80"`, "", 1)
-	node, err := ParseIPTablesSave([]byte(s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Compare(readDump(t, "lab-iptables.save"), node, goldenServices())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := compareEdited(t, func(s string) string {
+		return strings.Replace(s, ` -m comment --comment "default/four:http -> 198.19.0.10:80"`, "", 1)
+	})
 	if len(r.ServiceDiffs) != 0 || len(r.CommentOnly) != 1 || r.CommentOnly[0] != "default/four:8080/tcp" {
 		t.Errorf("%s", r)
 	}
@@ -149,4 +128,23 @@ func TestParseErrors(t *testing.T) {
 	if _, err := Compare(&Dump{Layout: "iptables"}, &Dump{Layout: "nftables"}, nil); err == nil {
 		t.Error("compared an iptables dump with an nftables dump")
 	}
+}
+
+// compareEdited compares the lab's iptables golden with an edited copy of
+// it standing for the node.
+func compareEdited(t *testing.T, edit func(string) string) *Report {
+	t.Helper()
+	b, err := os.ReadFile("testdata/lab-iptables.save")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := ParseIPTablesSave([]byte(edit(string(b))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Compare(readDump(t, "lab-iptables.save"), node, goldenServices())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

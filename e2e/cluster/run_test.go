@@ -253,9 +253,14 @@ func TestServiceScaleSweep(t *testing.T) {
 	e.waitGone(t, "cnibench", false)
 }
 
-// Five rounds of TCP_CRR from pod to pod across nodes: the connection rate
-// holds (the last round ≥ 0.8× the first) and no sample ran out of
-// ephemeral ports, with the agents' pod sysctls as the kubelet allows them.
+// Five rounds of TCP_CRR from pod to pod across nodes, with the agents'
+// pod sysctls: the rate holds and no sample ran out of ephemeral ports.
+// What used to break it is direct to check: TIME_WAIT piling up on the
+// client (now the server closes first, as netserver, so the client's
+// namespace keeps next to none) and the rounds collapsing one after the
+// other as the ports ran out (2.7k, then 323-469/s). A collapse lasts, a
+// busy machine's dip does not: the better of the last two rounds must be
+// at least 0.8× the first.
 func TestTCPCRRHoldsOverRounds(t *testing.T) {
 	e := getEnv(t)
 	out := filepath.Join(t.TempDir(), "run")
@@ -275,11 +280,14 @@ func TestTCPCRRHoldsOverRounds(t *testing.T) {
 		if s.Engine.PortExhaustion || s.Engine.Stalled {
 			t.Errorf("round %d: port exhaustion %v, stalled %v, errors %v", s.Round, s.Engine.PortExhaustion, s.Engine.Stalled, s.Engine.ErrorsByCause)
 		}
+		if tw := s.Engine.ClientTimeWait; tw == nil || *tw > 100 {
+			t.Errorf("round %d: client's TIME_WAIT sockets %v (want ≤ 100: the server closes first)", s.Round, tw)
+		}
 		rates = append(rates, s.Engine.RatePerSec)
 	}
 	t.Logf("TCP_CRR rounds (conn/s): %.0f", rates)
-	if rates[4] < 0.8*rates[0] {
-		t.Errorf("TCP_CRR fell from %.0f to %.0f conn/s over 5 rounds (want the last ≥ 0.8× the first)", rates[0], rates[4])
+	if last := max(rates[3], rates[4]); last < 0.8*rates[0] {
+		t.Errorf("TCP_CRR fell from %.0f to %.0f conn/s over 5 rounds (want the better of the last two ≥ 0.8× the first)", rates[0], last)
 	}
 	e.waitGone(t, "cnibench", false)
 }

@@ -114,16 +114,28 @@ func TestCRRKernelDefaultSysctls(t *testing.T) {
 	}
 }
 
-// Two local ports for eight flows: connects fail with EADDRNOTAVAIL, and the
-// sample says so instead of passing for a healthy rate.
+// One local port for sixteen flows: connects fail with EADDRNOTAVAIL whenever
+// two flows' connections overlap, and the sample says so instead of passing
+// for a healthy rate. Whether they overlap in a given run is up to the
+// scheduler (on 2 cores a run of 8 flows on 2 ports once had none in 16,000
+// connections), so a run without EADDRNOTAVAIL is retried; the flag must
+// agree with the errors in every run.
 func TestCRRPortExhaustionFlagged(t *testing.T) {
 	l := crrLab(t)
-	if _, errOut, code := l.run("lab", "exec", "node0-pod0", "--", "sh", "-c", "echo 40000 40001 > /proc/sys/net/ipv4/ip_local_port_range"); code != 0 {
+	if _, errOut, code := l.run("lab", "exec", "node0-pod0", "--", "sh", "-c", "echo 40000 40000 > /proc/sys/net/ipv4/ip_local_port_range"); code != 0 {
 		t.Fatalf("set the client's port range: %s", errOut)
 	}
-	r := crr(t, l, "--duration", "2s", "--warmup", "0s", "--streams", "8")
-	if !r.PortExhaustion || r.Errors == 0 || r.ErrorsByCause["EADDRNOTAVAIL"] == 0 {
-		t.Fatalf("run = %+v, want port_exhaustion with EADDRNOTAVAIL errors", r)
+	for attempt := 1; attempt <= 5; attempt++ {
+		r := crr(t, l, "--duration", "2s", "--warmup", "0s", "--streams", "16")
+		exhausted := r.ErrorsByCause["EADDRNOTAVAIL"]
+		if r.PortExhaustion != (exhausted > 0) {
+			t.Fatalf("run %d = %+v: port_exhaustion %v with %d EADDRNOTAVAIL errors", attempt, r, r.PortExhaustion, exhausted)
+		}
+		if exhausted > 0 {
+			t.Logf("exhausted run %d: %d transactions, %d errors %v", attempt, r.Transactions, r.Errors, r.ErrorsByCause)
+			return
+		}
+		t.Logf("run %d: %d transactions on one port without an overlap; again", attempt, r.Transactions)
 	}
-	t.Logf("exhausted run: %d transactions, %d errors %v", r.Transactions, r.Errors, r.ErrorsByCause)
+	t.Fatal("5 runs of 16 flows on one local port never ran out of ports: is ip_local_port_range applied?")
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -47,31 +49,45 @@ func TestTCPStreamWarmupExcluded(t *testing.T) {
 	}
 }
 
+// The pacer never sends faster than the rate and, given the CPU, reaches it.
+// On a busy machine the sender can be descheduled longer than the bucket's
+// 2 ms burst, and the credit lost then is not made up (by design: no
+// catch-up bursts), so a run that falls short is retried; a run that
+// overshoots, or inconsistent counters, fail at once.
 func TestUDPStreamPaced(t *testing.T) {
 	s := startServer(t, 0)
 	for _, streams := range []int{1, 3} {
-		o := opts(s, UDPStream, 500*time.Millisecond)
-		o.Streams = streams
-		o.MessageSize = 1000
-		o.RateBitsPerSec = 20e6
-		r := run(t, o)
-		// 20 Mbit/s for 0.5 s of 1000-byte datagrams: 1250.
-		if r.PacketsSent < 1100 || r.PacketsSent > 1400 {
-			t.Errorf("streams=%d: sent %d datagrams, want ~1250", streams, r.PacketsSent)
-		}
-		if r.BytesSent != r.PacketsSent*1000 || r.BytesReceived != r.PacketsReceived*1000 {
-			t.Errorf("streams=%d: bytes %d/%d inconsistent with packets %d/%d", streams,
-				r.BytesSent, r.BytesReceived, r.PacketsSent, r.PacketsReceived)
-		}
-		if r.PacketsReceived > r.PacketsSent || r.LossPercent > 5 {
-			t.Errorf("streams=%d: received %d of %d (loss %.2f%%), want ~0%% at a paced 20 Mbit/s",
-				streams, r.PacketsReceived, r.PacketsSent, r.LossPercent)
-		}
-		if math.Abs(r.OfferedBitsSec-20e6) > 2e6 {
-			t.Errorf("streams=%d: offered %.3g bit/s, want 20e6", streams, r.OfferedBitsSec)
-		}
-		if r.ThroughputBitsSec > r.OfferedBitsSec || r.ThroughputBitsSec < 0.9*r.OfferedBitsSec {
-			t.Errorf("streams=%d: throughput %.3g vs offered %.3g", streams, r.ThroughputBitsSec, r.OfferedBitsSec)
+		var short []string
+		for attempt := 1; ; attempt++ {
+			o := opts(s, UDPStream, 500*time.Millisecond)
+			o.Streams = streams
+			o.MessageSize = 1000
+			o.RateBitsPerSec = 20e6
+			r := run(t, o)
+			// 20 Mbit/s for 0.5 s of 1000-byte datagrams: 1250.
+			if r.PacketsSent > 1400 || r.OfferedBitsSec > 22e6 {
+				t.Fatalf("streams=%d: sent %d datagrams at %.3g bit/s, want at most ~1250 at 20e6", streams, r.PacketsSent, r.OfferedBitsSec)
+			}
+			if r.BytesSent != r.PacketsSent*1000 || r.BytesReceived != r.PacketsReceived*1000 {
+				t.Fatalf("streams=%d: bytes %d/%d inconsistent with packets %d/%d", streams,
+					r.BytesSent, r.BytesReceived, r.PacketsSent, r.PacketsReceived)
+			}
+			if r.PacketsReceived > r.PacketsSent || r.ThroughputBitsSec > r.OfferedBitsSec {
+				t.Fatalf("streams=%d: received %d of %d, throughput %.3g > offered %.3g", streams,
+					r.PacketsReceived, r.PacketsSent, r.ThroughputBitsSec, r.OfferedBitsSec)
+			}
+			ok := r.PacketsSent >= 1100 && r.OfferedBitsSec >= 18e6 &&
+				r.LossPercent <= 5 && r.ThroughputBitsSec >= 0.9*r.OfferedBitsSec
+			if ok {
+				break
+			}
+			short = append(short, fmt.Sprintf("sent %d, offered %.3g bit/s, loss %.2f%%, throughput %.3g",
+				r.PacketsSent, r.OfferedBitsSec, r.LossPercent, r.ThroughputBitsSec))
+			if attempt == 3 {
+				t.Fatalf("streams=%d: short of 1250 datagrams at 20e6 bit/s with ~0%% loss in %d runs: %s",
+					streams, attempt, strings.Join(short, "; "))
+			}
+			t.Logf("streams=%d: run %d short (%s); again", streams, attempt, short[len(short)-1])
 		}
 	}
 }

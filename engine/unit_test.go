@@ -94,6 +94,38 @@ func TestTokenBucket(t *testing.T) {
 	}
 }
 
+// A sender woken 15 ms late now and then (a busy machine) still keeps its
+// rate, and a wake-up far later than the burst allows does not turn into a
+// burst above the cap.
+func TestTokenBucketLateWakeups(t *testing.T) {
+	now := time.Unix(0, 0)
+	b := newTokenBucket(2.5e6, 1000, now) // 20 Mbit/s
+	end := now.Add(2 * time.Second)
+	sent, sleeps := 0, 0
+	for now.Before(end) {
+		if w := b.take(now, 1000); w > 0 {
+			sleeps++
+			if sleeps%4 == 0 {
+				w += 15 * time.Millisecond
+			}
+			now = now.Add(w)
+			continue
+		}
+		sent++
+	}
+	if sent < 4900 || sent > 5010 {
+		t.Errorf("sent %d datagrams with late wake-ups, want ~5000", sent)
+	}
+	now = now.Add(time.Second)
+	burst := 0
+	for b.take(now, 1000) == 0 {
+		burst++
+	}
+	if burst*1000 > minBurst+1000 {
+		t.Errorf("after a 1 s stall %d datagrams went back to back, want at most %d bytes", burst, minBurst)
+	}
+}
+
 func TestWire(t *testing.T) {
 	b := make([]byte, hdrLen)
 	h := tcpHello{test: TCPCRR, session: 1 << 60, msgSize: 77, stream: 3, warmupNs: 5e9}

@@ -113,15 +113,16 @@ type Sync struct {
 // Latency is, over the Services a step created, the time from a
 // Service's last API write (its EndpointSlice acknowledged) until every
 // node's datapath held it, as kube-burner's serviceLatency measures a
-// Service's readiness: each node is polled every Resolution, so each value
-// is late by up to Resolution plus one read.
+// Service's readiness: each node is read at least every Resolution apart
+// (slow reads are spaced further), so each value is late by up to
+// Resolution.
 type Latency struct {
 	Services   int           `json:"services"`             // Services measured
 	Unresolved int           `json:"unresolved,omitempty"` // created but never seen on some node
 	P50        time.Duration `json:"p50"`
 	P99        time.Duration `json:"p99"`
 	Max        time.Duration `json:"max"`
-	Resolution time.Duration `json:"resolution"` // the poll interval
+	Resolution time.Duration `json:"resolution"` // the longest gap between two reads of a node
 }
 
 // NodeSync is one node's sync at one step. Counts are the node's totals

@@ -15,9 +15,12 @@ import (
 // the API writes run, then the sync wait's) is matched against the keys
 // (nodeprobe.Key) of the Services created so far. A Service's latency is
 // from its last API write to the first read that found it on the last
-// node: late by up to one poll interval plus one read.
+// node: late by up to the longest gap between two reads of a node (the
+// poll interval, or longer where reads are slow: SyncVerifier.gapAfter).
 type latencyTracker struct {
 	mu      sync.Mutex
+	last    map[string]time.Time             // node → its last read
+	maxGap  time.Duration                    // the longest time between two reads of one node
 	created map[string]time.Time             // Service → its last write returned
 	ports   map[string]nodeprobe.ServicePort // Service → what the probes key it by
 	keys    map[string]map[string]string     // datapath kind → key → Service
@@ -26,7 +29,7 @@ type latencyTracker struct {
 
 func newLatencyTracker() *latencyTracker {
 	return &latencyTracker{created: map[string]time.Time{}, ports: map[string]nodeprobe.ServicePort{},
-		keys: map[string]map[string]string{}, seen: map[string]map[string]time.Time{}}
+		keys: map[string]map[string]string{}, seen: map[string]map[string]time.Time{}, last: map[string]time.Time{}}
 }
 
 // expect registers a Service whose last write returned at created.
@@ -47,6 +50,10 @@ func (l *latencyTracker) observe(node string, rep *nodeprobe.Report, at time.Tim
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if prev, ok := l.last[node]; ok {
+		l.maxGap = max(l.maxGap, at.Sub(prev))
+	}
+	l.last[node] = at
 	m, ok := l.keys[rep.Datapath]
 	if !ok {
 		m = make(map[string]string, len(l.ports))
@@ -70,14 +77,15 @@ func (l *latencyTracker) observe(node string, rep *nodeprobe.Report, at time.Tim
 }
 
 // result is the latency over the expected Services on nodes (those read
-// on the node); nil when nothing was expected.
-func (l *latencyTracker) result(nodes []string, resolution time.Duration) *sweep.Latency {
+// on the node); nil when nothing was expected. Its resolution is the poll
+// interval or the longest gap between two reads of a node, if longer.
+func (l *latencyTracker) result(nodes []string, interval time.Duration) *sweep.Latency {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.created) == 0 || len(nodes) == 0 {
 		return nil
 	}
-	res := &sweep.Latency{Resolution: resolution}
+	res := &sweep.Latency{Resolution: max(interval, l.maxGap.Round(time.Millisecond))}
 	lats := make([]time.Duration, 0, len(l.created))
 	for name, created := range l.created {
 		var last time.Time
@@ -113,27 +121,24 @@ func rank(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// poll reads every probe each interval and feeds the tracker until ctx is
-// done (the API writes ended): the reads the sync wait makes afterwards
-// feed it too.
+// poll reads every probe, each at its own pace (gapAfter), and feeds the
+// tracker until ctx is done (the API writes ended): the reads the sync wait
+// makes afterwards feed it too.
 func (v *SyncVerifier) poll(ctx context.Context, l *latencyTracker) {
-	t := time.NewTicker(v.Interval)
-	defer t.Stop()
-	for {
-		_ = v.eachProbe(func(p NodeProbe) error {
-			if _, apiOnly := v.apiOnlyNode(p.Node); apiOnly {
-				return nil
-			}
-			rep, err := v.read(ctx, p, time.Now().Add(v.Interval+30*time.Second))
+	_ = v.eachProbe(func(p NodeProbe) error {
+		if _, apiOnly := v.apiOnlyNode(p.Node); apiOnly {
+			return nil
+		}
+		for {
+			rep, err := v.read(ctx, p, time.Now().Add(30*time.Second))
 			if err == nil {
 				l.observe(p.Node, rep, time.Now())
 			}
-			return nil
-		})
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(v.gapAfter(p.Node)):
+			}
 		}
-	}
+	})
 }

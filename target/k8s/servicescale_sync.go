@@ -66,6 +66,23 @@ type SyncVerifier struct {
 	last     *sweep.Sync
 	reports  map[string]*nodeprobe.Report // the matching reads of the last step
 	lat      *latencyTracker              // the step's per-Service latency (node mode)
+	readCost map[string]time.Duration     // node → how long its last probe read took
+}
+
+// readCostFactor: a probe waits at least this many times its last read's
+// duration before the next read, so polling takes at most a fifth of a core
+// per node. At 10,000 Services an iptables-save takes over a second; read
+// every second, the probes took a core from the kube-proxies and the API
+// server being measured, and the API writes of a 10,000-Service step slowed
+// to 38/s.
+const readCostFactor = 4
+
+// gapAfter is the pause before a probe's next read: the interval, or
+// readCostFactor × its last read's duration when that is longer.
+func (v *SyncVerifier) gapAfter(node string) time.Duration {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return max(v.Interval, readCostFactor*v.readCost[node])
 }
 
 // beginStep starts tracking a step's per-Service latency: until the
@@ -182,7 +199,7 @@ func (v *SyncVerifier) readBaseline(ctx context.Context) error {
 			default:
 				prev = rep
 			}
-			if err := v.pause(ctx, deadline); err != nil {
+			if err := v.pause(ctx, deadline, p.Node); err != nil {
 				if lastErr == nil && prev != nil {
 					lastErr = fmt.Errorf("its counts did not settle (last %d Services / %d endpoints)", prev.Services, prev.Endpoints)
 				}
@@ -222,19 +239,29 @@ func (v *SyncVerifier) missing(rep *nodeprobe.Report) []string {
 func (v *SyncVerifier) read(ctx context.Context, p NodeProbe, deadline time.Time) (*nodeprobe.Report, error) {
 	rctx, cancel := context.WithTimeout(ctx, max(min(30*time.Second, time.Until(deadline)), 100*time.Millisecond))
 	defer cancel()
-	return p.Client.NodeServices(rctx)
+	start := time.Now()
+	rep, err := p.Client.NodeServices(rctx)
+	if err == nil {
+		v.mu.Lock()
+		if v.readCost == nil {
+			v.readCost = map[string]time.Duration{}
+		}
+		v.readCost[p.Node] = time.Since(start)
+		v.mu.Unlock()
+	}
+	return rep, err
 }
 
-// pause waits one interval; it fails once the deadline has passed or ctx is
-// done.
-func (v *SyncVerifier) pause(ctx context.Context, deadline time.Time) error {
+// pause waits before node's next read (gapAfter); it fails once the
+// deadline has passed or ctx is done.
+func (v *SyncVerifier) pause(ctx context.Context, deadline time.Time, node string) error {
 	if !time.Now().Before(deadline) {
 		return errors.New("deadline passed")
 	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(min(v.Interval, time.Until(deadline))):
+	case <-time.After(min(v.gapAfter(node), time.Until(deadline))):
 		return nil
 	}
 }
@@ -309,7 +336,7 @@ func (v *SyncVerifier) wait(ctx context.Context, writesDone time.Time, want data
 					return nil
 				}
 			}
-			if perr := v.pause(ctx, deadline); perr != nil {
+			if perr := v.pause(ctx, deadline, p.Node); perr != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}

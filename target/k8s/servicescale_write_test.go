@@ -184,8 +184,8 @@ func TestClusterServicesTimingAndLatency(t *testing.T) {
 		t.Errorf("node sync %s, node n1 %s", s.NodeSync, s.Nodes[0].Time)
 	}
 	l := s.Latency
-	if l == nil || l.Services != n || l.Unresolved != 0 || l.Resolution != v.Interval {
-		t.Fatalf("latency %+v: want %d Services at %s resolution", l, n, v.Interval)
+	if l == nil || l.Services != n || l.Unresolved != 0 || l.Resolution < v.Interval || l.Resolution > s.APIWrites+s.NodeSync {
+		t.Fatalf("latency %+v: want %d Services at a resolution of at least %s", l, n, v.Interval)
 	}
 	if !(l.P50 <= l.P99 && l.P99 <= l.Max) || l.P50 < lag/2 || l.Max > s.APIWrites+s.NodeSync+lag {
 		t.Errorf("latency p50 %s p99 %s max %s: want ordered, at least ~%s, at most writes %s + sync %s", l.P50, l.P99, l.Max, lag, s.APIWrites, s.NodeSync)
@@ -286,4 +286,44 @@ func TestDeleteServiceCollection(t *testing.T) {
 			t.Errorf("status %d: requests %q, want %q", c.status, got, want)
 		}
 	}
+}
+
+// A probe whose reads are slow is read less often (readCostFactor × a
+// read's duration apart, not every interval), and the latency's resolution
+// says how far apart the reads were.
+func TestSlowProbeReadLessOften(t *testing.T) {
+	const cost = 30 * time.Millisecond
+	p := &slowProbe{cost: cost}
+	v := &SyncVerifier{Mode: SyncNode, Probes: []NodeProbe{{Node: "n1", Client: p}}, Interval: 5 * time.Millisecond}
+	v.defaults()
+	l := newLatencyTracker()
+	l.expect("s1", nodeprobe.ServicePort{ClusterIP: netip.MustParseAddr("198.18.0.1"), Port: 80, Protocol: "TCP"}, time.Now())
+	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+	defer cancel()
+	v.poll(ctx, l)
+	// A read and a 4 × 30 ms pause: about 6 reads in 0.9 s, where reading
+	// every 5 ms interval would make about 26.
+	if n := p.reads.Load(); n < 3 || n > 9 {
+		t.Errorf("%d reads of a 30 ms probe in 0.9 s, want about 6", n)
+	}
+	res := l.result([]string{"n1"}, v.Interval)
+	if res == nil || res.Resolution < readCostFactor*cost {
+		t.Errorf("latency %+v: want a resolution of at least %s", res, readCostFactor*cost)
+	}
+}
+
+// slowProbe answers after cost with an empty nftables-mode report.
+type slowProbe struct {
+	cost  time.Duration
+	reads atomic.Int32
+}
+
+func (p *slowProbe) NodeServices(ctx context.Context) (*nodeprobe.Report, error) {
+	p.reads.Add(1)
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(p.cost):
+	}
+	return &nodeprobe.Report{Node: "n1", Datapath: nodeprobe.KubeProxyNFTables}, nil
 }

@@ -46,7 +46,7 @@ func (f *k8sFlags) registerConn(fs *pflag.FlagSet) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "k8s: kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "k8s: kubeconfig context (default the current one)")
 	fs.StringVar(&f.namespace, "namespace", k8starget.DefaultNamespace, "k8s: namespace of the agents (created if missing, removed afterwards if created)")
-	fs.DurationVar(&f.timeout, "agent-timeout", k8starget.DefaultTimeout, "k8s: how long agents may take to become ready, and cleanup to finish")
+	fs.DurationVar(&f.timeout, "agent-timeout", k8starget.DefaultTimeout, "k8s: how long agents may take to become ready (and the test Services to forward), and cleanup to finish")
 }
 
 func (f *k8sFlags) config(placements []string, runID string, progress io.Writer) k8starget.Config {

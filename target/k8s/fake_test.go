@@ -23,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/engine"
 )
 
 func init() { pollInterval, agentReadyTimeout = 20*time.Millisecond, time.Second }
@@ -198,6 +199,10 @@ type healthAgent struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
 	calls int
+	// runs counts the test runs asked for (the reachability check of the
+	// test Services); the first refuse of them fail as an unprogrammed
+	// Service does.
+	runs, refuse int
 }
 
 func startHealthAgent(t *testing.T, cs *fake.Clientset, ns string) *healthAgent {
@@ -217,6 +222,16 @@ func startHealthAgent(t *testing.T, cs *fake.Clientset, ns string) *healthAgent 
 			answer = agent.Health{OK: true, Version: "test", PID: 1}
 		case agent.PathSysctls:
 			answer = testSysctls
+		case agent.PathRun:
+			h.mu.Lock()
+			h.runs++
+			refused := h.runs <= h.refuse
+			h.mu.Unlock()
+			res := engine.Result{Transactions: 1000}
+			if refused {
+				res = engine.Result{Errors: 1, ErrorsByCause: map[string]int64{"ECONNREFUSED": 1}}
+			}
+			answer = res
 		default:
 			http.NotFound(w, r)
 			return
@@ -228,6 +243,20 @@ func startHealthAgent(t *testing.T, cs *fake.Clientset, ns string) *healthAgent 
 	}))
 	t.Cleanup(h.srv.Close)
 	return h
+}
+
+// refuseRuns makes the first n test runs fail with connection refused.
+func (h *healthAgent) refuseRuns(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refuse = n
+}
+
+// Runs is how many test runs were asked for.
+func (h *healthAgent) Runs() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.runs
 }
 
 func (h *healthAgent) Calls() int {

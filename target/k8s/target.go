@@ -137,6 +137,9 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 	if err := t.openSync(ctx); err != nil {
 		return t, err
 	}
+	if err := t.waitServicesReachable(ctx, cfg.Timeout); err != nil {
+		return t, err
+	}
 	t.recordEndpoints()
 	return t, nil
 }

@@ -1,0 +1,107 @@
+package k8starget
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cnibench/cnibench/engine"
+)
+
+// Reachability check of the run's test Services: kube-proxy or Cilium
+// programs a new Service some time after the API server has it (a second or
+// more on a busy node), and a run that measured at once recorded the first
+// samples of pod-to-service as "connection refused". So before anything is
+// measured, each client that goes through a Service completes a short
+// TCP_RR through it.
+const (
+	reachProbe    = 200 * time.Millisecond // one attempt's TCP_RR
+	reachInterval = 300 * time.Millisecond // between attempts
+)
+
+// serviceRoute is one client endpoint measuring through one Service.
+type serviceRoute struct {
+	client, server, clusterIP string
+}
+
+// serviceRoutes are the (client, Service) pairs of the run's placements
+// that go through a Service and are not skipped, each once.
+func (t *Target) serviceRoutes() []serviceRoute {
+	var out []serviceRoute
+	seen := map[serviceRoute]bool{}
+	for _, name := range t.cfg.Placements {
+		eps, ok := placementEndpoints[name]
+		if !ok || !isServicePlacement(name) {
+			continue
+		}
+		if _, skip := t.skipped[name]; skip {
+			continue
+		}
+		ip, ok := t.services[eps[1]]
+		if !ok {
+			continue
+		}
+		r := serviceRoute{client: eps[0], server: eps[1], clusterIP: ip}
+		if _, ok := t.agents[r.client]; ok && !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// waitServicesReachable waits until every serviceRoute completes a TCP_RR
+// through its Service without an error, or fails after timeout naming the
+// Service, the client's node and the last error.
+func (t *Target) waitServicesReachable(ctx context.Context, timeout time.Duration) error {
+	routes := t.serviceRoutes()
+	if len(routes) == 0 {
+		return nil
+	}
+	t.progress("waiting until the Service proxy forwards the test Services ...")
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for _, r := range routes {
+		if err := t.waitReachable(ctx, r, deadline, timeout); err != nil {
+			t.progress(" failed\n")
+			return err
+		}
+	}
+	t.progress(" reachable in %s\n", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+func (t *Target) waitReachable(ctx context.Context, r serviceRoute, deadline time.Time, timeout time.Duration) error {
+	c := t.agents[r.client]
+	o := engine.Options{Test: engine.TCPRR, Host: r.clusterIP, Duration: engine.Duration(reachProbe), Streams: 1}
+	var last string
+	for {
+		rctx, cancel := context.WithTimeout(ctx, max(time.Until(deadline), 0)+30*time.Second)
+		res, err := c.Run(rctx, o)
+		cancel()
+		switch {
+		case err != nil:
+			last = oneLine(err.Error())
+		case res.Errors > 0 || res.Transactions == 0:
+			last = fmt.Sprintf("%d transactions, %d errors %v", res.Transactions, res.Errors, res.ErrorsByCause)
+		default:
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !time.Now().Before(deadline) {
+			node := ""
+			if p := t.pods[r.client]; p != nil {
+				node = " on node " + p.Spec.NodeName
+			}
+			return fmt.Errorf("service %s/%s (%s:%d) not reachable from %s%s within %s: is its Service proxy (kube-proxy, Cilium) running on that node? last attempt: %s",
+				t.cfg.Namespace, ServiceName(r.server), r.clusterIP, engine.DefaultPort[engine.TCPRR], r.client, node, timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(reachInterval):
+		}
+	}
+}

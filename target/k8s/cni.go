@@ -81,6 +81,11 @@ var ciliumKeys = []string{
 type KubeProxy struct {
 	Mode   string `json:"mode"`   // iptables | ipvs | nftables
 	Source string `json:"source"` // where the mode was read, or "default"
+	// MinSyncPeriod is the mode's minimum time between two rule syncs
+	// (--*-min-sync-period or the config's <mode>.minSyncPeriod; "1s
+	// (default)" when unset): it batches changes, so it bounds how soon a
+	// new Service is programmed and how much CPU a burst of changes costs.
+	MinSyncPeriod string `json:"min_sync_period,omitempty"`
 }
 
 // modeEnv are agent container env vars that select a datapath mode.
@@ -230,12 +235,25 @@ func kubeProxyMode(ctx context.Context, cs kubernetes.Interface, comp *Component
 	if err != nil {
 		return nil, fmt.Errorf("read kube-proxy DaemonSet: %w", err)
 	}
+	kp := &KubeProxy{}
+	flagSync := map[string]string{} // mode → its --*-min-sync-period
 	for _, c := range ds.Spec.Template.Spec.Containers {
 		for _, a := range append(append([]string{}, c.Command...), c.Args...) {
 			if v, ok := strings.CutPrefix(a, "--proxy-mode="); ok && v != "" {
-				return &KubeProxy{Mode: v, Source: "DaemonSet flag --proxy-mode"}, nil
+				kp.Mode, kp.Source = v, "DaemonSet flag --proxy-mode"
+			}
+			for _, m := range []string{"iptables", "ipvs", "nftables"} {
+				if v, ok := strings.CutPrefix(a, "--"+m+"-min-sync-period="); ok && v != "" {
+					flagSync[m] = v + " (flag)"
+				}
 			}
 		}
+	}
+	var conf struct {
+		Mode     string                  `json:"mode"`
+		IPTables struct{ kubeProxySync } `json:"iptables"`
+		IPVS     struct{ kubeProxySync } `json:"ipvs"`
+		NFTables struct{ kubeProxySync } `json:"nftables"`
 	}
 	for _, src := range [][2]string{{"kube-proxy", "config.conf"}, {"kube-proxy-config", "config"}} {
 		cm, err := cs.CoreV1().ConfigMaps(comp.Namespace).Get(ctx, src[0], metav1.GetOptions{})
@@ -249,19 +267,39 @@ func kubeProxyMode(ctx context.Context, cs kubernetes.Interface, comp *Component
 		if !ok {
 			continue
 		}
-		var conf struct {
-			Mode string `json:"mode"`
-		}
 		if err := yaml.Unmarshal([]byte(text), &conf); err != nil {
+			if kp.Mode != "" {
+				break // the flag says the mode; the sync period stays unknown
+			}
 			return nil, fmt.Errorf("%s/%s %s: not a KubeProxyConfiguration: %v", comp.Namespace, src[0], src[1], err)
 		}
-		source := "ConfigMap " + comp.Namespace + "/" + src[0]
-		if conf.Mode == "" {
-			return &KubeProxy{Mode: "iptables", Source: source + " (mode empty: iptables is the Linux default)"}, nil
+		if kp.Mode == "" {
+			kp.Source = "ConfigMap " + comp.Namespace + "/" + src[0]
+			kp.Mode = conf.Mode
+			if kp.Mode == "" {
+				kp.Mode, kp.Source = "iptables", kp.Source+" (mode empty: iptables is the Linux default)"
+			}
 		}
-		return &KubeProxy{Mode: conf.Mode, Source: source}, nil
+		break
 	}
-	return &KubeProxy{Mode: "iptables", Source: "default (no mode flag or config found)"}, nil
+	if kp.Mode == "" {
+		kp.Mode, kp.Source = "iptables", "default (no mode flag or config found)"
+	}
+	confSync := map[string]string{"iptables": conf.IPTables.MinSyncPeriod, "ipvs": conf.IPVS.MinSyncPeriod, "nftables": conf.NFTables.MinSyncPeriod}
+	switch {
+	case flagSync[kp.Mode] != "":
+		kp.MinSyncPeriod = flagSync[kp.Mode]
+	case confSync[kp.Mode] != "":
+		kp.MinSyncPeriod = confSync[kp.Mode]
+	default:
+		kp.MinSyncPeriod = "1s (default)"
+	}
+	return kp, nil
+}
+
+// kubeProxySync is the part of a kube-proxy mode's configuration recorded.
+type kubeProxySync struct {
+	MinSyncPeriod string `json:"minSyncPeriod"`
 }
 
 func flannelBackend(ctx context.Context, cs kubernetes.Interface, ns string) string {

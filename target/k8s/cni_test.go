@@ -42,7 +42,7 @@ func TestDetectCNI(t *testing.T) {
 				cc.KubeProxyReplacement != "true" || cc.BPFLBMapMax != "512000" || cc.EnableHubble != "true" || cc.Keys["unrelated"] != "" {
 				t.Errorf("%+v %+v", c, cc)
 			}
-			if c.KubeProxy == nil || c.KubeProxy.Mode != "ipvs" || c.KubeProxy.Source != "ConfigMap kube-system/kube-proxy" {
+			if c.KubeProxy == nil || c.KubeProxy.Mode != "ipvs" || c.KubeProxy.Source != "ConfigMap kube-system/kube-proxy" || c.KubeProxy.MinSyncPeriod != "1s (default)" {
 				t.Errorf("kube-proxy %+v", c.KubeProxy)
 			}
 		}},
@@ -65,24 +65,24 @@ func TestDetectCNI(t *testing.T) {
 		}},
 		{"calico ebpf with kube-proxy nftables flag", []runtime.Object{
 			ds("calico-system", "calico-node", "docker.io/calico/node:v3.28.1", []corev1.EnvVar{{Name: "FELIX_BPFENABLED", Value: "true"}, {Name: "OTHER", Value: "x"}}),
-			ds("kube-system", "kube-proxy", "registry.k8s.io/kube-proxy:v1.31.2", nil, "--config=/var/lib/kube-proxy/config.conf", "--proxy-mode=nftables"),
+			ds("kube-system", "kube-proxy", "registry.k8s.io/kube-proxy:v1.31.2", nil, "--config=/var/lib/kube-proxy/config.conf", "--proxy-mode=nftables", "--nftables-min-sync-period=5s"),
 		}, func(t *testing.T, c *CNI) {
 			if c.Plugin != "calico" || c.Agent().Env["FELIX_BPFENABLED"] != "true" || len(c.Agent().Env) != 1 || c.Agent().Version != "v3.28.1" {
 				t.Errorf("%+v", c.Agent())
 			}
-			if c.KubeProxy.Mode != "nftables" || c.KubeProxy.Source != "DaemonSet flag --proxy-mode" {
+			if c.KubeProxy.Mode != "nftables" || c.KubeProxy.Source != "DaemonSet flag --proxy-mode" || c.KubeProxy.MinSyncPeriod != "5s (flag)" {
 				t.Errorf("%+v", c.KubeProxy)
 			}
 		}},
 		{"aws vpc cni with calico for policy, EKS kube-proxy config", []runtime.Object{
 			ds("kube-system", "aws-node", "602401143452.dkr.ecr.eu-west-1.amazonaws.com/amazon-k8s-cni:v1.18.5-eksbuild.1", []corev1.EnvVar{{Name: "ENABLE_PREFIX_DELEGATION", Value: "true"}}),
 			ds("kube-system", "kube-proxy", "kube-proxy:v1.31.2-eksbuild.3", nil),
-			cm("kube-system", "kube-proxy-config", map[string]string{"config": "kind: KubeProxyConfiguration\nmode: \"iptables\"\n"}),
+			cm("kube-system", "kube-proxy-config", map[string]string{"config": "kind: KubeProxyConfiguration\nmode: \"iptables\"\niptables:\n  minSyncPeriod: 10s\nnftables:\n  minSyncPeriod: 3s\n"}),
 		}, func(t *testing.T, c *CNI) {
 			if c.Plugin != "aws-vpc-cni" || c.Agent().Version != "v1.18.5-eksbuild.1" || c.Agent().Env["ENABLE_PREFIX_DELEGATION"] != "true" {
 				t.Errorf("%+v", c.Agent())
 			}
-			if c.KubeProxy.Mode != "iptables" || c.KubeProxy.Source != "ConfigMap kube-system/kube-proxy-config" {
+			if c.KubeProxy.Mode != "iptables" || c.KubeProxy.Source != "ConfigMap kube-system/kube-proxy-config" || c.KubeProxy.MinSyncPeriod != "10s" {
 				t.Errorf("%+v", c.KubeProxy)
 			}
 		}},

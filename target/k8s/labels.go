@@ -16,8 +16,11 @@ const (
 	LabelRunID     = "cnibench.io/run-id"
 	LabelEndpoint  = "cnibench.io/endpoint" // node0-pod0, node1 (host), ...
 	LabelRole      = "cnibench.io/role"     // client | server | scale
-	NameAgent      = "cnibench-agent"
-	NameScale      = "cnibench-scale" // dummy Services of the Service-scale sweep
+	// LabelShard splits a sweep's dummies into scaleShards groups, deleted
+	// by one DeleteCollection each, in parallel (servicescale_delete.go).
+	LabelShard = "cnibench.io/shard"
+	NameAgent  = "cnibench-agent"
+	NameScale  = "cnibench-scale" // dummy Services of the Service-scale sweep
 )
 
 // ManagedSelector selects every object of every cnibench run.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"sync"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -19,22 +21,22 @@ import (
 type Deleted struct {
 	Services int           `json:"services"`
 	Time     time.Duration `json:"time"`
-	// Leftovers were still listed after the Service deletes and the
-	// EndpointSlices' DeleteCollection, and were deleted one by one.
+	// Leftovers were still listed after the collection deletes, and were
+	// deleted one by one.
 	Leftovers int `json:"leftovers,omitempty"`
-	// ServiceCollection: the Services went by one DeleteCollection too
-	// (else one delete each).
+	// ServiceCollection: every shard's Services went by a DeleteCollection
+	// (else some or all were deleted one by one).
 	ServiceCollection bool `json:"service_collection,omitempty"`
 }
 
-// deleteServiceCollection deletes the dummy Services with one
-// DeleteCollection. client-go's typed Service client has no such method,
-// though API servers serve it (v1.34 lists deletecollection for services),
-// so it goes through the REST client; ok is false, with no error, where
-// that is not possible (a server answering 405 or 404, a client without
-// a REST client such as the fake clientset): then they are deleted one by
-// one.
-func (c *ClusterServices) deleteServiceCollection(ctx context.Context) (ok bool, err error) {
+// deleteServiceCollection deletes the dummy Services that selector
+// matches with one DeleteCollection. client-go's typed Service client has
+// no such method, though API servers serve it (v1.34 lists
+// deletecollection for services), so it goes through the REST client; ok
+// is false, with no error, where that is not possible (a server answering
+// 405 or 404, a client without a REST client such as the fake clientset,
+// a delete cut short): then the rest are deleted one by one.
+func (c *ClusterServices) deleteServiceCollection(ctx context.Context, selector string) (ok bool, err error) {
 	rc, isREST := c.Clientset.CoreV1().RESTClient().(*rest.RESTClient)
 	if !isREST || rc == nil {
 		return false, nil
@@ -43,7 +45,7 @@ func (c *ClusterServices) deleteServiceCollection(ctx context.Context) (ok bool,
 		return false, err
 	}
 	err = rc.Delete().Namespace(c.Namespace).Resource("services").
-		VersionedParams(&metav1.ListOptions{LabelSelector: c.selector()}, scheme.ParameterCodec).
+		VersionedParams(&metav1.ListOptions{LabelSelector: selector}, scheme.ParameterCodec).
 		Body(&metav1.DeleteOptions{}).Do(ctx).Error()
 	switch {
 	case err == nil:
@@ -54,6 +56,65 @@ func (c *ClusterServices) deleteServiceCollection(ctx context.Context) (ok bool,
 		return false, nil
 	}
 	return false, fmt.Errorf("delete the dummy Services: %w", err)
+}
+
+// deleteSliceCollection deletes the dummy EndpointSlices that selector
+// matches with one DeleteCollection; what it cannot (cut short, not
+// served) is left for the one-by-one pass.
+func (c *ClusterServices) deleteSliceCollection(ctx context.Context, selector string) error {
+	err := c.write(ctx)
+	if err == nil {
+		err = c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})
+	}
+	if err != nil && !apierrors.IsMethodNotSupported(err) && !apierrors.IsNotFound(err) && !collectionCutShort(err) {
+		return fmt.Errorf("delete the dummy EndpointSlices: %w", err)
+	}
+	return nil
+}
+
+// deleteCollections deletes the dummies shard by shard (LabelShard): the
+// Services and the EndpointSlices of each shard by one DeleteCollection
+// each, up to Workers at once. It says whether every Service collection
+// delete went through.
+func (c *ClusterServices) deleteCollections(ctx context.Context) (servicesDone bool, err error) {
+	type job struct {
+		selector string
+		services bool
+	}
+	var jobs []job
+	for i := range scaleShards {
+		sel := c.selector() + "," + LabelShard + "=" + strconv.Itoa(i)
+		jobs = append(jobs, job{sel, true}, job{sel, false})
+	}
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		errs    []error
+		allDone = true
+	)
+	sem := make(chan struct{}, max(c.Workers, 1))
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var ok bool
+			var err error
+			if j.services {
+				ok, err = c.deleteServiceCollection(ctx, j.selector)
+			} else {
+				ok, err = true, c.deleteSliceCollection(ctx, j.selector)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			allDone = allDone && ok
+		}()
+	}
+	wg.Wait()
+	return allDone, errors.Join(errs...)
 }
 
 // collectionCutShort: a DeleteCollection failed for a reason other than
@@ -124,10 +185,10 @@ func (c *ClusterServices) eachSlice(ctx context.Context, fn func(*discoveryv1.En
 
 // Close implements datapath.Datapath: every dummy goes, and Close returns
 // once the API server lists none. The EndpointSlices and the Services go
-// by one DeleteCollection each on the sweep's label selector, at the same
-// time (Services one by one in parallel under the write limiter where the
-// server or client cannot); whatever is left after that (a collection
-// delete cut short) is deleted one by one.
+// by DeleteCollections, one per shard and kind, in parallel
+// (deleteCollections); whatever is left after that (a collection delete
+// cut short or not served, as by the fake clientset for Services) is
+// deleted one by one in parallel under the write limiter.
 func (c *ClusterServices) Close() error {
 	c.init()
 	start := time.Now()
@@ -141,42 +202,9 @@ func (c *ClusterServices) Close() error {
 	// paced writes per Service, plus slack.
 	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(float64(2*len(have))/c.QPS*1.5*float64(time.Second)))
 	defer cancel()
-	names := make([]string, 0, len(have))
-	for n := range have {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	collectErr := make(chan error, 1)
-	go func() {
-		err := c.write(ctx)
-		if err == nil {
-			err = c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: c.selector()})
-		}
-		if err != nil && !apierrors.IsMethodNotSupported(err) && !apierrors.IsNotFound(err) && !collectionCutShort(err) {
-			err = fmt.Errorf("delete the dummy EndpointSlices: %w", err)
-		} else {
-			err = nil // the pass below deletes what is left one by one
-		}
-		collectErr <- err
-	}()
-	var collected []string
-	switch ok, err := c.deleteServiceCollection(ctx); {
-	case err != nil:
-		<-collectErr
+	servicesDone, err := c.deleteCollections(ctx)
+	if err != nil {
 		return err
-	case ok:
-		collected = append(collected, "Services")
-	default:
-		err = c.parallel(ctx, "deleting", names, c.removeService)
-		if err = errors.Join(err, <-collectErr); err != nil {
-			return err
-		}
-		collectErr = nil
-	}
-	if collectErr != nil {
-		if err := <-collectErr; err != nil {
-			return err
-		}
 	}
 	// What is left (slices of Services already gone included), one by one.
 	left, err := c.existing(ctx)
@@ -201,21 +229,9 @@ func (c *ClusterServices) Close() error {
 	if err := c.waitGone(ctx); err != nil {
 		return err
 	}
-	c.deleted = &Deleted{Services: len(have), Leftovers: len(leftover), Time: time.Since(start), ServiceCollection: len(collected) > 0}
+	c.deleted = &Deleted{Services: len(have), Leftovers: len(leftover), Time: time.Since(start), ServiceCollection: servicesDone}
 	if len(have) > 0 {
 		c.progressf("%d dummy Services and their EndpointSlices gone in %s\n", len(have), c.deleted.Time.Round(time.Millisecond))
-	}
-	return nil
-}
-
-// removeService deletes one dummy Service (its EndpointSlices go by
-// collection).
-func (c *ClusterServices) removeService(ctx context.Context, name string) error {
-	if err := c.write(ctx); err != nil {
-		return err
-	}
-	if err := c.Clientset.CoreV1().Services(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete Service %s: %w", name, err)
 	}
 	return nil
 }

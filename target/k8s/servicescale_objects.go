@@ -2,6 +2,7 @@ package k8starget
 
 import (
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strconv"
 
@@ -14,11 +15,26 @@ import (
 	"github.com/cnibench/cnibench/datapath"
 )
 
-// scaleLabels are the labels of every dummy Service and EndpointSlice.
-func scaleLabels(runID string) map[string]string {
+// scaleLabels are the labels of a dummy Service and its EndpointSlices.
+func scaleLabels(runID, name string) map[string]string {
 	l := baseLabels(runID, NameScale)
 	l[LabelRole] = "scale"
+	l[LabelShard] = scaleShard(name)
 	return l
+}
+
+// scaleShards is how many groups the dummies are split into for deletion:
+// an API server deletes a collection one object at a time (its
+// --delete-collection-workers defaults to 1), so one DeleteCollection of
+// 10,000 Services outlasted its 60 s request timeout; 16 smaller ones in
+// parallel finish.
+const scaleShards = 16
+
+// scaleShard is a dummy's group, from its name.
+func scaleShard(name string) string {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return strconv.Itoa(int(h.Sum32() % scaleShards))
 }
 
 // dummyObjects are the objects of one dummy Service name in namespace ns:
@@ -42,7 +58,7 @@ func dummyObjects(ns, runID, name string, s datapath.Service) (*corev1.Service, 
 	}
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: scaleLabels(runID)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: scaleLabels(runID, name)},
 		Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeClusterIP,
 			// No selector: the EndpointSlices below are ours, and the
@@ -52,7 +68,7 @@ func dummyObjects(ns, runID, name string, s datapath.Service) (*corev1.Service, 
 	}
 	var slices []*discoveryv1.EndpointSlice
 	for _, port := range ports {
-		lbl := scaleLabels(runID)
+		lbl := scaleLabels(runID, name)
 		lbl[discoveryv1.LabelServiceName] = name
 		lbl[discoveryv1.LabelManagedBy] = sliceManager
 		ready := true

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,10 +78,11 @@ func TestClusterServicesWriteErrorCleansUp(t *testing.T) {
 	assertNoDummies(t, cs)
 }
 
-// Close deletes the EndpointSlices by one DeleteCollection on the run's
-// selector and the Services in parallel; what a collection delete leaves
-// behind (a fake without it: a no-op) goes one by one. Nothing is listed
-// after either way.
+// Close deletes the EndpointSlices by one DeleteCollection per shard on the
+// run's selector (and the Services too, where the client has a REST
+// client: TestDeleteCollectionsByShard); what the collection deletes leave
+// behind (the fake serves none for Services, and with collection false
+// none for slices) goes one by one. Nothing is listed after either way.
 func TestClusterServicesCloseByCollection(t *testing.T) {
 	for _, collection := range []bool{true, false} {
 		cs := newFakeCluster()
@@ -105,13 +107,12 @@ func TestClusterServicesCloseByCollection(t *testing.T) {
 				}
 			}
 		}
-		wantLeft, wantSliceDeletes, wantServiceDeletes := 0, 0, 50
+		wantSliceDeletes := 0
 		if !collection {
-			// The leftover pass deletes each slice, and its Service again
-			// (already gone: not found is fine).
-			wantLeft, wantSliceDeletes, wantServiceDeletes = 50, 50, 100
+			wantSliceDeletes = 50 // the leftover pass deletes each slice
 		}
-		if count["delete-collection endpointslices"] != 1 || count["delete endpointslices"] != wantSliceDeletes || count["delete services"] != wantServiceDeletes {
+		wantLeft, wantServiceDeletes := 50, 50
+		if count["delete-collection endpointslices"] != scaleShards || count["delete endpointslices"] != wantSliceDeletes || count["delete services"] != wantServiceDeletes {
 			t.Errorf("collection %v: calls %v", collection, count)
 		}
 		if d := c.Deleted(); d == nil || d.Services != 50 || d.Leftovers != wantLeft || d.Time <= 0 {
@@ -276,7 +277,7 @@ func TestDeleteServiceCollection(t *testing.T) {
 		}
 		d := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "w5"}
 		d.init()
-		ok, err := d.deleteServiceCollection(context.Background())
+		ok, err := d.deleteServiceCollection(context.Background(), d.selector())
 		srv.Close()
 		if ok != c.ok || (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("status %d: ok %v, error %v; want %v, %q", c.status, ok, err, c.ok, c.err)
@@ -285,6 +286,60 @@ func TestDeleteServiceCollection(t *testing.T) {
 		if len(got) != 1 || got[0] != want {
 			t.Errorf("status %d: requests %q, want %q", c.status, got, want)
 		}
+	}
+}
+
+// The dummies are deleted by one DeleteCollection per shard and kind, each
+// shard's selector once: 16 smaller collections in parallel instead of one
+// that outlasts the API server's request timeout at 10,000 Services.
+func TestDeleteCollectionsByShard(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got[r.Method+" "+r.URL.Path+"?"+r.URL.Query().Get("labelSelector")]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
+	}))
+	defer srv.Close()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "w6", Workers: 4}
+	d.init()
+	done, err := d.deleteCollections(context.Background())
+	if err != nil || !done {
+		t.Fatalf("deleteCollections: done %v, error %v", done, err)
+	}
+	for i := range scaleShards {
+		sel := d.selector() + "," + LabelShard + "=" + strconv.Itoa(i)
+		for _, path := range []string{"/api/v1/namespaces/" + testNS + "/services", "/apis/discovery.k8s.io/v1/namespaces/" + testNS + "/endpointslices"} {
+			if n := got["DELETE "+path+"?"+sel]; n != 1 {
+				t.Errorf("DELETE %s?%s sent %d times, want once", path, sel, n)
+			}
+		}
+	}
+	if len(got) != 2*scaleShards {
+		t.Errorf("%d distinct requests, want %d: %v", len(got), 2*scaleShards, got)
+	}
+	// Every dummy's objects carry its shard, the same for the Service and
+	// its slices, and the shards spread the names.
+	seen := map[string]bool{}
+	for i := range 200 {
+		name := fmt.Sprintf("cnb-scale-%05d", i)
+		svc, slices := dummyObjects(testNS, "w6", name, datapath.DummyServices(1, 2)[0])
+		shard := svc.Labels[LabelShard]
+		for _, sl := range slices {
+			if sl.Labels[LabelShard] != shard {
+				t.Fatalf("%s: slice shard %q, Service shard %q", name, sl.Labels[LabelShard], shard)
+			}
+		}
+		seen[shard] = true
+	}
+	if len(seen) != scaleShards {
+		t.Errorf("200 names fell in %d shards, want all %d", len(seen), scaleShards)
 	}
 }
 

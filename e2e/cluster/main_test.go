@@ -179,6 +179,11 @@ func checkSamples(t *testing.T, r *results.Run) map[string]bool {
 				}
 			case s.Engine == nil || (s.Engine.RatePerSec <= 0 && s.Engine.ThroughputBitsSec <= 0):
 				t.Errorf("%s: sample without a rate or throughput", name)
+			case strings.HasPrefix(res.Test, "TCP") && s.Engine.Errors > 0:
+				// A TCP transaction between two pods of an idle local
+				// cluster does not fail; a refused connection meant the
+				// run measured a Service the proxy had not programmed.
+				t.Errorf("%s: %d errors %v", name, s.Engine.Errors, s.Engine.ErrorsByCause)
 			}
 		}
 	}

@@ -61,7 +61,10 @@ type ClusterServices struct {
 	QPS       float64 // API writes per second (default DefaultScaleQPS)
 	Burst     int     // default DefaultScaleBurst
 	Workers   int     // parallel writers (default DefaultScaleWorkers)
-	Progress  io.Writer
+	// RemovalStall: Close gives up after this long without a delete sent
+	// (default DefaultRemovalStall).
+	RemovalStall time.Duration
+	Progress     io.Writer
 	// Limiter paces every API write; nil = a token bucket of QPS and Burst.
 	Limiter flowcontrol.RateLimiter
 	// Datapath names the cluster's Service proxy in results ("cilium",

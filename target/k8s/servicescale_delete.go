@@ -198,10 +198,63 @@ func (c *ClusterServices) Close() error {
 	if err != nil {
 		return err
 	}
-	// Its own context (Close also runs after Ctrl-C), long enough for two
-	// paced writes per Service, plus slack.
-	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(float64(2*len(have))/c.QPS*1.5*float64(time.Second)))
-	defer cancel()
+	// Its own context (Close also runs after Ctrl-C), given up only when
+	// the removal stops making progress.
+	stall := c.RemovalStall
+	if stall <= 0 {
+		stall = DefaultRemovalStall
+	}
+	ctx, stop := c.stallContext(stall)
+	defer stop()
+	if err := c.remove(ctx, start, len(have)); err != nil {
+		if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil {
+			return fmt.Errorf("%w (%v)", err, cause)
+		}
+		return err
+	}
+	if len(have) > 0 {
+		c.progressf("%d dummy Services and their EndpointSlices gone in %s\n", len(have), c.deleted.Time.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// DefaultRemovalStall is how long Close waits without a delete sent
+// before it gives up. No deadline from the count: it would have to guess
+// the API server's pace, and 10,000 Services went at 30-40 deletes/s on
+// the 2-core test cluster (kube-apiserver 1.34 releases a ClusterIP at a
+// cost that grows with the Services), where a deadline from --api-qps cut
+// the removal short after 3m40s.
+const DefaultRemovalStall = 3 * time.Minute
+
+// stallContext is cancelled (with a cause saying so) once no write was
+// counted for stall; stop releases it.
+func (c *ClusterServices) stallContext(stall time.Duration) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan struct{})
+	go func() {
+		last, since := c.writes.Load(), time.Now()
+		t := time.NewTicker(max(min(stall/10, 5*time.Second), time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				if n := c.writes.Load(); n != last {
+					last, since = n, now
+				} else if now.Sub(since) >= stall {
+					cancel(fmt.Errorf("the removal made no progress for %s", stall))
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() { close(done); cancel(nil) }
+}
+
+// remove deletes the dummies by collections, then what is left one by
+// one, and waits until the API server lists none (Close).
+func (c *ClusterServices) remove(ctx context.Context, start time.Time, have int) error {
 	servicesDone, err := c.deleteCollections(ctx)
 	if err != nil {
 		return err
@@ -229,10 +282,7 @@ func (c *ClusterServices) Close() error {
 	if err := c.waitGone(ctx); err != nil {
 		return err
 	}
-	c.deleted = &Deleted{Services: len(have), Leftovers: len(leftover), Time: time.Since(start), ServiceCollection: servicesDone}
-	if len(have) > 0 {
-		c.progressf("%d dummy Services and their EndpointSlices gone in %s\n", len(have), c.deleted.Time.Round(time.Millisecond))
-	}
+	c.deleted = &Deleted{Services: have, Leftovers: len(leftover), Time: time.Since(start), ServiceCollection: servicesDone}
 	return nil
 }
 

@@ -143,6 +143,42 @@ func deleteCollection(cs *fake.Clientset) k8stesting.ReactionFunc {
 	}
 }
 
+// A removal that stops making progress (every delete hangs) is given up
+// after RemovalStall with an error that says so; a slow one that keeps
+// going is not, however long it takes in all.
+func TestCloseGivesUpOnlyWhenStalled(t *testing.T) {
+	for _, hang := range []bool{false, true} {
+		cs := newFakeCluster()
+		c := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "w7", QPS: 5000, Burst: 5000, Workers: 2,
+			RemovalStall: 300 * time.Millisecond}
+		ctx := context.Background()
+		if _, err := c.Program(ctx, datapath.Spec{Services: datapath.DummyServices(20, 1)}); err != nil {
+			t.Fatal(err)
+		}
+		// 20 Services and 20 slices, 2 at a time, 50 ms each: about 0.5 s
+		// in all, longer than the stall but never stalled.
+		delay := 50 * time.Millisecond
+		if hang {
+			delay = 2 * time.Second
+		}
+		cs.PrependReactor("delete", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+			time.Sleep(delay)
+			return false, nil, nil
+		})
+		start := time.Now()
+		err := c.Close()
+		took := time.Since(start)
+		switch {
+		case !hang && err != nil:
+			t.Errorf("a slow removal that kept going failed after %s: %v", took, err)
+		case !hang:
+			assertNoDummies(t, cs)
+		case err == nil || !strings.Contains(err.Error(), "made no progress for 300ms"):
+			t.Errorf("a hung removal: error %v after %s, want one saying it made no progress", err, took)
+		}
+	}
+}
+
 func assertNoDummies(t *testing.T, cs *fake.Clientset) {
 	t.Helper()
 	left, err := Find(context.Background(), cs, testNS, ManagedSelector())

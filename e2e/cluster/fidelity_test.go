@@ -59,20 +59,10 @@ func documentedDifferences(mode, serviceCIDR string) (always, maybe []string) {
 		}, nil
 	}
 	return []string{
-			// The lab's base chains follow an earlier kube-proxy: filter hooks at
-			// priority -110, the firewall check in filter-prerouting and the
-			// cluster-IP check in filter-output-post-dnat. kube-proxy 1.34
-			// hooks them at filter priority, checks in *-pre-dnat chains,
-			// and accepts NodePorts on a nodeport-ips set instead of "fib
-			// daddr type local".
-			// ClusterIP traffic with endpoints takes the same path in both.
-			`filter-forward differs: line 1: lab "type filter hook forward priority -110; policy accept;", node "type filter hook forward priority filter; policy accept;" (lab 3 lines, node 3)`,
-			`filter-input differs: line 1: lab "type filter hook input priority -110; policy accept;", node "type filter hook input priority filter; policy accept;" (lab 3 lines, node 3)`,
-			`filter-output differs: line 1: lab "type filter hook output priority -110; policy accept;", node "type filter hook output priority filter; policy accept;" (lab 3 lines, node 3)`,
-			"only on lab: filter-output-post-dnat",
-			"only on node: filter-output-pre-dnat",
-			"only on lab: filter-prerouting",
-			"only on node: filter-prerouting-pre-dnat",
+			// The lab accepts NodePorts on every local address (kube-proxy
+			// with nodePortAddresses 0.0.0.0/0); kube-proxy 1.34's default
+			// is the node's primary IP, in a nodeport-ips set. No ClusterIP
+			// packet takes either rule.
 			`nodeport-endpoints-check differs: line 1: lab "ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @no-endpoint-nodeports", node "ip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports" (lab 1 lines, node 1)`,
 			`services differs: line 2: lab "fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports", node "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports" (lab 2 lines, node 2)`,
 			"only on node: set nodeport-ips",

@@ -40,12 +40,13 @@ brought up for the run and taken down afterwards; a lab you started with
 'cnibench lab up' is used and left running. Every sample is written to
 DIR/results.json as soon as it finishes; Ctrl-C stops cleanly and keeps them.
 
-Tests: ` + strings.Join(suite.TestNames(), ", ") + `
+Tests: ` + strings.Join(suite.TestNames(), ", ") + `, and service-scale (the
+  Service-scale sweep: --scale-steps, docs/service-scale.md)
 Placements: ` + strings.Join(suite.AllPlacements, ", ") + `, and ` + strings.Join(suite.ServicePlacements, ", ") + `
   when the lab has a Service datapath (--service-datapath, or a scenario like ebpf) and on
   clusters: node0-pod0 dials a ClusterIP whose endpoints are on its own node (same-node,
   what a one-node cluster can run) or on the other node (other-node)
-Profiles: quick (every engine once, < 3 min), standard (3 rounds, 10 s each)`,
+Profiles: ` + profileHelp(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if target != "lab" && target != "k8s" {
@@ -247,4 +248,13 @@ func splitList(s string) []string {
 
 func newRunID() string {
 	return time.Now().UTC().Format("20060102-150405") + fmt.Sprintf("-%04x", os.Getpid()&0xffff)
+}
+
+// profileHelp lists the profiles as --help shows them, from suite.Profiles.
+func profileHelp() string {
+	var parts []string
+	for _, p := range suite.Profiles {
+		parts = append(parts, p.Name+" ("+p.About+")")
+	}
+	return strings.Join(parts, "; ")
 }

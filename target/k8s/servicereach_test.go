@@ -6,16 +6,23 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes/fake"
+
 	"github.com/cnibench/cnibench/suite"
 )
+
+// reachCluster is a healthy two-node cluster with the agents' fake.
+func reachCluster(t *testing.T) (*fake.Clientset, *healthAgent) {
+	cs := twoNodeCluster()
+	startKubelet(t, cs, testNS, healthy)
+	return cs, startHealthAgent(t, cs, testNS)
+}
 
 // Open does not return before every client that measures through a
 // Service got through it: a Service proxy that has not programmed the new
 // Service yet (refused connections) is waited for, not measured.
 func TestOpenWaitsUntilServicesReachable(t *testing.T) {
-	cs := twoNodeCluster()
-	startKubelet(t, cs, testNS, healthy)
-	h := startHealthAgent(t, cs, testNS)
+	cs, h := reachCluster(t)
 	h.refuseRuns(3)
 	cfg := testConfig("reach1")
 	cfg.Placements = []string{suite.PodToPodSameNode, PodToServiceSameNode, PodToServiceOtherNode}
@@ -35,9 +42,7 @@ func TestOpenWaitsUntilServicesReachable(t *testing.T) {
 
 // Without a Service placement nothing is checked.
 func TestOpenNoServiceNoReachabilityRuns(t *testing.T) {
-	cs := twoNodeCluster()
-	startKubelet(t, cs, testNS, healthy)
-	h := startHealthAgent(t, cs, testNS)
+	cs, h := reachCluster(t)
 	cfg := testConfig("reach2")
 	cfg.Placements = []string{suite.PodToPodSameNode, suite.PodToPodOtherNode}
 	tgt, err := Open(context.Background(), cfg, cs, &staticAccess{addr: h.srv.URL}, "")
@@ -57,9 +62,7 @@ func TestOpenServiceNeverReachable(t *testing.T) {
 	cfg := testConfig("reach3")
 	cfg.Timeout = time.Second
 	cfg.Placements = []string{PodToServiceOtherNode}
-	cs := twoNodeCluster()
-	startKubelet(t, cs, testNS, healthy)
-	h := startHealthAgent(t, cs, testNS)
+	cs, h := reachCluster(t)
 	h.refuseRuns(1 << 30)
 	_, err := Open(context.Background(), cfg, cs, &staticAccess{addr: h.srv.URL}, "")
 	if err == nil {

@@ -34,7 +34,7 @@ func newRunCmd(g *globals) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Run the benchmark suite and write results.json and summary.md",
+		Short: "Run the benchmark suite and write results.json, report.md and report.html",
 		Long: `Run the suite on a target (default: the local lab). If the lab is not up, it is
 brought up for the run and taken down afterwards; a lab you started with
 'cnibench lab up' is used and left running. Every sample is written to

@@ -36,6 +36,24 @@ type clientReport struct {
 	Errors    []string       `json:"errors"`     // first few failures
 	Failures  int            `json:"failures"`   // all failures
 	BadSource int            `json:"bad_source"` // UDP replies not from the VIP
+	// Tuples counts the distinct (protocol, source port) pairs the flows
+	// used: two UDP sockets can draw the same random port, and then share
+	// one conntrack entry pair.
+	Tuples int `json:"tuples"`
+	used   map[string]bool
+}
+
+// use records the source port of one flow's socket (the source address
+// is the pod's for every flow; an unbound socket shows 0.0.0.0).
+func (r *clientReport) use(proto string, a net.Addr) {
+	if r.used == nil {
+		r.used = map[string]bool{}
+	}
+	_, port, _ := net.SplitHostPort(a.String())
+	if k := proto + " " + port; !r.used[k] {
+		r.used[k] = true
+		r.Tuples++
+	}
 }
 
 func (r *clientReport) fail(format string, a ...any) {
@@ -63,6 +81,7 @@ func runClient() int {
 			r.fail("tcp dial %s: %v", f[0], err)
 			continue
 		}
+		r.use("tcp", c.LocalAddr())
 		c.SetDeadline(time.Now().Add(replyWait))
 		b, err := io.ReadAll(c)
 		c.Close()
@@ -96,6 +115,7 @@ func udpUnconnected(r *clientReport, vip *net.UDPAddr) {
 		r.fail("udp sendto %s: %v", vip, err)
 		return
 	}
+	r.use("udp", c.LocalAddr())
 	buf := make([]byte, 64)
 	k, from, err := c.ReadFromUDP(buf)
 	if err != nil {
@@ -116,6 +136,7 @@ func udpConnected(r *clientReport, vip *net.UDPAddr) {
 		return
 	}
 	defer c.Close()
+	r.use("udp", c.LocalAddr())
 	// getpeername(2) itself (Go caches the dialled address).
 	var peer string
 	if rc, err := c.SyscallConn(); err == nil {

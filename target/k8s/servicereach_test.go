@@ -18,19 +18,27 @@ func reachCluster(t *testing.T) (*fake.Clientset, *healthAgent) {
 	return cs, startHealthAgent(t, cs, testNS)
 }
 
+// openReach opens a run of placements on reachCluster's cluster, closed
+// at the end of the test.
+func openReach(t *testing.T, cs *fake.Clientset, h *healthAgent, runID string, placements ...string) *Target {
+	t.Helper()
+	cfg := testConfig(runID)
+	cfg.Placements = placements
+	tgt, err := Open(context.Background(), cfg, cs, &staticAccess{addr: h.srv.URL}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tgt.Close() })
+	return tgt
+}
+
 // Open does not return before every client that measures through a
 // Service got through it: a Service proxy that has not programmed the new
 // Service yet (refused connections) is waited for, not measured.
 func TestOpenWaitsUntilServicesReachable(t *testing.T) {
 	cs, h := reachCluster(t)
 	h.refuseRuns(3)
-	cfg := testConfig("reach1")
-	cfg.Placements = []string{suite.PodToPodSameNode, PodToServiceSameNode, PodToServiceOtherNode}
-	tgt, err := Open(context.Background(), cfg, cs, &staticAccess{addr: h.srv.URL}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tgt.Close()
+	tgt := openReach(t, cs, h, "reach1", suite.PodToPodSameNode, PodToServiceSameNode, PodToServiceOtherNode)
 	// 3 refused, then one success for each of the two Services.
 	if got := h.Runs(); got != 5 {
 		t.Errorf("%d reachability runs, want 3 refused + 1 per Service = 5", got)
@@ -43,13 +51,7 @@ func TestOpenWaitsUntilServicesReachable(t *testing.T) {
 // Without a Service placement nothing is checked.
 func TestOpenNoServiceNoReachabilityRuns(t *testing.T) {
 	cs, h := reachCluster(t)
-	cfg := testConfig("reach2")
-	cfg.Placements = []string{suite.PodToPodSameNode, suite.PodToPodOtherNode}
-	tgt, err := Open(context.Background(), cfg, cs, &staticAccess{addr: h.srv.URL}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tgt.Close()
+	openReach(t, cs, h, "reach2", suite.PodToPodSameNode, suite.PodToPodOtherNode)
 	if got := h.Runs(); got != 0 {
 		t.Errorf("%d reachability runs without a Service placement, want 0", got)
 	}

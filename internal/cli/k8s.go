@@ -15,7 +15,7 @@ import (
 
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
-	k8starget "github.com/cnibench/cnibench/target/k8s"
+	"github.com/cnibench/cnibench/targets/k8starget"
 )
 
 // k8sFlags are the `run --target k8s` settings.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
-	k8starget "github.com/cnibench/cnibench/target/k8s"
+	"github.com/cnibench/cnibench/targets/k8starget"
 )
 
 // runK8s is `cnibench run --target k8s --tests service-scale`: dummy

@@ -15,7 +15,7 @@ import (
 	"github.com/cnibench/cnibench/report"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
-	labtarget "github.com/cnibench/cnibench/target/lab"
+	"github.com/cnibench/cnibench/targets/labtarget"
 )
 
 func newRunCmd(g *globals) *cobra.Command {

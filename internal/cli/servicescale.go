@@ -17,8 +17,8 @@ import (
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/sweep"
-	k8starget "github.com/cnibench/cnibench/target/k8s"
-	labtarget "github.com/cnibench/cnibench/target/lab"
+	"github.com/cnibench/cnibench/targets/k8starget"
+	"github.com/cnibench/cnibench/targets/labtarget"
 )
 
 // defaultScaleScenarios are swept when --scenarios is not given.

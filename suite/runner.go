@@ -74,16 +74,8 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 					skipped = checkTest(sc.Target, spec)
 				}
 				index[key{spec.Name, name, sc.Name}] = len(run.Results)
-				res := results.Result{Scenario: sc.Name, Test: spec.Name, Placement: pl, Skipped: skipped}
-				if spec.IsDNS() {
-					res.Options = engine.Options{Test: "DNS", Host: pl.ServerAddr, Duration: r.Plan.Duration, Warmup: r.Plan.Warmup}
-					res.DNSOptions = r.Plan.DNSOptions(spec, pl.ServerAddr)
-				} else if spec.IsHTTP() {
-					res.Options = engine.Options{Test: "HTTP", Host: pl.ServerAddr, Duration: r.Plan.Duration, Warmup: r.Plan.Warmup}
-					res.HTTPOptions = r.Plan.HTTPOptions(spec, pl.ServerAddr)
-				} else {
-					res.Options = r.Plan.EngineOptions(spec, pl.ServerAddr)
-				}
+				res := r.Plan.newResult(spec, pl, sc.Name)
+				res.Skipped = skipped
 				run.Results = append(run.Results, res)
 			}
 		}
@@ -220,4 +212,21 @@ func firstErr(msg string) string {
 		return ""
 	}
 	return ", first: " + msg
+}
+
+// newResult is the empty Result of one test on one placement: the options
+// of the test's engine kind aimed at the placement's server.
+func (p *Plan) newResult(spec TestSpec, pl results.Placement, scenario string) results.Result {
+	res := results.Result{Scenario: scenario, Test: spec.Name, Placement: pl}
+	switch {
+	case spec.IsDNS():
+		res.Options = engine.Options{Test: "DNS", Host: pl.ServerAddr, Duration: p.Duration, Warmup: p.Warmup}
+		res.DNSOptions = p.DNSOptions(spec, pl.ServerAddr)
+	case spec.IsHTTP():
+		res.Options = engine.Options{Test: "HTTP", Host: pl.ServerAddr, Duration: p.Duration, Warmup: p.Warmup}
+		res.HTTPOptions = p.HTTPOptions(spec, pl.ServerAddr)
+	default:
+		res.Options = p.EngineOptions(spec, pl.ServerAddr)
+	}
+	return res
 }

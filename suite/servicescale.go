@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/sweep"
 )
@@ -278,17 +277,8 @@ func (r *ScaleRunner) conntrackPreflight(ctx context.Context, tgt ScaleTarget, d
 
 // result is the empty Result of one test at one step.
 func (r *ScaleRunner) result(spec TestSpec, pl results.Placement, scenario string, services int) results.Result {
-	res := results.Result{Scenario: scenario, Test: spec.Name, Placement: pl, Services: services}
-	switch {
-	case spec.IsDNS():
-		res.Options = engine.Options{Test: "DNS", Host: pl.ServerAddr, Duration: r.Plan.Duration, Warmup: r.Plan.Warmup}
-		res.DNSOptions = r.Plan.DNSOptions(spec, pl.ServerAddr)
-	case spec.IsHTTP():
-		res.Options = engine.Options{Test: "HTTP", Host: pl.ServerAddr, Duration: r.Plan.Duration, Warmup: r.Plan.Warmup}
-		res.HTTPOptions = r.Plan.HTTPOptions(spec, pl.ServerAddr)
-	default:
-		res.Options = r.Plan.EngineOptions(spec, pl.ServerAddr)
-	}
+	res := r.Plan.newResult(spec, pl, scenario)
+	res.Services = services
 	return res
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
@@ -20,23 +19,38 @@ type Scenario struct {
 	Target Target
 }
 
-// Runner runs a plan on one or more scenarios and keeps the results
-// document on disk up to date after every sample.
+// Runner runs a plan on one or more scenarios through one sample loop and
+// keeps the results document on disk up to date after every sample. Its
+// Schedule decides what is measured in which order: interleaved rounds
+// (the default), or a Service-scale sweep; either way every sample's
+// notes and datapath usage reach the run.
 type Runner struct {
 	Scenarios []Scenario
 	Plan      *Plan
+	Schedule  Schedule // nil: &Rounds{}
 	OutDir    string
 	RunID     string
 	Progress  io.Writer // one line per sample; nil for silence
 
-	usage usageState // datapath usage reads that failed (usage.go)
+	usage usageState   // datapath usage reads that failed (usage.go)
+	run   *results.Run // the document being filled
+	done  int          // samples taken (progress)
+	total int          // samples planned (progress)
 }
 
-// Run takes every sample of the plan. On ctx cancellation it stops after
-// the sample in progress is abandoned, marks the run interrupted and keeps
+// Run prepares the schedule (preflights, refusing before anything is
+// written) and takes every sample. On ctx cancellation it stops after the
+// sample in progress is abandoned, marks the run interrupted and keeps
 // everything completed. The returned Run is also on disk.
 func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
-	run := &results.Run{
+	if len(r.Scenarios) == 0 {
+		return nil, errors.New("no scenario to run")
+	}
+	sched := r.Schedule
+	if sched == nil {
+		sched = &Rounds{}
+	}
+	r.run = &results.Run{
 		SchemaVersion: results.SchemaVersion,
 		RunID:         r.RunID,
 		Status:        results.StatusRunning,
@@ -45,86 +59,58 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 		Environment:   results.CollectEnvironment(),
 		Plan:          r.Plan.Plan,
 	}
-	if len(r.Scenarios) == 0 {
-		return nil, errors.New("no scenario to run")
+	r.run.Plan.Order = sched.Order()
+	total, err := sched.Prepare(ctx, r)
+	if err != nil {
+		return nil, err
 	}
-	run.Plan.Order = "rounds, then tests, then placements, then scenarios (interleaved)"
+	r.total, r.done = total, 0
 	for _, sc := range r.Scenarios {
-		run.Scenarios = append(run.Scenarios, results.Scenario{Name: sc.Name,
+		r.run.Scenarios = append(r.run.Scenarios, results.Scenario{Name: sc.Name,
 			Target: results.Target{Kind: sc.Target.Kind(), Details: sc.Target.Details()}})
-		run.Notes = append(run.Notes, targetNotes(sc)...)
+		r.run.Notes = append(r.run.Notes, targetNotes(sc)...)
 	}
-	run.Target = run.Scenarios[0].Target
-	// One Result per (test, placement, scenario), filled round by round.
-	type key struct{ test, placement, scenario string }
-	index := map[key]int{}
-	for _, spec := range r.Plan.Specs {
-		for _, name := range r.Plan.Placements {
-			for _, sc := range r.Scenarios {
-				pl, err := sc.Target.Placement(name)
-				skipped := ""
-				if errors.Is(err, ErrUnsupported) {
-					path, node, _ := strings.Cut(name, "/")
-					pl, skipped, err = results.Placement{Path: path, Node: node}, err.Error(), nil
-				}
-				if err != nil {
-					return r.finish(run, fmt.Errorf("scenario %s: %w", sc.Name, err))
-				}
-				if skipped == "" {
-					skipped = checkTest(sc.Target, spec)
-				}
-				index[key{spec.Name, name, sc.Name}] = len(run.Results)
-				res := r.Plan.newResult(spec, pl, sc.Name)
-				res.Skipped = skipped
-				run.Results = append(run.Results, res)
-			}
-		}
+	r.run.Target = r.run.Scenarios[0].Target
+	if err := r.save(); err != nil {
+		return r.run, err
 	}
-	if err := results.Save(r.OutDir, run); err != nil {
-		return run, err
-	}
-
-	total, done := 0, 0
-	for _, res := range run.Results {
-		if res.Skipped == "" {
-			total += r.Plan.Rounds
-		}
-	}
-	for round := 1; round <= r.Plan.Rounds; round++ {
-		for _, spec := range r.Plan.Specs {
-			for _, name := range r.Plan.Placements {
-				for _, sc := range r.Scenarios {
-					if ctx.Err() != nil {
-						return r.finish(run, ctx.Err())
-					}
-					res := &run.Results[index[key{spec.Name, name, sc.Name}]]
-					if res.Skipped != "" {
-						continue
-					}
-					done++
-					label := name
-					if len(r.Scenarios) > 1 {
-						label = sc.Name + " " + name
-					}
-					r.progress("[%d/%d] round %d %-18s %-30s ", done, total, round, spec.Name, label)
-					sample := r.sample(ctx, sc.Target, round, res)
-					if ctx.Err() != nil {
-						// An abandoned sample measured nothing worth keeping.
-						r.progress("interrupted\n")
-						return r.finish(run, ctx.Err())
-					}
-					res.Samples = append(res.Samples, sample)
-					run.Notes = append(run.Notes, r.takeUsageNotes()...)
-					if err := results.Save(r.OutDir, run); err != nil {
-						return run, err
-					}
-					r.progress("%s\n", SampleLine(res.Test, sample))
-				}
-			}
-		}
-	}
-	return r.finish(run, nil)
+	return r.finish(r.run, sched.Measure(ctx, r))
 }
+
+// addResult appends an empty Result for the schedule to fill; it returns
+// its index for take.
+func (r *Runner) addResult(res results.Result) int {
+	r.run.Results = append(r.run.Results, res)
+	return len(r.run.Results) - 1
+}
+
+// take is the one sample loop's body: one sample of Result i on a
+// scenario, appended and saved, with a progress line that starts with
+// label. It returns ctx's error when the run was cancelled (the abandoned
+// sample is dropped: it measured nothing worth keeping).
+func (r *Runner) take(ctx context.Context, sc Scenario, i, round int, label string) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	r.done++
+	r.progress("[%d/%d] %s", r.done, r.total, label)
+	res := &r.run.Results[i]
+	sample := r.sample(ctx, sc.Target, round, res)
+	if ctx.Err() != nil {
+		r.progress("interrupted\n")
+		return ctx.Err()
+	}
+	res.Samples = append(res.Samples, sample)
+	r.run.Notes = append(r.run.Notes, r.takeUsageNotes()...)
+	if err := r.save(); err != nil {
+		return err
+	}
+	r.progress("%s\n", SampleLine(res.Test, sample))
+	return nil
+}
+
+// save writes the document as it is now.
+func (r *Runner) save() error { return results.Save(r.OutDir, r.run) }
 
 // sample takes one measurement; failures are recorded in the sample, not
 // fatal, so one broken path does not lose the rest of the suite.

@@ -34,6 +34,7 @@ func (t loopTarget) Agent(string) (*agent.Client, error) {
 	return t.client, nil
 }
 func (t loopTarget) CPUSeconds(string) (float64, error) { return 0, errors.New("no accounting") }
+func (loopTarget) Close() error                         { return nil }
 
 func startAgent(t *testing.T) *agent.Client {
 	t.Helper()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -46,19 +45,17 @@ type ScaleTarget interface {
 	EphemeralPorts() (int, error)
 }
 
-// ScaleRunner runs a Service-scale sweep on one or more scenarios, each a
-// lab with its own Service datapath: at each step every datapath is
-// programmed and verified, then the plan's tests run in rounds with the
-// scenarios interleaved (step k on A, B, C, then step k+1), so drift of a
-// shared machine hits every datapath alike. Every sample is saved as it
-// finishes.
-type ScaleRunner struct {
-	Scenarios []Scenario
-	Plan      *Plan // tests (default ScaleTests), rounds and durations
-	Sweep     sweep.Options
-	OutDir    string
-	RunID     string
-	Progress  io.Writer
+// ServiceScale is the Service-scale sweep schedule, for one or more
+// scenarios each with its own Service datapath: at each step every
+// datapath is programmed and verified, then the plan's tests (default
+// ScaleTests) run in rounds with the scenarios interleaved (step k on A,
+// B, C, then step k+1), so drift of a shared machine hits every datapath
+// alike.
+type ServiceScale struct {
+	Sweep sweep.Options
+
+	states []*scaleState
+	start  time.Time
 }
 
 // scaleState is one scenario's sweep in progress.
@@ -70,163 +67,169 @@ type scaleState struct {
 	placement string // ScalePlacement
 }
 
-// Run preflights every scenario (map capacity, conntrack), then sweeps.
-func (r *ScaleRunner) Run(ctx context.Context) (*results.Run, error) {
-	if len(r.Scenarios) == 0 {
-		return nil, errors.New("no scenario to run")
+// Order implements Schedule.
+func (*ServiceScale) Order() string {
+	return "Service-scale steps, then rounds, then tests, then scenarios (interleaved)"
+}
+
+// Prepare preflights every scenario (map capacity, conntrack) before
+// anything is programmed.
+func (s *ServiceScale) Prepare(ctx context.Context, r *Runner) (int, error) {
+	if err := s.Sweep.Validate(); err != nil {
+		return 0, err
 	}
-	if err := r.Sweep.Validate(); err != nil {
-		return nil, err
-	}
-	run := &results.Run{
-		SchemaVersion: results.SchemaVersion,
-		RunID:         r.RunID,
-		Status:        results.StatusRunning,
-		Start:         time.Now().UTC(),
-		Tool:          results.CurrentTool(),
-		Environment:   results.CollectEnvironment(),
-		Plan:          r.Plan.Plan,
-	}
+	run := r.run
 	run.Plan.Placements = nil // the placements the targets sweep on, below
-	run.Plan.Order = "Service-scale steps, then rounds, then tests, then scenarios (interleaved)"
-	base := &Runner{Plan: r.Plan}
-	start := time.Now()
-	elapsed := func() string { return fmtElapsed(time.Since(start)) }
-
-	// Preflight everything before anything is programmed.
-	var states []*scaleState
+	s.states, s.start = nil, time.Now()
 	for _, sc := range r.Scenarios {
-		tgt, ok := sc.Target.(ScaleTarget)
-		if !ok {
-			return nil, fmt.Errorf("scenario %s: its target cannot run a Service-scale sweep", sc.Name)
-		}
-		dp, test, err := tgt.ScaleDatapath()
+		st, rec, err := s.prepare(ctx, r, sc)
 		if err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+			return 0, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
-		placement, err := tgt.ScalePlacement()
-		if err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		if !slices.Contains(run.Plan.Placements, st.placement) {
+			run.Plan.Placements = append(run.Plan.Placements, st.placement)
 		}
-		if !slices.Contains(run.Plan.Placements, placement) {
-			run.Plan.Placements = append(run.Plan.Placements, placement)
-		}
-		rec := results.Sweep{Scenario: sc.Name, Datapath: dp.Name(), Placement: placement, Options: r.Sweep}
-		if rec.ConntrackExpected, rec.ConntrackMax, err = r.conntrackPreflight(ctx, tgt, dp.Name()); unknown(err) {
-			// A target that cannot read the table (a cluster) must not
-			// fail the sweep: the check is skipped and says so.
-			note := "conntrack preflight skipped: " + err.Error()
-			rec.Notes = append(rec.Notes, note)
-			r.progress("%s: %s\n", sc.Name, note)
-		} else if err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
-		}
-		sw, err := sweep.New(dp, test, r.Sweep)
-		if err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
-		}
-		rec.Options = sw.Options()
-		run.Scenarios = append(run.Scenarios, results.Scenario{Name: sc.Name,
-			Target: results.Target{Kind: tgt.Kind(), Details: tgt.Details()}})
-		run.Notes = append(run.Notes, targetNotes(sc)...)
+		st.rec = len(run.Sweeps)
 		run.Sweeps = append(run.Sweeps, rec)
-		states = append(states, &scaleState{sc: sc, tgt: tgt, sw: sw, rec: len(states), placement: placement})
+		s.states = append(s.states, st)
 	}
-	run.Target = run.Scenarios[0].Target
-	if err := results.Save(r.OutDir, run); err != nil {
-		return run, err
-	}
+	return len(s.Sweep.Steps) * len(s.states) * len(r.Plan.Specs) * r.Plan.Rounds, nil
+}
 
-	steps := r.Sweep.Steps
-	total := len(steps) * len(states) * len(r.Plan.Specs) * r.Plan.Rounds
-	done := 0
+// prepare checks one scenario and makes its sweeper and sweep record.
+func (s *ServiceScale) prepare(ctx context.Context, r *Runner, sc Scenario) (*scaleState, results.Sweep, error) {
+	tgt, ok := sc.Target.(ScaleTarget)
+	if !ok {
+		return nil, results.Sweep{}, errors.New("its target cannot run a Service-scale sweep")
+	}
+	dp, test, err := tgt.ScaleDatapath()
+	if err != nil {
+		return nil, results.Sweep{}, err
+	}
+	placement, err := tgt.ScalePlacement()
+	if err != nil {
+		return nil, results.Sweep{}, err
+	}
+	rec := results.Sweep{Scenario: sc.Name, Datapath: dp.Name(), Placement: placement, Options: s.Sweep}
+	if rec.ConntrackExpected, rec.ConntrackMax, err = conntrackPreflight(ctx, r.Plan, tgt, dp.Name()); unknown(err) {
+		// A target that cannot read the table (a cluster) must not
+		// fail the sweep: the check is skipped and says so.
+		note := "conntrack preflight skipped: " + err.Error()
+		rec.Notes = append(rec.Notes, note)
+		r.progress("%s: %s\n", sc.Name, note)
+	} else if err != nil {
+		return nil, rec, err
+	}
+	sw, err := sweep.New(dp, test, s.Sweep)
+	if err != nil {
+		return nil, rec, err
+	}
+	rec.Options = sw.Options()
+	return &scaleState{sc: sc, tgt: tgt, sw: sw, placement: placement}, rec, nil
+}
+
+// Measure programs each step on every datapath still sweeping, measures
+// the step and records what the datapaths held afterwards. A datapath
+// that fails a step stops sweeping; the others go on.
+func (s *ServiceScale) Measure(ctx context.Context, r *Runner) error {
 	var failed []error
-	for k, n := range steps {
-		// Program and verify step k on every datapath still sweeping.
-		var measured []*scaleState
-		for _, st := range states {
-			if st.sw.Done() {
-				continue
-			}
-			rec := &run.Sweeps[st.rec]
-			r.progress("[%s] ", elapsed())
-			step, err := st.sw.Next(ctx, r.progress)
-			var stop *sweep.Stopped
-			switch {
-			case errors.As(err, &stop):
-				rec.Stopped = stop.Reason
-				r.progress("%s\n", stop.Reason)
-			case ctx.Err() != nil:
-				return r.finish(run, ctx.Err())
-			case err != nil:
-				rec.Error = err.Error()
-				failed = append(failed, fmt.Errorf("scenario %s: %w", st.sc.Name, err))
-			default:
-				rec.Steps = append(rec.Steps, results.SweepStep{Step: step, Conntrack: -1})
-				measured = append(measured, st)
-			}
-			if err := results.Save(r.OutDir, run); err != nil {
-				return run, err
-			}
+	for k, n := range s.Sweep.Steps {
+		measured, err := s.program(ctx, r, &failed)
+		if err != nil {
+			return err
 		}
 		if len(measured) == 0 {
 			continue
 		}
-		// One Result per (test, scenario) at this step.
-		type key struct{ test, scenario string }
-		index := map[key]int{}
-		for _, spec := range r.Plan.Specs {
-			for _, st := range measured {
-				pl, err := st.tgt.Placement(st.placement)
-				if err != nil {
-					return r.finish(run, fmt.Errorf("scenario %s: %w", st.sc.Name, err))
-				}
-				index[key{spec.Name, st.sc.Name}] = len(run.Results)
-				run.Results = append(run.Results, r.result(spec, pl, st.sc.Name, n))
-			}
+		if err := s.measureStep(ctx, r, measured, k, n); err != nil {
+			return err
 		}
-		r.progress("[%s] step %d/%d (%d Services): measuring %d tests × %d rounds on %s\n", elapsed(),
-			k+1, len(steps), n, len(r.Plan.Specs), r.Plan.Rounds, scenarioNames(measured))
-		for round := 1; round <= r.Plan.Rounds; round++ {
-			for _, spec := range r.Plan.Specs {
-				for _, st := range measured {
-					if ctx.Err() != nil {
-						return r.finish(run, ctx.Err())
-					}
-					res := &run.Results[index[key{spec.Name, st.sc.Name}]]
-					done++
-					r.progress("[%d/%d] %d Services round %d %-18s %-16s ", done, total, n, round, spec.Name, st.sc.Name)
-					sample := base.sample(ctx, st.tgt, round, res)
-					if ctx.Err() != nil {
-						r.progress("interrupted\n")
-						return r.finish(run, ctx.Err())
-					}
-					res.Samples = append(res.Samples, sample)
-					if err := results.Save(r.OutDir, run); err != nil {
-						return run, err
-					}
-					r.progress("%s\n", SampleLine(res.Test, sample))
-				}
-			}
-		}
-		// What the datapath holds after measuring.
-		for _, st := range measured {
-			rec := &run.Sweeps[st.rec]
-			last := &rec.Steps[len(rec.Steps)-1]
-			count, _, flows, err := st.tgt.ConntrackUsage(ctx)
-			switch {
-			case unknown(err):
-				count = ConntrackUnknown // noted once, at the preflight
-			case err != nil:
-				r.progress("%s: conntrack: %v\n", st.sc.Name, err)
-			}
-			last.Conntrack, last.FlowEntries = count, flows
-		}
-		if err := results.Save(r.OutDir, run); err != nil {
-			return run, err
+		s.recordConntrack(ctx, r, measured)
+		if err := r.save(); err != nil {
+			return err
 		}
 	}
-	return r.finish(run, errors.Join(failed...))
+	return errors.Join(failed...)
+}
+
+// program programs and verifies the next step on every datapath still
+// sweeping and returns those that hold it; a failure joins failed.
+func (s *ServiceScale) program(ctx context.Context, r *Runner, failed *[]error) ([]*scaleState, error) {
+	var measured []*scaleState
+	for _, st := range s.states {
+		if st.sw.Done() {
+			continue
+		}
+		rec := &r.run.Sweeps[st.rec]
+		r.progress("[%s] ", fmtElapsed(time.Since(s.start)))
+		step, err := st.sw.Next(ctx, r.progress)
+		var stop *sweep.Stopped
+		switch {
+		case errors.As(err, &stop):
+			rec.Stopped = stop.Reason
+			r.progress("%s\n", stop.Reason)
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
+			rec.Error = err.Error()
+			*failed = append(*failed, fmt.Errorf("scenario %s: %w", st.sc.Name, err))
+		default:
+			rec.Steps = append(rec.Steps, results.SweepStep{Step: step, Conntrack: -1})
+			measured = append(measured, st)
+		}
+		if err := r.save(); err != nil {
+			return nil, err
+		}
+	}
+	return measured, nil
+}
+
+// measureStep makes one Result per (test, scenario) at step k (n
+// Services) and takes the plan's rounds of them.
+func (s *ServiceScale) measureStep(ctx context.Context, r *Runner, measured []*scaleState, k, n int) error {
+	index := make([]int, 0, len(r.Plan.Specs)*len(measured)) // (test, scenario), in loop order
+	for _, spec := range r.Plan.Specs {
+		for _, st := range measured {
+			pl, err := st.tgt.Placement(st.placement)
+			if err != nil {
+				return fmt.Errorf("scenario %s: %w", st.sc.Name, err)
+			}
+			res := r.Plan.newResult(spec, pl, st.sc.Name)
+			res.Services = n
+			index = append(index, r.addResult(res))
+		}
+	}
+	r.progress("[%s] step %d/%d (%d Services): measuring %d tests × %d rounds on %s\n", fmtElapsed(time.Since(s.start)),
+		k+1, len(s.Sweep.Steps), n, len(r.Plan.Specs), r.Plan.Rounds, scenarioNames(measured))
+	for round := 1; round <= r.Plan.Rounds; round++ {
+		i := 0
+		for _, spec := range r.Plan.Specs {
+			for _, st := range measured {
+				label := fmt.Sprintf("%d Services round %d %-18s %-16s ", n, round, spec.Name, st.sc.Name)
+				if err := r.take(ctx, st.sc, index[i], round, label); err != nil {
+					return err
+				}
+				i++
+			}
+		}
+	}
+	return nil
+}
+
+// recordConntrack records what the datapaths hold after measuring.
+func (s *ServiceScale) recordConntrack(ctx context.Context, r *Runner, measured []*scaleState) {
+	for _, st := range measured {
+		rec := &r.run.Sweeps[st.rec]
+		last := &rec.Steps[len(rec.Steps)-1]
+		count, _, flows, err := st.tgt.ConntrackUsage(ctx)
+		switch {
+		case unknown(err):
+			count = ConntrackUnknown // noted once, at the preflight
+		case err != nil:
+			r.progress("%s: conntrack: %v\n", st.sc.Name, err)
+		}
+		last.Conntrack, last.FlowEntries = count, flows
+	}
 }
 
 // ConntrackUnknown is a step's conntrack count when the target cannot
@@ -248,9 +251,9 @@ var newConnPorts = map[string]string{"TCP_CRR": "tcp-crr", "HTTP_RPS_SHORT_C64":
 // new-connection tests may leave behind: one per ephemeral port and
 // Service port (TIME_WAIT entries outlive the sample). The table size is a
 // host-wide sysctl, so --auto-size cannot raise it: it is an error.
-func (r *ScaleRunner) conntrackPreflight(ctx context.Context, tgt ScaleTarget, dp string) (expected, max int, err error) {
+func conntrackPreflight(ctx context.Context, plan *Plan, tgt ScaleTarget, dp string) (expected, max int, err error) {
 	ports := map[string]bool{}
-	for _, s := range r.Plan.Specs {
+	for _, s := range plan.Specs {
 		if p, ok := newConnPorts[s.Name]; ok && (s.HTTP == nil || !s.HTTP.KeepAlive) {
 			ports[p] = true
 		}
@@ -273,23 +276,6 @@ func (r *ScaleRunner) conntrackPreflight(ctx context.Context, tgt ScaleTarget, d
 			dp, max, expected, eph, len(ports))
 	}
 	return expected, max, nil
-}
-
-// result is the empty Result of one test at one step.
-func (r *ScaleRunner) result(spec TestSpec, pl results.Placement, scenario string, services int) results.Result {
-	res := r.Plan.newResult(spec, pl, scenario)
-	res.Services = services
-	return res
-}
-
-func (r *ScaleRunner) finish(run *results.Run, cause error) (*results.Run, error) {
-	return (&Runner{OutDir: r.OutDir}).finish(run, cause)
-}
-
-func (r *ScaleRunner) progress(format string, a ...any) {
-	if r.Progress != nil {
-		fmt.Fprintf(r.Progress, format, a...)
-	}
 }
 
 func scenarioNames(sts []*scaleState) string {

@@ -12,7 +12,7 @@ import (
 // the result as skipped, with the error as the reason, instead of failing.
 var ErrUnsupported = errors.New("unsupported on this target")
 
-// Target is where the suite's traffic runs: the local lab, or (later) a
+// Target is where the suite's traffic runs: the local lab, or a
 // Kubernetes cluster. The runner only needs to know which endpoints make a
 // placement, how to reach their agents, and what CPU they used.
 type Target interface {
@@ -28,6 +28,9 @@ type Target interface {
 	// CPUSeconds is the CPU time an endpoint has used so far (its cgroup's
 	// usage), or an error when the target cannot account it.
 	CPUSeconds(endpoint string) (float64, error)
+	// Close releases what opening the target made (agents, a lab brought
+	// up for the run, a cluster's objects); a second Close is a no-op.
+	Close() error
 }
 
 // Noter is implemented by targets with remarks the results must carry as

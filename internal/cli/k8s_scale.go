@@ -81,7 +81,7 @@ func (f *scaleFlags) runK8s(cmd *cobra.Command, o suite.Options, kf *k8sFlags, o
 	if name == "" {
 		name = "k8s"
 	}
-	runner := &suite.ScaleRunner{Scenarios: []suite.Scenario{{Name: name, Target: tgt}}, Plan: plan, Sweep: opt, OutDir: out, RunID: runID, Progress: w}
+	runner := &suite.Runner{Scenarios: []suite.Scenario{{Name: name, Target: tgt}}, Plan: plan, Schedule: &suite.ServiceScale{Sweep: opt}, OutDir: out, RunID: runID, Progress: w}
 	run, runErr := runner.Run(ctx)
 	closeErr := closeAndRecord(tgt, out, run)
 	if run == nil && createdOut {

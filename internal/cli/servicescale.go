@@ -217,7 +217,7 @@ func (f *scaleFlags) run(cmd *cobra.Command, g *globals, o suite.Options, lf *la
 		}
 		scs = append(scs, suite.Scenario{Name: l.name, Target: tgt})
 	}
-	runner := &suite.ScaleRunner{Scenarios: scs, Plan: plan, Sweep: opt, OutDir: out, RunID: runID, Progress: w}
+	runner := &suite.Runner{Scenarios: scs, Plan: plan, Schedule: &suite.ServiceScale{Sweep: opt}, OutDir: out, RunID: runID, Progress: w}
 	run, runErr := runner.Run(ctx)
 	if run == nil && createdOut {
 		_ = os.RemoveAll(out) // refused before anything was measured

@@ -201,7 +201,7 @@ func scaleCluster(t *testing.T, lag map[string]time.Duration, mode map[string]st
 	return cs, acc
 }
 
-// A sweep of 3 steps through suite.ScaleRunner on a fake cluster: each
+// A sweep of 3 steps through suite.Runner with the ServiceScale schedule on a fake cluster: each
 // step waits until both nodes' probes report baseline + the step's
 // dummies, records the sync time per node (at least the probe's lag),
 // Cilium's BPF map memory, and the conntrack preflight is skipped with a
@@ -226,8 +226,8 @@ func TestScaleSweepSyncedOnNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner := &suite.ScaleRunner{Scenarios: []suite.Scenario{{Name: "k8s", Target: tgt}}, Plan: plan,
-		Sweep: sweep.Options{Steps: []int{0, 3, 8}, Endpoints: 2, Position: datapath.PositionLast}, OutDir: t.TempDir(), RunID: "sweep1", Progress: cfg.Progress}
+	runner := &suite.Runner{Scenarios: []suite.Scenario{{Name: "k8s", Target: tgt}}, Plan: plan,
+		Schedule: &suite.ServiceScale{Sweep: sweep.Options{Steps: []int{0, 3, 8}, Endpoints: 2, Position: datapath.PositionLast}}, OutDir: t.TempDir(), RunID: "sweep1", Progress: cfg.Progress}
 	run, err := runner.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -515,8 +515,8 @@ func TestScaleSweepOneNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner := &suite.ScaleRunner{Scenarios: []suite.Scenario{{Name: "k8s", Target: tgt}}, Plan: plan,
-		Sweep: sweep.Options{Steps: []int{0, 3}, Endpoints: 2}, OutDir: t.TempDir(), RunID: "sweep1n"}
+	runner := &suite.Runner{Scenarios: []suite.Scenario{{Name: "k8s", Target: tgt}}, Plan: plan,
+		Schedule: &suite.ServiceScale{Sweep: sweep.Options{Steps: []int{0, 3}, Endpoints: 2}}, OutDir: t.TempDir(), RunID: "sweep1n"}
 	run, err := runner.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

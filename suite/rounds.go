@@ -1,0 +1,95 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cnibench/cnibench/results"
+)
+
+// Schedule decides what a run measures and in which order, over the
+// Runner's one sample loop (Runner.take). Rounds and ServiceScale are the
+// two schedules; a churn schedule plugs in the same way.
+type Schedule interface {
+	// Order is the run's Plan.Order: how samples are interleaved.
+	Order() string
+	// Prepare runs before anything is written or programmed: it checks
+	// the scenarios (an error refuses the run), records what it plans in
+	// the run and returns how many samples it will take.
+	Prepare(ctx context.Context, r *Runner) (samples int, err error)
+	// Measure takes the samples through r.take, in its order, and returns
+	// ctx's error when cancelled.
+	Measure(ctx context.Context, r *Runner) error
+}
+
+// Rounds is the plain schedule: every test on every placement and
+// scenario, round after round, scenarios innermost (A B A B) so drift of a
+// shared machine hits them alike.
+type Rounds struct {
+	index []int // Result index per (test, placement, scenario), in loop order
+}
+
+// Order implements Schedule.
+func (*Rounds) Order() string {
+	return "rounds, then tests, then placements, then scenarios (interleaved)"
+}
+
+// Prepare makes one Result per (test, placement, scenario); a placement
+// or test a target cannot host is recorded as skipped.
+func (s *Rounds) Prepare(_ context.Context, r *Runner) (int, error) {
+	s.index = nil
+	total := 0
+	for _, spec := range r.Plan.Specs {
+		for _, name := range r.Plan.Placements {
+			for _, sc := range r.Scenarios {
+				pl, err := sc.Target.Placement(name)
+				skipped := ""
+				if errors.Is(err, ErrUnsupported) {
+					path, node, _ := strings.Cut(name, "/")
+					pl, skipped, err = results.Placement{Path: path, Node: node}, err.Error(), nil
+				}
+				if err != nil {
+					return 0, fmt.Errorf("scenario %s: %w", sc.Name, err)
+				}
+				if skipped == "" {
+					skipped = checkTest(sc.Target, spec)
+				}
+				res := r.Plan.newResult(spec, pl, sc.Name)
+				res.Skipped = skipped
+				s.index = append(s.index, r.addResult(res))
+				if skipped == "" {
+					total += r.Plan.Rounds
+				}
+			}
+		}
+	}
+	return total, nil
+}
+
+// Measure implements Schedule.
+func (s *Rounds) Measure(ctx context.Context, r *Runner) error {
+	for round := 1; round <= r.Plan.Rounds; round++ {
+		i := 0
+		for _, spec := range r.Plan.Specs {
+			for _, name := range r.Plan.Placements {
+				for _, sc := range r.Scenarios {
+					res := s.index[i]
+					i++
+					if r.run.Results[res].Skipped != "" {
+						continue
+					}
+					label := name
+					if len(r.Scenarios) > 1 {
+						label = sc.Name + " " + name
+					}
+					if err := r.take(ctx, sc, res, round, fmt.Sprintf("round %d %-18s %-30s ", round, spec.Name, label)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,176 +1,16 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/targets/k8starget"
 )
-
-// k8sFlags are the `run --target k8s` settings.
-type k8sFlags struct {
-	kubeconfig, context, namespace, image string
-	clientNode, serverNode, access        string
-	datapathUsage                         string
-	nodeSelector                          map[string]string
-	timeout                               time.Duration
-	dryRun, force, podSysctls             bool
-}
-
-func (f *k8sFlags) register(fs *pflag.FlagSet) {
-	f.registerConn(fs)
-	fs.StringVar(&f.image, "image", "", "k8s: agent image (default "+k8starget.DefaultImage()+"; build it with make image)")
-	fs.StringVar(&f.clientNode, "client-node", "", "k8s: node of the client agents (node0; default: picked)")
-	fs.StringVar(&f.serverNode, "server-node", "", "k8s: node of the other-node servers (node1; default: picked)")
-	fs.StringToStringVar(&f.nodeSelector, "node-selector", nil, "k8s: only nodes with these labels, e.g. pool=bench")
-	fs.StringVar(&f.access, "access", k8starget.AccessPortForward, "k8s: how the CLI reaches the agents' control API: port-forward (through the API server) or direct (pod IPs; the CLI runs in the cluster or on a node)")
-	fs.StringVar(&f.datapathUsage, "datapath-usage", k8starget.UsageMetrics, "k8s: datapath CPU and memory per sample: metrics (metrics API, approximate), kubelet (kubelet summary, exact; needs nodes/proxy: k8s rbac --node-proxy) or off")
-	fs.BoolVar(&f.podSysctls, "pod-sysctls", true, "k8s: agent pods set the lab's net.ipv4.ip_local_port_range=1024 65535 and net.ipv4.tcp_tw_reuse=1 (dropped, with a note, where the kubelet refuses it); false: kernel defaults")
-	fs.BoolVar(&f.dryRun, "dry-run", false, "k8s: print every manifest the run would apply and exit (contacts no cluster)")
-	fs.BoolVar(&f.force, "force", false, "k8s: remove an earlier run's leftovers in the namespace before starting")
-}
-
-// registerConn registers what every k8s command needs to reach a cluster.
-func (f *k8sFlags) registerConn(fs *pflag.FlagSet) {
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "k8s: kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&f.context, "context", "", "k8s: kubeconfig context (default the current one)")
-	fs.StringVar(&f.namespace, "namespace", k8starget.DefaultNamespace, "k8s: namespace of the agents (created if missing, removed afterwards if created)")
-	fs.DurationVar(&f.timeout, "agent-timeout", k8starget.DefaultTimeout, "k8s: how long agents may take to become ready (and the test Services to forward), and cleanup to finish")
-}
-
-func (f *k8sFlags) config(placements []string, runID string, progress io.Writer) k8starget.Config {
-	return k8starget.Config{
-		Kubeconfig: f.kubeconfig, Context: f.context, Namespace: f.namespace, Image: f.image,
-		ClientNode: f.clientNode, ServerNode: f.serverNode, NodeSelector: f.nodeSelector,
-		Placements: placements, RunID: runID, Access: f.access, Timeout: f.timeout, Force: f.force,
-		NoPodSysctls: !f.podSysctls, Progress: progress,
-	}
-}
-
-// labOnlyFlags make no sense on a cluster; using one is an error, not a
-// silent no-op.
-var labOnlyFlags = []string{"scenarios", "nodes", "pods-per-node", "sysctl", "routing", "service-datapath"}
-
-// runK8s runs the plan on a cluster (or prints its manifests with
-// --dry-run). defaultPlacements says the user did not pick placements, so
-// pod-to-service joins them: every cluster has a Service datapath.
-func runK8s(cmd *cobra.Command, f *k8sFlags, plan *suite.Plan, defaultPlacements bool, out string) (err error) {
-	for _, name := range labOnlyFlags {
-		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
-			return fmt.Errorf("--%s is a lab setting: it does not apply to --target k8s", name)
-		}
-	}
-	if err := k8starget.ValidateUsageMode(f.datapathUsage); err != nil {
-		return err
-	}
-	if defaultPlacements {
-		for _, p := range suite.ServicePlacements {
-			if !contains(plan.Placements, p) {
-				plan.Placements = append(plan.Placements, p)
-			}
-		}
-	}
-	runID := newRunID()
-	w := progressOut(cmd.ErrOrStderr())
-	cfg := f.config(plan.Placements, runID, w)
-	if f.dryRun {
-		return dryRunK8s(cmd.OutOrStdout(), w, cfg)
-	}
-	if out == "" {
-		out = filepath.Join("cnibench-results", runID)
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	cl, access, createdOut, err := f.connect(cfg, out, w)
-	if err != nil {
-		return err
-	}
-	ctx := cmd.Context()
-	fmt.Fprintf(w, "cnibench run %s on cluster %q: profile %s\n", runID, cl.Context, plan.Profile)
-	tgt, err := k8starget.Open(ctx, cfg, cl.Clientset, access, cl.Context)
-	if err != nil {
-		if createdOut {
-			_ = os.Remove(out) // only if still empty
-		}
-		return openFailed(ctx, err)
-	}
-	defer func() {
-		if cerr := tgt.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	fmt.Fprintln(w, tgt.SampleCount(plan))
-	if err := tgt.SetDatapathUsage(f.datapathUsage); err != nil {
-		return err
-	}
-	name := cl.Context
-	if name == "" {
-		name = "k8s"
-	}
-	runner := &suite.Runner{Scenarios: []suite.Scenario{{Name: name, Target: tgt}}, Plan: plan, OutDir: out, RunID: runID, Progress: w}
-	run, runErr := runner.Run(ctx)
-	if err := writeOutputs(cmd, out, run); err != nil {
-		return err
-	}
-	if errors.Is(runErr, ctx.Err()) && ctx.Err() != nil {
-		return fmt.Errorf("interrupted: completed samples are in %s (the run's cluster objects are removed)", filepath.Join(out, results.FileName))
-	}
-	return runErr
-}
-
-// openFailed words an Open error: Ctrl-C while the agents start is an
-// interruption (Open has removed what it created), not the error of the
-// step it cut short (e.g. "port-forward to pod ...: context canceled").
-func openFailed(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return errors.New("interrupted before the first sample: nothing measured (the run's cluster objects are removed)")
-	}
-	return err
-}
-
-// dryRunK8s prints every manifest of a run without contacting a cluster:
-// objects an API server accepts as they are (nodes not given are valid
-// placeholder names, said in a comment), and for a Service-scale sweep
-// the first few dummy Services with their EndpointSlices.
-func dryRunK8s(stdout, stderr io.Writer, cfg k8starget.Config) error {
-	l, err := k8starget.OfflineLayout(cfg, "generated-per-run")
-	if err != nil {
-		return err
-	}
-	m, err := k8starget.Build(l)
-	if err != nil {
-		return err
-	}
-	objs := m.Objects()
-	dummies, about := k8starget.ScaleManifests(cfg, dryRunDummies)
-	objs = append(objs, dummies...)
-	var comments []string
-	if cfg.ClientNode == "" || cfg.ServerNode == "" {
-		comments = append(comments, fmt.Sprintf("nodes %s and %s are placeholders: replace them with your nodes' names (or pass --client-node and --server-node)", l.Nodes[0], l.Nodes[1]))
-	}
-	if about != "" {
-		comments = append(comments, about)
-	}
-	fmt.Fprintf(stderr, "# dry run: %d manifests (the namespace is only created if missing; the token is generated per run; nodes %s and %s)\n",
-		len(objs), l.Nodes[0], l.Nodes[1])
-	for _, c := range comments {
-		fmt.Fprintf(stdout, "# %s\n", c)
-		fmt.Fprintf(stderr, "# %s\n", c)
-	}
-	return k8starget.WriteYAML(stdout, objs)
-}
 
 // dryRunDummies is how many dummy Services a sweep's dry run prints.
 const dryRunDummies = 3
@@ -322,26 +162,4 @@ The binary must be static (CGO_ENABLED=0): 'make image' builds one.`,
 	fs.StringVar(&o.Ref, "tag", k8starget.DefaultImage(), "image reference written into the tarball")
 	fs.StringVar(&o.Out, "out", "cnibench-image.tar", "tarball to write")
 	return cmd
-}
-
-// connect reaches the cluster, checks that the results directory can be
-// written (createdOut: the run makes it, so a run refused before any
-// sample removes it again) and picks how the CLI reaches the agents.
-func (f *k8sFlags) connect(cfg k8starget.Config, out string, w io.Writer) (cl *k8starget.Cluster, access k8starget.Access, createdOut bool, err error) {
-	qps, burst := float32(k8starget.DefaultClientQPS), k8starget.DefaultClientBurst
-	if cfg.Scale != nil {
-		qps, burst = cfg.Scale.ClientRate()
-	}
-	if cl, err = k8starget.ConnectWith(f.kubeconfig, f.context, qps, burst); err != nil {
-		return nil, nil, false, err
-	}
-	_, statErr := os.Stat(out)
-	if err := results.CheckWritable(out); err != nil {
-		return nil, nil, false, err
-	}
-	access = k8starget.Direct{}
-	if cfg.Access == k8starget.AccessPortForward {
-		access = &k8starget.PortForward{Config: cl.Config, Clientset: cl.Clientset, Log: w}
-	}
-	return cl, access, os.IsNotExist(statErr), nil
 }

@@ -50,6 +50,7 @@ same node, other node). Its default target is a local lab: a multi-node cluster
 built from Linux network namespaces on this machine (needs root).
 
   cnibench run                    run the quick suite on the lab, write a report
+  cnibench sweep                  Service-scale sweep: cost of thousands of Services
   cnibench lab up|down|status     manage the lab by hand
   cnibench lab exec node0-pod0 -- iperf3 -s`,
 		SilenceUsage:  true,
@@ -57,7 +58,7 @@ built from Linux network namespaces on this machine (needs root).
 	}
 	root.PersistentFlags().StringVar(&g.labName, "lab", "default", "lab name; every lab object is prefixed cnb-<name>-")
 	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", "/run/cnibench", "where lab state and agent sockets live")
-	root.AddCommand(newRunCmd(g), newLabCmd(g), newReportCmd(), newCompareCmd(), newServerCmd(), newClientCmd(), newAgentCmd(), newVersionCmd(), newK8sCmd())
+	root.AddCommand(newRunCmd(g), newSweepCmd(g), newLabCmd(g), newReportCmd(), newCompareCmd(), newServerCmd(), newClientCmd(), newAgentCmd(), newVersionCmd(), newK8sCmd())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%s: %v (see '%s --help')", c.CommandPath(), err, c.CommandPath())
 	})

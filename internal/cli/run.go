@@ -3,36 +3,34 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/spf13/pflag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cnibench/cnibench/engine"
-	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/report"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
-	"github.com/cnibench/cnibench/targets/labtarget"
 )
 
+// measureFlags are the flags of run and sweep that every target has.
+type measureFlags struct {
+	o          suite.Options
+	target     string
+	tests      string
+	placements string
+	out        string
+	mode       string
+	sf         scaleFlags // the sweep's (servicescale.go)
+}
+
 func newRunCmd(g *globals) *cobra.Command {
-	var (
-		o          suite.Options
-		target     string
-		tests      string
-		placements string
-		out        string
-		mode       string
-		scenarios  string
-		lf         labFlags
-		kf         k8sFlags
-		hs         httpServerFlags
-		sf         scaleFlags
-	)
-	cmd := &cobra.Command{
+	return newMeasureCmd(g, scheduleRounds, &cobra.Command{
 		Use:   "run",
 		Short: "Run the benchmark suite and write results.json, report.md and report.html",
 		Long: `Run the suite on a target (default: the local lab). If the lab is not up, it is
@@ -41,116 +39,170 @@ brought up for the run and taken down afterwards; a lab you started with
 DIR/results.json as soon as it finishes; Ctrl-C stops cleanly and keeps them.
 
 Tests: ` + strings.Join(suite.TestNames(), ", ") + `, and service-scale (the
-  Service-scale sweep: --scale-steps, docs/service-scale.md)
+  Service-scale sweep, the same as 'cnibench sweep': see its --help)
 Placements: ` + strings.Join(suite.AllPlacements, ", ") + `, and ` + strings.Join(suite.ServicePlacements, ", ") + `
   when the lab has a Service datapath (--service-datapath, or a scenario like ebpf) and on
   clusters: node0-pod0 dials a ClusterIP whose endpoints are on its own node (same-node,
   what a one-node cluster can run) or on the other node (other-node)
 Profiles: ` + profileHelp(),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if target != "lab" && target != "k8s" {
-				return fmt.Errorf("--target %q: want lab or k8s", target)
-			}
-			flags := cmd.Flags()
-			for _, name := range []string{"rounds", "streams"} {
-				if v, _ := flags.GetInt(name); flags.Changed(name) && v < 1 {
-					return fmt.Errorf("--%s must be at least 1, got %d", name, v)
-				}
-			}
-			for _, name := range []string{"duration"} {
-				if v, _ := flags.GetDuration(name); flags.Changed(name) && v <= 0 {
-					return fmt.Errorf("--%s must be positive, got %s", name, v)
-				}
-			}
-			o.Tests = splitList(tests)
-			if sf.asked(o.Tests) { // a test of its own kind: servicescale.go
-				o.Mode = engine.Mode(mode)
-				return sf.run(cmd, g, o, &lf, &kf, target, placements, scenarios, out)
-			}
-			for _, name := range k8sOnlyScaleFlags {
-				if flags.Changed(name) {
-					return fmt.Errorf("--%s applies to --tests %s only", name, suite.ServiceScaleTest)
-				}
-			}
-			o.Placements = splitList(placements)
-			o.Mode = engine.Mode(mode)
-			plan, err := o.Resolve()
-			if err != nil {
-				return err
-			}
-			if target == "k8s" {
-				return runK8s(cmd, &kf, plan, len(o.Placements) == 0, out)
-			}
-			labCfg, err := lf.config(flags, g)
-			if err != nil {
-				return err
-			}
-			// One scenario per lab: without --scenarios, the --lab lab as it
-			// is (or as the flags create it).
-			labs := []namedLab{{name: labCfg.Name, cfg: labCfg}}
-			if names := splitList(scenarios); len(names) > 0 {
-				labs = nil
-				seen := map[string]bool{}
-				for _, n := range names {
-					cfg, err := labtarget.ScenarioConfig(n, labCfg)
-					if err != nil {
-						return err
-					}
-					if !seen[cfg.Name] {
-						seen[cfg.Name] = true
-						labs = append(labs, namedLab{name: cfg.Name, cfg: cfg})
-					}
-				}
-			}
-			// pod-to-service joins the default placements when a lab has
-			// a Service datapath (asked for, or in a running lab's state).
-			if len(o.Placements) == 0 {
-				for _, l := range labs {
-					dp := l.cfg.ServiceDatapath
-					if running, err := lab.Load(l.cfg.StateDir, l.name); err == nil {
-						dp = running.Config.ServiceDatapath
-					}
-					if dp != "" {
-						plan.Placements = append(plan.Placements, suite.ServicePlacements...)
-						break
-					}
-				}
-			}
-			if hs.responseSize < 0 || hs.responseSize > 64<<20 {
-				return fmt.Errorf("--http-response-size must be in 0..%d bytes, got %d", 64<<20, hs.responseSize)
-			}
-			if hs.work < 0 {
-				return fmt.Errorf("--http-work must not be negative, got %s", hs.work)
-			}
-			if err := lab.RequirePrivileges(); err != nil {
-				return err
-			}
-			runID := newRunID()
-			if out == "" {
-				out = filepath.Join("cnibench-results", runID)
-			}
-			return runSuite(cmd, labs, plan, runID, out, hs)
-		},
+	})
+}
+
+func newSweepCmd(g *globals) *cobra.Command {
+	return newMeasureCmd(g, scheduleSweep, &cobra.Command{
+		Use:   "sweep",
+		Short: "Service-scale sweep: how the datapath degrades as dummy Services are added",
+		Long: `Add dummy Services step by step (--scale-steps) and, at every step, program and
+verify the Service datapath on every node, then measure ` + strings.Join(suite.ScaleTests, ", ") + `
+through the test Service on pod-to-service/other-node (same-node on a one-node
+target), in rounds, the datapaths interleaved. On the lab each --scenarios
+entry is a lab with its own Service datapath (default ` + defaultScaleScenarios + `); on a
+cluster (--target k8s) the dummies are real Services with EndpointSlices.
+Every sample is saved as it finishes. Also 'cnibench run --tests service-scale'.
+See docs/service-scale.md.`,
+	})
+}
+
+// newMeasureCmd builds run or sweep: the flags every target has, each
+// target's own (annotated, grouped in --help) and one RunE, execute.
+func newMeasureCmd(g *globals, schedule string, cmd *cobra.Command) *cobra.Command {
+	var mf measureFlags
+	kinds := map[string]targetKind{}
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := targetFlag(mf.target); err != nil {
+			return err
+		}
+		return mf.execute(cmd, kinds[mf.target], schedule)
 	}
 	f := cmd.Flags()
-	f.StringVar(&target, "target", "lab", "where to run: lab, or k8s (a cluster through kubeconfig; see docs/k8s.md)")
-	f.StringVar(&o.Profile, "profile", "quick", "quick or standard")
-	f.StringVar(&tests, "tests", "", "comma-separated tests (default: the profile's)")
-	f.StringVar(&placements, "placements", "", "comma-separated placements (default: all)")
-	f.DurationVar(&o.Duration, "duration", 0, "measured time per sample (default: the profile's)")
-	f.DurationVar(&o.Warmup, "warmup", 0, "unmeasured time before each sample (default: the profile's)")
-	f.IntVar(&o.Rounds, "rounds", 0, "rounds of the whole plan (default: the profile's)")
-	f.IntVar(&o.Streams, "streams", 0, "flows of the *_MULTI tests (default 4)")
-	f.StringVar(&mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
-	f.StringVar(&out, "out", "", "results directory (default cnibench-results/<run id>)")
-	f.StringVar(&scenarios, "scenarios", "", "comma-separated lab scenarios run side by side, rounds interleaved: "+strings.Join(labtarget.ScenarioNames(), ", ")+" (each in its own lab named after it)")
-	lf.register(f)
-	sf.register(f)
-	f.IntVar(&hs.responseSize, "http-response-size", 0, "HTTP tests: response body bytes the server agents send (default 512)")
-	f.DurationVar(&hs.work, "http-work", 0, "HTTP tests: artificial CPU work per request on the server agents, e.g. 20us (default none)")
-	kf.register(f)
+	f.StringVar(&mf.target, "target", defaultTarget, "where to run: "+strings.Join(targetNames(), ", ")+" (lab: the local lab; k8s: a cluster through kubeconfig, see docs/k8s.md)")
+	f.StringVar(&mf.o.Profile, "profile", "quick", "quick or standard: the tests, placements, durations and rounds of the run (sweep: durations)")
+	if schedule == scheduleRounds {
+		f.StringVar(&mf.tests, "tests", "", "comma-separated tests (default: the profile's)")
+	}
+	if schedule == scheduleRounds {
+		f.StringVar(&mf.placements, "placements", "", "comma-separated placements (default: all)")
+	} else {
+		f.StringVar(&mf.placements, "placements", "", "the one placement to measure: "+suite.PodToServiceOtherNode+" (default) or "+suite.PodToServiceSameNode)
+	}
+	f.DurationVar(&mf.o.Duration, "duration", 0, "measured time per sample (default: the profile's)")
+	f.DurationVar(&mf.o.Warmup, "warmup", 0, "unmeasured time before each sample (default: the profile's)")
+	f.IntVar(&mf.o.Rounds, "rounds", 0, "rounds of the whole plan (default: the profile's; sweep: 3 at every step)")
+	f.IntVar(&mf.o.Streams, "streams", 0, "flows of the *_MULTI tests (default 4)")
+	f.StringVar(&mf.mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
+	f.StringVar(&mf.out, "out", "", "results directory (default cnibench-results/<run id>)")
+	appliesTo(f, annSchedule, []string{scheduleRounds}, "streams")
+	mf.sf.register(f)
+	for _, name := range targetNames() {
+		before := flagNames(f)
+		kinds[name] = targetRegistry[name].new(g)
+		kinds[name].register(f)
+		withTarget(f, before, name)
+	}
+	// A flag of the other schedule is hidden from --help; run still takes
+	// the sweep's (run --tests service-scale sweeps).
+	f.VisitAll(func(fl *pflag.Flag) {
+		if ss := fl.Annotations[annSchedule]; len(ss) > 0 && !slices.Contains(ss, schedule) {
+			fl.Hidden = true
+		}
+	})
+	cmd.SetUsageTemplate(groupedUsage)
 	return cmd
+}
+
+// execute is the one run path of every target and schedule: check the
+// flags apply, resolve the plan, open the target's scenarios, run the
+// schedule, close the targets and write the reports.
+func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule string) (err error) {
+	flags := cmd.Flags()
+	for _, name := range []string{"rounds", "streams"} {
+		if v, _ := flags.GetInt(name); flags.Changed(name) && v < 1 {
+			return fmt.Errorf("--%s must be at least 1, got %d", name, v)
+		}
+	}
+	if v, _ := flags.GetDuration("duration"); flags.Changed("duration") && v <= 0 {
+		return fmt.Errorf("--duration must be positive, got %s", v)
+	}
+	req := &runRequest{opts: mf.o, runID: newRunID(), out: mf.out, flags: flags, progress: cmd.ErrOrStderr(), stdout: cmd.OutOrStdout()}
+	req.opts.Tests = splitList(mf.tests)
+	req.opts.Placements = splitList(mf.placements)
+	req.opts.Mode = engine.Mode(mf.mode)
+	if mf.sf.asked(req.opts.Tests) {
+		schedule = scheduleSweep // run --tests service-scale
+	}
+	if err := checkApplies(flags, mf.target, schedule); err != nil {
+		return err
+	}
+	if schedule == scheduleSweep {
+		opt, plan, err := mf.sf.plan(req.opts)
+		if err != nil {
+			return err
+		}
+		req.sweep, req.plan, req.steps = &opt, plan, mf.sf.steps
+	} else if req.plan, err = req.opts.Resolve(); err != nil {
+		return err
+	}
+	if req.out == "" {
+		req.out = filepath.Join("cnibench-results", req.runID)
+	}
+	ctx := cmd.Context()
+	scs, err := tk.open(ctx, req)
+	if err != nil || len(scs) == 0 {
+		req.releaseOut(false)
+		return err
+	}
+	runner := &suite.Runner{Scenarios: scs, Plan: req.plan, OutDir: req.out, RunID: req.runID, Progress: req.progress}
+	if req.sweep != nil {
+		runner.Schedule = &suite.ServiceScale{Sweep: *req.sweep}
+	}
+	run, runErr := runner.Run(ctx)
+	closeErr := closeScenarios(scs, req.out, run)
+	if run == nil {
+		req.releaseOut(true) // refused before anything was measured
+	}
+	if err := writeOutputs(cmd, req.out, run); err != nil {
+		return errors.Join(err, closeErr)
+	}
+	if errors.Is(runErr, ctx.Err()) && ctx.Err() != nil {
+		return errors.Join(fmt.Errorf("interrupted: completed samples are in %s%s", filepath.Join(req.out, results.FileName), closedNote(scs)), closeErr)
+	}
+	return errors.Join(runErr, closeErr)
+}
+
+// closeRecorder is a target whose Close changes what the results must say
+// (a cluster's objects removed, a cluster change reverted): closeScenarios
+// lets it record that before the results are final.
+type closeRecorder interface {
+	RecordClose(run *results.Run, scenario string)
+}
+
+// closeScenarios closes every scenario's target, lets it record what
+// Close did and saves the results again if one did.
+func closeScenarios(scs []suite.Scenario, out string, run *results.Run) error {
+	var errs []error
+	recorded := false
+	for _, sc := range scs {
+		errs = append(errs, sc.Target.Close())
+		if rc, ok := sc.Target.(closeRecorder); ok && run != nil && len(run.Scenarios) > 0 {
+			rc.RecordClose(run, sc.Name)
+			recorded = true
+		}
+	}
+	if recorded {
+		errs = append(errs, results.Save(out, run))
+	}
+	return errors.Join(errs...)
+}
+
+// closedNote says, on an interrupted run, what closing removed.
+func closedNote(scs []suite.Scenario) string {
+	for _, sc := range scs {
+		if _, ok := sc.Target.(closeRecorder); ok {
+			return " (the run's cluster objects are removed)"
+		}
+	}
+	return ""
 }
 
 // writeOutputs prints the tables of a finished (or interrupted) run and
@@ -172,68 +224,6 @@ func writeOutputs(cmd *cobra.Command, out string, run *results.Run) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "\nresults: %s\nreport:  %s\n", filepath.Join(out, results.FileName), strings.Join(files, ", "))
 	return nil
-}
-
-// httpServerFlags say how the server agents' HTTP server answers.
-type httpServerFlags struct {
-	responseSize int
-	work         time.Duration
-}
-
-// namedLab is one scenario's lab.
-type namedLab struct {
-	name string
-	cfg  lab.Config
-}
-
-func runSuite(cmd *cobra.Command, labs []namedLab, plan *suite.Plan, runID, out string, hs httpServerFlags) (err error) {
-	ctx := cmd.Context()
-	w := cmd.ErrOrStderr()
-	_, statErr := os.Stat(out)
-	if err := results.CheckWritable(out); err != nil {
-		return err
-	}
-	createdOut := os.IsNotExist(statErr)
-	n := len(labs)
-	fmt.Fprintf(w, "cnibench run %s: profile %s, %d scenario(s), %d samples, about %s of measurement\n",
-		runID, plan.Profile, n, plan.Samples()*n, (plan.Estimate() * time.Duration(n)).Round(time.Second))
-
-	var scs []suite.Scenario
-	defer func() {
-		for _, sc := range scs {
-			if cerr := sc.Target.(*labtarget.Target).Close(); cerr != nil && err == nil {
-				err = cerr
-			}
-		}
-	}()
-	for _, l := range labs {
-		tgt, err := labtarget.Open(ctx, labtarget.Config{
-			Lab:        l.cfg,
-			Placements: plan.Placements,
-			RunID:      runID,
-			Progress:   w,
-
-			HTTPResponseSize: hs.responseSize,
-			HTTPWork:         hs.work,
-		})
-		if err != nil {
-			if createdOut {
-				_ = os.Remove(out) // only if still empty: nothing half-made
-			}
-			return err
-		}
-		scs = append(scs, suite.Scenario{Name: l.name, Target: tgt})
-	}
-
-	runner := &suite.Runner{Scenarios: scs, Plan: plan, OutDir: out, RunID: runID, Progress: w}
-	run, runErr := runner.Run(ctx)
-	if err := writeOutputs(cmd, out, run); err != nil {
-		return err
-	}
-	if errors.Is(runErr, ctx.Err()) && ctx.Err() != nil {
-		return fmt.Errorf("interrupted: completed samples are in %s", filepath.Join(out, results.FileName))
-	}
-	return runErr
 }
 
 func splitList(s string) []string {

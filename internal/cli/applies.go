@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Applicability of a flag is written on the flag itself (pflag
+// annotations), so one check (checkApplies) and one help layout
+// (groupedUsage) serve every target and schedule: a flag a target or
+// schedule does not use is an error naming why, never silently ignored.
+const (
+	annTarget   = "cnibench/target"   // targets the flag applies to; none: all
+	annSchedule = "cnibench/schedule" // schedules it applies to; none: all
+)
+
+// Schedules, as the annotations and errors name them.
+const (
+	scheduleRounds = "rounds" // interleaved rounds of the plan (run)
+	scheduleSweep  = "sweep"  // the Service-scale sweep (sweep, run --tests service-scale)
+)
+
+// appliesTo annotates flags (already registered) with the targets or
+// schedules they apply to.
+func appliesTo(fs *pflag.FlagSet, key string, values []string, names ...string) {
+	for _, n := range names {
+		if err := fs.SetAnnotation(n, key, values); err != nil {
+			panic(err) // a flag name typed wrong here is a programming error
+		}
+	}
+}
+
+// checkApplies returns a one-line error for the first flag set on the
+// command line that does not apply to the chosen target or schedule.
+func checkApplies(fs *pflag.FlagSet, target, schedule string) error {
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if err != nil {
+			return
+		}
+		if ts := f.Annotations[annTarget]; len(ts) > 0 && !slices.Contains(ts, target) {
+			if len(ts) == 1 && ts[0] == defaultTarget {
+				err = fmt.Errorf("--%s is a %s setting: it does not apply to --target %s", f.Name, defaultTarget, target)
+			} else {
+				err = fmt.Errorf("--%s applies to --target %s only", f.Name, strings.Join(ts, " or "))
+			}
+			return
+		}
+		if ss := f.Annotations[annSchedule]; len(ss) > 0 && !slices.Contains(ss, schedule) {
+			switch schedule {
+			case scheduleRounds:
+				err = fmt.Errorf("--%s applies to the Service-scale sweep only (cnibench sweep, or run --tests service-scale)", f.Name)
+			default:
+				err = fmt.Errorf("--%s does not apply to the Service-scale sweep", f.Name)
+			}
+		}
+	})
+	return err
+}
+
+// flagGroups are the sections of a run or sweep command's help: flags for
+// every target first, then each target's own.
+func flagGroups(cmd *cobra.Command) string {
+	var b strings.Builder
+	local := cmd.LocalFlags()
+	groups := []struct {
+		title  string
+		target string
+	}{{"Flags:", ""}}
+	for _, name := range targetNames() {
+		groups = append(groups, struct{ title, target string }{targetTitle(name) + " (--target " + name + "):", name})
+	}
+	for _, g := range groups {
+		fs := pflag.NewFlagSet(g.title, pflag.ContinueOnError)
+		local.VisitAll(func(f *pflag.Flag) {
+			ts := f.Annotations[annTarget]
+			if f.Hidden || (g.target == "" && len(ts) > 0) || (g.target != "" && !slices.Contains(ts, g.target)) {
+				return
+			}
+			fs.AddFlag(f)
+		})
+		if fs.HasFlags() {
+			fmt.Fprintf(&b, "\n%s\n%s", g.title, fs.FlagUsages())
+		}
+	}
+	return b.String()
+}
+
+// groupedUsage is cobra's usage template with the local flags in
+// flagGroups' sections.
+const groupedUsage = `Usage:{{if .Runnable}}
+  {{.UseLine}}{{end}}
+{{flagGroups .}}{{if .HasAvailableInheritedFlags}}
+Global Flags:
+{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}
+{{end}}`
+
+func init() { cobra.AddTemplateFunc("flagGroups", flagGroups) }

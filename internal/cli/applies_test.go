@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// A flag that does not apply to the target or schedule is an error that
+// names why, before anything is opened (no root, no cluster needed).
+func TestFlagApplies(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--target", "k8s", "--dry-run", "--http-work", "1ms"}, "--http-work is a lab setting: it does not apply to --target k8s"},
+		{[]string{"run", "--target", "k8s", "--dry-run", "--http-response-size", "10"}, "--http-response-size is a lab setting"},
+		{[]string{"sweep", "--target", "k8s", "--dry-run", "--http-work", "1ms"}, "--http-work is a lab setting"},
+		{[]string{"run", "--dry-run"}, "--dry-run applies to --target k8s only"},
+		{[]string{"sweep", "--kubeconfig", "x"}, "--kubeconfig applies to --target k8s only"},
+		{[]string{"sweep", "--streams", "2"}, "--streams does not apply to the Service-scale sweep"},
+		{[]string{"run", "--tests", "service-scale", "--streams", "2"}, "--streams does not apply to the Service-scale sweep"},
+		{[]string{"sweep", "--service-datapath", "iptables"}, "--service-datapath does not apply to the Service-scale sweep"},
+		{[]string{"run", "--scale-steps", "0,10"}, "--scale-steps applies to the Service-scale sweep only"},
+		{[]string{"run", "--target", "k8s", "--dry-run", "--sync-verify", "api"}, "--sync-verify applies to the Service-scale sweep only"},
+		{[]string{"run", "--auto-size"}, "--auto-size applies to the Service-scale sweep only"},
+		{[]string{"sweep", "--tests", "TCP_RR"}, "unknown flag: --tests"},
+		{[]string{"sweep", "--target", "vm"}, `--target "vm": want lab or k8s`},
+		{[]string{"sweep", "--target", "k8s", "--dry-run", "--placements", "pod-to-pod/same-node"}, "measures pod-to-service/other-node or pod-to-service/same-node, not pod-to-pod/same-node"},
+	} {
+		_, _, err := cnibench(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+// sweep and run --tests service-scale are one path: the same manifests.
+func TestSweepIsRunServiceScale(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	common := []string{"--target", "k8s", "--dry-run", "--client-node", "a", "--server-node", "b", "--scale-steps", "0,10"}
+	a, _, err := cnibench(t, append([]string{"sweep"}, common...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := cnibench(t, append([]string{"run", "--tests", "service-scale"}, common...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b || !strings.Contains(a, "kind: EndpointSlice") {
+		t.Errorf("sweep and run --tests service-scale differ:\n%s\n---\n%s", a, b)
+	}
+}
+
+// --help shows each flag once, in its target's section, and only the
+// flags of the command's schedule; every target flag names a registered
+// target.
+func TestHelpGroupsFlags(t *testing.T) {
+	for _, c := range []struct {
+		cmd           string
+		shown, unseen []string
+	}{
+		{"run", []string{"--tests", "--streams", "--service-datapath", "--kubeconfig"}, []string{"--scale-steps", "--auto-size", "--sync-verify"}},
+		{"sweep", []string{"--scale-steps", "--auto-size", "--sync-verify", "--kubeconfig"}, []string{"--tests", "--streams", "--service-datapath"}},
+	} {
+		out, _, err := cnibench(t, c.cmd, "--help")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range c.shown {
+			if strings.Count(out, "  "+f+" ") != 1 {
+				t.Errorf("%s --help: %s shown %d times, want once", c.cmd, f, strings.Count(out, "  "+f+" "))
+			}
+		}
+		for _, f := range c.unseen {
+			if strings.Contains(out, "  "+f+" ") {
+				t.Errorf("%s --help shows %s, which does not apply to it", c.cmd, f)
+			}
+		}
+		lab, k8s := strings.Index(out, "Lab flags (--target lab):"), strings.Index(out, "Kubernetes flags (--target k8s):")
+		if lab < 0 || k8s < lab || !strings.Contains(out[lab:k8s], "--nodes") || !strings.Contains(out[k8s:], "--namespace") {
+			t.Errorf("%s --help: target sections missing or misplaced:\n%s", c.cmd, out)
+		}
+	}
+	root := newRoot()
+	for _, name := range []string{"run", "sweep"} {
+		cmd, _, err := root.Find([]string{name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			for _, tg := range f.Annotations[annTarget] {
+				if _, ok := targetRegistry[tg]; !ok {
+					t.Errorf("%s --%s: target %q not registered", name, f.Name, tg)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cnibench/cnibench/suite"
+	"github.com/cnibench/cnibench/targets/k8starget"
+)
+
+func init() {
+	registerTarget("k8s", "Kubernetes flags", func(*globals) targetKind { return &k8sKind{} })
+}
+
+// k8sKind is a Kubernetes cluster as a --target: agents as pods on two
+// nodes, reached through kubeconfig; one scenario, named after the
+// kubeconfig context.
+type k8sKind struct {
+	kf k8sFlags
+	// the sweep's
+	syncTimeout         time.Duration
+	syncVerify          string
+	allowClusterChanges bool
+	apiQPS              float64
+	apiBurst            int
+}
+
+func (k *k8sKind) register(fs *pflag.FlagSet) {
+	k.kf.register(fs)
+	fs.DurationVar(&k.syncTimeout, "sync-timeout", k8starget.DefaultSyncTimeout, "sweep: how long every node may take to hold a step's Services")
+	fs.StringVar(&k.syncVerify, "sync-verify", k8starget.SyncNode, "sweep: node (a privileged probe pod per node reads kube-proxy's or Cilium's state) or api (the API server only)")
+	fs.Float64Var(&k.apiQPS, "api-qps", k8starget.DefaultScaleQPS, "sweep: API writes per second creating and deleting the dummy Services and EndpointSlices")
+	fs.IntVar(&k.apiBurst, "api-burst", 0, "sweep: burst of those writes (default: --api-qps)")
+	fs.BoolVar(&k.allowClusterChanges, "allow-cluster-changes", false, "sweep: raise Cilium's bpf-lb-map-max (and restart Cilium) when the largest step needs it; reverted at the end")
+	appliesTo(fs, annSchedule, []string{scheduleSweep}, "sync-timeout", "sync-verify", "api-qps", "api-burst", "allow-cluster-changes")
+}
+
+// open checks the flags, prints the manifests and stops (--dry-run), or
+// connects, checks the results directory and opens the target.
+func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, error) {
+	f, plan := &k.kf, req.plan
+	if err := k8starget.ValidateUsageMode(f.datapathUsage); err != nil {
+		return nil, err
+	}
+	if req.sweep == nil && len(req.opts.Placements) == 0 {
+		// Every cluster has a Service datapath: pod-to-service joins
+		// the default placements.
+		for _, p := range suite.ServicePlacements {
+			if !contains(plan.Placements, p) {
+				plan.Placements = append(plan.Placements, p)
+			}
+		}
+	}
+	w := progressOut(req.progress)
+	req.progress = w
+	cfg := f.config(plan.Placements, req.runID, w)
+	if req.sweep != nil {
+		if k.apiQPS <= 0 { // 0 would mean the default to ScaleConfig
+			return nil, fmt.Errorf("--api-qps must be in 1..%d, got %g", k8starget.MaxScaleQPS, k.apiQPS)
+		}
+		cfg.Scale = &k8starget.ScaleConfig{SyncVerify: k.syncVerify, SyncTimeout: k.syncTimeout,
+			AllowClusterChanges: k.allowClusterChanges, Services: req.sweep.Steps[len(req.sweep.Steps)-1], Endpoints: req.sweep.Endpoints,
+			QPS: k.apiQPS, Burst: k.apiBurst}
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if f.dryRun {
+		return nil, dryRunK8s(req.stdout, w, cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := req.claimOut(); err != nil {
+		return nil, err
+	}
+	cl, access, err := f.connect(cfg, w)
+	if err != nil {
+		return nil, err
+	}
+	k.header(req, cl.Context, cfg)
+	tgt, err := k8starget.Open(ctx, cfg, cl.Clientset, access, cl.Context)
+	if err != nil {
+		return nil, openFailed(ctx, err)
+	}
+	if req.sweep == nil {
+		fmt.Fprintln(w, tgt.SampleCount(plan))
+	}
+	if err := tgt.SetDatapathUsage(f.datapathUsage); err != nil {
+		return nil, errors.Join(err, tgt.Close())
+	}
+	name := cl.Context
+	if name == "" {
+		name = "k8s"
+	}
+	return []suite.Scenario{{Name: name, Target: tgt}}, nil
+}
+
+// header prints the run's first line: the cluster, and for a sweep how it
+// writes and verifies the steps.
+func (k *k8sKind) header(req *runRequest, context string, cfg k8starget.Config) {
+	plan := req.plan
+	if req.sweep == nil {
+		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: profile %s\n", req.runID, context, plan.Profile)
+		return
+	}
+	sync := "on every node (node probes)"
+	if cfg.Scale.SyncVerify == k8starget.SyncAPI {
+		sync = "in the API server only"
+	}
+	fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: service-scale sweep over %s Services (%d endpoints each, test Service %s), written at %g/s (burst %d, %d writers), synced %s within %s, %d rounds: about %s of measurement plus programming\n",
+		req.runID, context, req.steps, req.sweep.Endpoints, req.positionText(), cfg.Scale.QPS, cfg.Scale.Burst, cfg.Scale.Workers, sync, cfg.Scale.SyncTimeout, plan.Rounds,
+		(time.Duration(plan.Samples()) * time.Duration(plan.Duration+plan.Warmup) * time.Duration(len(req.sweep.Steps))).Round(time.Second))
+}
+
+// k8sFlags are the k8s target's settings of run and sweep.
+type k8sFlags struct {
+	kubeconfig, context, namespace, image string
+	clientNode, serverNode, access        string
+	datapathUsage                         string
+	nodeSelector                          map[string]string
+	timeout                               time.Duration
+	dryRun, force, podSysctls             bool
+}
+
+func (f *k8sFlags) register(fs *pflag.FlagSet) {
+	f.registerConn(fs)
+	fs.StringVar(&f.image, "image", "", "agent image (default "+k8starget.DefaultImage()+"; build it with make image)")
+	fs.StringVar(&f.clientNode, "client-node", "", "node of the client agents (node0; default: picked)")
+	fs.StringVar(&f.serverNode, "server-node", "", "node of the other-node servers (node1; default: picked)")
+	fs.StringToStringVar(&f.nodeSelector, "node-selector", nil, "only nodes with these labels, e.g. pool=bench")
+	fs.StringVar(&f.access, "access", k8starget.AccessPortForward, "how the CLI reaches the agents' control API: port-forward (through the API server) or direct (pod IPs; the CLI runs in the cluster or on a node)")
+	fs.StringVar(&f.datapathUsage, "datapath-usage", k8starget.UsageMetrics, "datapath CPU and memory per sample: metrics (metrics API, approximate), kubelet (kubelet summary, exact; needs nodes/proxy: k8s rbac --node-proxy) or off")
+	fs.BoolVar(&f.podSysctls, "pod-sysctls", true, "agent pods set the lab's net.ipv4.ip_local_port_range=1024 65535 and net.ipv4.tcp_tw_reuse=1 (dropped, with a note, where the kubelet refuses it); false: kernel defaults")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print every manifest the run would apply and exit (contacts no cluster)")
+	fs.BoolVar(&f.force, "force", false, "remove an earlier run's leftovers in the namespace before starting")
+}
+
+// registerConn registers what every k8s command needs to reach a cluster.
+func (f *k8sFlags) registerConn(fs *pflag.FlagSet) {
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&f.context, "context", "", "kubeconfig context (default the current one)")
+	fs.StringVar(&f.namespace, "namespace", k8starget.DefaultNamespace, "namespace of the agents (created if missing, removed afterwards if created)")
+	fs.DurationVar(&f.timeout, "agent-timeout", k8starget.DefaultTimeout, "how long agents may take to become ready (and the test Services to forward), and cleanup to finish")
+}
+
+func (f *k8sFlags) config(placements []string, runID string, progress io.Writer) k8starget.Config {
+	return k8starget.Config{
+		Kubeconfig: f.kubeconfig, Context: f.context, Namespace: f.namespace, Image: f.image,
+		ClientNode: f.clientNode, ServerNode: f.serverNode, NodeSelector: f.nodeSelector,
+		Placements: placements, RunID: runID, Access: f.access, Timeout: f.timeout, Force: f.force,
+		NoPodSysctls: !f.podSysctls, Progress: progress,
+	}
+}
+
+// openFailed words an Open error: Ctrl-C while the agents start is an
+// interruption (Open has removed what it created), not the error of the
+// step it cut short (e.g. "port-forward to pod ...: context canceled").
+func openFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return errors.New("interrupted before the first sample: nothing measured (the run's cluster objects are removed)")
+	}
+	return err
+}
+
+// dryRunK8s prints every manifest of a run without contacting a cluster:
+// objects an API server accepts as they are (nodes not given are valid
+// placeholder names, said in a comment), and for a Service-scale sweep
+// the first few dummy Services with their EndpointSlices.
+func dryRunK8s(stdout, stderr io.Writer, cfg k8starget.Config) error {
+	l, err := k8starget.OfflineLayout(cfg, "generated-per-run")
+	if err != nil {
+		return err
+	}
+	m, err := k8starget.Build(l)
+	if err != nil {
+		return err
+	}
+	objs := m.Objects()
+	dummies, about := k8starget.ScaleManifests(cfg, dryRunDummies)
+	objs = append(objs, dummies...)
+	var comments []string
+	if cfg.ClientNode == "" || cfg.ServerNode == "" {
+		comments = append(comments, fmt.Sprintf("nodes %s and %s are placeholders: replace them with your nodes' names (or pass --client-node and --server-node)", l.Nodes[0], l.Nodes[1]))
+	}
+	if about != "" {
+		comments = append(comments, about)
+	}
+	fmt.Fprintf(stderr, "# dry run: %d manifests (the namespace is only created if missing; the token is generated per run; nodes %s and %s)\n",
+		len(objs), l.Nodes[0], l.Nodes[1])
+	for _, c := range comments {
+		fmt.Fprintf(stdout, "# %s\n", c)
+		fmt.Fprintf(stderr, "# %s\n", c)
+	}
+	return k8starget.WriteYAML(stdout, objs)
+}
+
+// connect reaches the cluster and picks how the CLI reaches the agents.
+func (f *k8sFlags) connect(cfg k8starget.Config, w io.Writer) (*k8starget.Cluster, k8starget.Access, error) {
+	qps, burst := float32(k8starget.DefaultClientQPS), k8starget.DefaultClientBurst
+	if cfg.Scale != nil {
+		qps, burst = cfg.Scale.ClientRate()
+	}
+	cl, err := k8starget.ConnectWith(f.kubeconfig, f.context, qps, burst)
+	if err != nil {
+		return nil, nil, err
+	}
+	var access k8starget.Access = k8starget.Direct{}
+	if cfg.Access == k8starget.AccessPortForward {
+		access = &k8starget.PortForward{Config: cl.Config, Clientset: cl.Clientset, Log: w}
+	}
+	return cl, access, nil
+}

@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cnibench/cnibench/datapath/ebpf"
+	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/suite"
+	"github.com/cnibench/cnibench/targets/labtarget"
+)
+
+func init() {
+	registerTarget("lab", "Lab flags", func(g *globals) targetKind { return &labKind{g: g} })
+}
+
+// labKind is the local lab as a --target: one lab per scenario, brought
+// up for the run unless it is running.
+type labKind struct {
+	g         *globals
+	lf        labFlags
+	scenarios string
+	hs        httpServerFlags
+	autoSize  bool
+	bpfMapMax int
+}
+
+// httpServerFlags say how the server agents' HTTP server answers.
+type httpServerFlags struct {
+	responseSize int
+	work         time.Duration
+}
+
+// namedLab is one scenario's lab.
+type namedLab struct {
+	name string
+	cfg  lab.Config
+}
+
+func (k *labKind) register(fs *pflag.FlagSet) {
+	fs.StringVar(&k.scenarios, "scenarios", "", "comma-separated lab scenarios run side by side, rounds interleaved: "+strings.Join(labtarget.ScenarioNames(), ", ")+" (each in its own lab named after it; sweep default "+defaultScaleScenarios+")")
+	k.lf.register(fs)
+	fs.IntVar(&k.hs.responseSize, "http-response-size", 0, "HTTP tests: response body bytes the server agents send (default 512)")
+	fs.DurationVar(&k.hs.work, "http-work", 0, "HTTP tests: artificial CPU work per request on the server agents, e.g. 20us (default none)")
+	fs.BoolVar(&k.autoSize, "auto-size", false, "grow the eBPF maps to the largest step instead of refusing it")
+	fs.IntVar(&k.bpfMapMax, "bpf-map-max", 0, "entries of the eBPF service and backend maps (default 65536)")
+	appliesTo(fs, annSchedule, []string{scheduleSweep}, "auto-size", "bpf-map-max")
+	// A sweep's Service datapaths are its --scenarios.
+	appliesTo(fs, annSchedule, []string{scheduleRounds}, "service-datapath")
+}
+
+// open checks the flags, brings up (or reuses) one lab per scenario and
+// opens its target; on an error the labs opened so far are closed.
+func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenario, err error) {
+	labs, err := k.labs(req)
+	if err != nil {
+		return nil, err
+	}
+	if req.sweep == nil && len(req.opts.Placements) == 0 && anyServiceDatapath(labs) {
+		// pod-to-service joins the default placements when a lab has a
+		// Service datapath (asked for, or in a running lab's state).
+		req.plan.Placements = append(req.plan.Placements, suite.ServicePlacements...)
+	}
+	if k.hs.responseSize < 0 || k.hs.responseSize > 64<<20 {
+		return nil, fmt.Errorf("--http-response-size must be in 0..%d bytes, got %d", 64<<20, k.hs.responseSize)
+	}
+	if k.hs.work < 0 {
+		return nil, fmt.Errorf("--http-work must not be negative, got %s", k.hs.work)
+	}
+	if k.bpfMapMax < 0 {
+		return nil, fmt.Errorf("--bpf-map-max must be positive, got %d", k.bpfMapMax)
+	}
+	if err := lab.RequirePrivileges(); err != nil {
+		return nil, err
+	}
+	if err := req.claimOut(); err != nil {
+		return nil, err
+	}
+	k.header(req, labs)
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, closeScenarios(scs, req.out, nil))
+			scs = nil
+		}
+	}()
+	for _, l := range labs {
+		cfg := labtarget.Config{Lab: l.cfg, Placements: req.plan.Placements, RunID: req.runID, Progress: req.progress,
+			HTTPResponseSize: k.hs.responseSize, HTTPWork: k.hs.work}
+		if req.sweep != nil {
+			cfg.Placements = []string{scalePlacement(req.plan.Placements, l)}
+			cfg.EBPF = ebpf.Options{AutoSize: k.autoSize, LBMapMax: k.bpfMapMax}
+		}
+		tgt, err := labtarget.Open(ctx, cfg)
+		if err != nil {
+			return scs, err
+		}
+		scs = append(scs, suite.Scenario{Name: l.name, Target: tgt})
+	}
+	return scs, nil
+}
+
+// labs is one lab per scenario: without --scenarios, the --lab lab as it
+// is (or as the flags create it); a sweep's default scenarios are
+// defaultScaleScenarios, each of which must have a Service datapath.
+func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
+	labCfg, err := k.lf.config(req.flags, k.g)
+	if err != nil {
+		return nil, err
+	}
+	names := splitList(k.scenarios)
+	if req.sweep == nil && len(names) == 0 {
+		return []namedLab{{name: labCfg.Name, cfg: labCfg}}, nil
+	}
+	if len(names) == 0 {
+		names = splitList(defaultScaleScenarios)
+	}
+	var labs []namedLab
+	seen := map[string]bool{}
+	for _, n := range names {
+		cfg, err := labtarget.ScenarioConfig(n, labCfg)
+		if err != nil {
+			return nil, err
+		}
+		if req.sweep != nil {
+			// With an explicit --lab, the scenario labs are named after it
+			// too, so two sweeps (or a sweep and another run) never share a lab.
+			if req.flags.Changed("lab") {
+				cfg.Name = k.g.labName + cfg.Name
+				if err := cfg.Validate(); err != nil {
+					return nil, fmt.Errorf("--lab %s + scenario %s: %w (use a shorter --lab)", k.g.labName, n, err)
+				}
+			}
+			if cfg.ServiceDatapath == "" {
+				return nil, fmt.Errorf("--scenarios: %s has no Service datapath to sweep (use iptables, iptables-legacy, nftables, nftables-flat, ebpf or ebpf-tc)", n)
+			}
+		}
+		if !seen[cfg.Name] {
+			seen[cfg.Name] = true
+			labs = append(labs, namedLab{name: cfg.Name, cfg: cfg})
+		}
+	}
+	return labs, nil
+}
+
+// header prints the run's first line: what it measures and for how long.
+func (k *labKind) header(req *runRequest, labs []namedLab) {
+	n, plan := len(labs), req.plan
+	if req.sweep == nil {
+		fmt.Fprintf(req.progress, "cnibench run %s: profile %s, %d scenario(s), %d samples, about %s of measurement\n",
+			req.runID, plan.Profile, n, plan.Samples()*n, (plan.Estimate() * time.Duration(n)).Round(time.Second))
+		return
+	}
+	perStep := time.Duration(plan.Samples()) * time.Duration(plan.Duration+plan.Warmup) * time.Duration(n)
+	fmt.Fprintf(req.progress, "cnibench run %s: service-scale sweep of %s over %s Services (%d endpoints each, test Service %s), %d rounds: about %s of measurement plus programming\n",
+		req.runID, strings.Join(labNames(labs), ", "), req.steps, req.sweep.Endpoints, req.positionText(), plan.Rounds,
+		(perStep * time.Duration(len(req.sweep.Steps))).Round(time.Second))
+}
+
+// anyServiceDatapath tells whether a lab has a Service datapath, asked for
+// or in a running lab's state.
+func anyServiceDatapath(labs []namedLab) bool {
+	for _, l := range labs {
+		dp := l.cfg.ServiceDatapath
+		if running, err := lab.Load(l.cfg.StateDir, l.name); err == nil {
+			dp = running.Config.ServiceDatapath
+		}
+		if dp != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// scalePlacement picks a lab's sweep placement among the candidates: the
+// first, unless it is other-node and the lab (running, or as the flags
+// create it) has one node.
+func scalePlacement(candidates []string, l namedLab) string {
+	nodes := l.cfg.Nodes
+	if running, err := lab.Load(l.cfg.StateDir, l.name); err == nil {
+		nodes = len(running.Nodes)
+	}
+	if candidates[0] == suite.PodToServiceOtherNode && nodes < 2 && len(candidates) > 1 {
+		return candidates[1]
+	}
+	return candidates[0]
+}
+
+func labNames(labs []namedLab) []string {
+	var n []string
+	for _, l := range labs {
+		n = append(n, l.name)
+	}
+	return n
+}

@@ -40,15 +40,13 @@ func (l *Lab) buildVXLAN(h *netlink.Handle, i int, eth0 netlink.Link) error {
 		return fmt.Errorf("%s up: %w", VXLANDev, err)
 	}
 	idx := dev.Attrs().Index
-	for k, peer := range l.Nodes {
-		if k == i {
-			continue
-		}
+	for _, r := range l.peerRoutes(i) {
+		peer := r.Peer
 		pmac, err := net.ParseMAC(peer.VTEPMAC)
 		if err != nil {
 			return fmt.Errorf("%s: peer %s: %w", VXLANDev, peer.Name, err)
 		}
-		pvtep := net.ParseIP(peer.VTEP).To4()
+		pvtep := net.ParseIP(r.Via).To4()
 		fdb := &netlink.Neigh{
 			LinkIndex:    idx,
 			Family:       unix.AF_BRIDGE,
@@ -70,10 +68,10 @@ func (l *Lab) buildVXLAN(h *netlink.Handle, i int, eth0 netlink.Link) error {
 		if err := h.NeighSet(arp); err != nil {
 			return fmt.Errorf("%s: neighbour %s lladdr %s: %w", VXLANDev, peer.VTEP, peer.VTEPMAC, err)
 		}
-		_, dst, _ := net.ParseCIDR(peer.PodCIDR)
+		_, dst, _ := net.ParseCIDR(r.Dst)
 		rt := &netlink.Route{LinkIndex: idx, Dst: dst, Gw: pvtep, Src: self, Flags: int(netlink.FLAG_ONLINK)}
 		if err := h.RouteAdd(rt); err != nil {
-			return fmt.Errorf("route %s via %s dev %s onlink: %w", peer.PodCIDR, peer.VTEP, VXLANDev, err)
+			return fmt.Errorf("route %s via %s dev %s onlink: %w", r.Dst, r.Via, VXLANDev, err)
 		}
 	}
 	return nil

@@ -43,15 +43,8 @@ func List(stateDir string) ([]string, error) {
 		}
 	}
 	fromPrefixed := func(s string) {
-		rest, ok := strings.CutPrefix(s, "cnb-")
-		if !ok {
-			return
-		}
-		if i := strings.IndexByte(rest, '-'); i >= 0 {
-			rest = rest[:i]
-		}
-		if ValidName(rest) == nil {
-			set[rest] = true
+		if n := labNameOf(s); n != "" {
+			set[n] = true
 		}
 	}
 	nss, err := netnsx.ListNamed("cnb-")
@@ -77,4 +70,20 @@ func List(stateDir string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// labNameOf returns the lab name in an object name "cnb-<name>" or
+// "cnb-<name>-...", or "" if s is not one.
+func labNameOf(s string) string {
+	rest, ok := strings.CutPrefix(s, "cnb-")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexByte(rest, '-'); i >= 0 {
+		rest = rest[:i]
+	}
+	if ValidName(rest) != nil {
+		return ""
+	}
+	return rest
 }

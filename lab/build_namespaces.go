@@ -14,7 +14,7 @@ import (
 // thread inside it: sysctls, then a netlink socket bound to it and lo up.
 // The returned nsCtx stays in b.open until b.done.
 func (b *builder) openNamespace(ns string, kind string) (*nsCtx, error) {
-	c := &nsCtx{name: ns}
+	c := &nsCtx{name: ns, fd: netns.None()} // not 0: close would close stdin
 	b.open[ns] = c
 	fd, err := netns.GetFromPath(netnsx.Path(ns))
 	if err != nil {

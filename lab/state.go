@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 )
 
+// save writes state.json atomically (temporary file, sync, rename), so
+// Load never sees half a file.
 func (l *Lab) save() error {
 	dir := filepath.Join(l.Config.StateDir, l.Config.Name)
 	b, err := json.MarshalIndent(l, "", "  ")

@@ -79,8 +79,14 @@ func TestVXLANConnectivity(t *testing.T) {
 			t.Errorf("%s -> %s: %v", c.from, c.to, err)
 		}
 	}
+	checkVXLANNode0(t, l)
+	checkVXLANState(t, l)
+}
 
-	// Devices, addresses, FDB, neighbours and routes of node0.
+// checkVXLANNode0 checks the devices, addresses, FDB, neighbours and routes
+// of node0 of a 3-node vxlan lab.
+func checkVXLANNode0(t *testing.T, l *Lab) {
+	t.Helper()
 	ns := l.Prefix + "node0"
 	h := nsHandle(t, ns)
 	link, err := h.LinkByName(VXLANDev)
@@ -138,8 +144,12 @@ func TestVXLANConnectivity(t *testing.T) {
 	if out, _ := cmdOut("ip", "-n", ns, "-4", "route", "get", "198.18.0.11"); !strings.Contains(out, "dev eth0") {
 		t.Errorf("route to node1: %s, want dev eth0", out)
 	}
+}
 
-	// State and Status record the routing and the MTU.
+// checkVXLANState checks that the state file, Load and Status of a 3-node
+// vxlan lab record the routing and the MTU.
+func checkVXLANState(t *testing.T, l *Lab) {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(l.Config.StateDir, l.Config.Name, stateFile))
 	if err != nil {
 		t.Fatal(err)
@@ -297,88 +307,104 @@ func pingPong(t *testing.T, from Endpoint, addr string, rounds int) {
 // lab sends the same traffic bare.
 func TestVXLANEncapsulation(t *testing.T) {
 	const rounds = 10
-	t.Run("vxlan", func(t *testing.T) {
-		l := newLab(t, Config{Nodes: 3, PodsPerNode: 1, Routing: RoutingVXLAN})
-		listen(t, mustEP(t, l, "node1-pod0"), 8080)
-		from := mustEP(t, l, "node0-pod0")
-		before := map[string]*netlink.LinkStatistics{}
-		for _, n := range []string{"node0", "node1", "node2"} {
-			before[n] = vxlanStats(t, l, n)
-		}
-		stop := capture(t, l.Underlay, "cnbn1") // node1's bridge port
-		stop2 := capture(t, l.Underlay, "cnbn2")
-		pingPong(t, from, "198.19.1.10:8080", rounds)
-		frames, frames2 := stop(), stop2()
+	t.Run("vxlan", func(t *testing.T) { testEncapVXLAN(t, rounds) })
+	t.Run("native", func(t *testing.T) { testEncapNative(t, rounds) })
+}
 
-		d := func(n string) (tx, rx uint64) {
-			a := vxlanStats(t, l, n)
-			return a.TxPackets - before[n].TxPackets, a.RxPackets - before[n].RxPackets
-		}
-		tx0, rx0 := d("node0")
-		tx1, rx1 := d("node1")
-		tx2, rx2 := d("node2")
-		t.Logf("vxlan packets: node0 tx %d rx %d, node1 tx %d rx %d, node2 tx %d rx %d", tx0, rx0, tx1, rx1, tx2, rx2)
-		// Each round: handshake, data, FIN exchange: several packets each way.
-		if tx0 < 3*rounds || rx1 < 3*rounds || tx1 < 3*rounds || rx0 < 3*rounds {
-			t.Errorf("too few packets through %s: node0 tx %d rx %d, node1 tx %d rx %d", VXLANDev, tx0, rx0, tx1, rx1)
-		}
-		if tx2 != 0 || rx2 != 0 {
-			t.Errorf("node2's %s saw traffic between node0 and node1: tx %d rx %d (flooding?)", VXLANDev, tx2, rx2)
-		}
+// testEncapVXLAN sends rounds of pod traffic node0 -> node1 in a 3-node
+// vxlan lab and checks the VXLAN counters of all three nodes and the
+// frames on node1's and node2's underlay ports.
+func testEncapVXLAN(t *testing.T, rounds int) {
+	l := newLab(t, Config{Nodes: 3, PodsPerNode: 1, Routing: RoutingVXLAN})
+	listen(t, mustEP(t, l, "node1-pod0"), 8080)
+	from := mustEP(t, l, "node0-pod0")
+	before := map[string]*netlink.LinkStatistics{}
+	for _, n := range []string{"node0", "node1", "node2"} {
+		before[n] = vxlanStats(t, l, n)
+	}
+	stop := capture(t, l.Underlay, "cnbn1") // node1's bridge port
+	stop2 := capture(t, l.Underlay, "cnbn2")
+	pingPong(t, from, "198.19.1.10:8080", rounds)
+	frames, frames2 := stop(), stop2()
 
-		var encap, bare int
-		for _, f := range frames {
-			switch {
-			case f.proto == unix.IPPROTO_UDP && f.dport == VXLANPort:
-				if f.vni != VXLANVNI || f.innerProto != unix.IPPROTO_TCP ||
-					!(f.src == "198.18.0.10" && f.dst == "198.18.0.11" && f.innerSrc == "198.19.0.10" && f.innerD == "198.19.1.10" ||
-						f.src == "198.18.0.11" && f.dst == "198.18.0.10" && f.innerSrc == "198.19.1.10" && f.innerD == "198.19.0.10") {
-					t.Errorf("unexpected VXLAN frame on the underlay: %+v", f)
-				}
-				encap++
-			case strings.HasPrefix(f.src, "198.19.") || strings.HasPrefix(f.dst, "198.19."):
-				bare++
+	d := func(n string) (tx, rx uint64) {
+		a := vxlanStats(t, l, n)
+		return a.TxPackets - before[n].TxPackets, a.RxPackets - before[n].RxPackets
+	}
+	tx0, rx0 := d("node0")
+	tx1, rx1 := d("node1")
+	tx2, rx2 := d("node2")
+	t.Logf("vxlan packets: node0 tx %d rx %d, node1 tx %d rx %d, node2 tx %d rx %d", tx0, rx0, tx1, rx1, tx2, rx2)
+	// Each round: handshake, data, FIN exchange: several packets each way.
+	if min3 := uint64(3 * rounds); tx0 < min3 || rx1 < min3 || tx1 < min3 || rx0 < min3 {
+		t.Errorf("too few packets through %s: node0 tx %d rx %d, node1 tx %d rx %d", VXLANDev, tx0, rx0, tx1, rx1)
+	}
+	if tx2 != 0 || rx2 != 0 {
+		t.Errorf("node2's %s saw traffic between node0 and node1: tx %d rx %d (flooding?)", VXLANDev, tx2, rx2)
+	}
+	checkEncapFrames(t, frames, frames2, rounds)
+}
+
+// checkEncapFrames checks the frames captured on node1's underlay port
+// (frames) and node2's (frames2) while node0-pod0 talked to node1-pod0
+// for rounds: every pod packet VXLAN-encapsulated, none reaching node2.
+func checkEncapFrames(t *testing.T, frames, frames2 []frame, rounds int) {
+	t.Helper()
+	var encap, bare int
+	for _, f := range frames {
+		switch {
+		case f.proto == unix.IPPROTO_UDP && f.dport == VXLANPort:
+			if f.vni != VXLANVNI || f.innerProto != unix.IPPROTO_TCP ||
+				!(f.src == "198.18.0.10" && f.dst == "198.18.0.11" && f.innerSrc == "198.19.0.10" && f.innerD == "198.19.1.10" ||
+					f.src == "198.18.0.11" && f.dst == "198.18.0.10" && f.innerSrc == "198.19.1.10" && f.innerD == "198.19.0.10") {
+				t.Errorf("unexpected VXLAN frame on the underlay: %+v", f)
 			}
+			encap++
+		case strings.HasPrefix(f.src, "198.19.") || strings.HasPrefix(f.dst, "198.19."):
+			bare++
 		}
-		t.Logf("underlay port of node1: %d frames, %d VXLAN, %d bare pod packets", len(frames), encap, bare)
-		if encap < 6*rounds || bare != 0 {
-			t.Errorf("underlay port of node1: %d VXLAN frames (want >= %d), %d bare pod packets (want 0)", encap, 6*rounds, bare)
+	}
+	t.Logf("underlay port of node1: %d frames, %d VXLAN, %d bare pod packets", len(frames), encap, bare)
+	if encap < 6*rounds || bare != 0 {
+		t.Errorf("underlay port of node1: %d VXLAN frames (want >= %d), %d bare pod packets (want 0)", encap, 6*rounds, bare)
+	}
+	for _, f := range frames2 {
+		if f.proto == unix.IPPROTO_UDP && f.dport == VXLANPort {
+			t.Errorf("VXLAN frame reached node2's port: %+v", f)
+			break
 		}
-		for _, f := range frames2 {
-			if f.proto == unix.IPPROTO_UDP && f.dport == VXLANPort {
-				t.Errorf("VXLAN frame reached node2's port: %+v", f)
-				break
-			}
+	}
+}
+
+// testEncapNative sends the same traffic in a 2-node native lab: no
+// cnb_vxlan, and the pod packets cross the underlay bare.
+func testEncapNative(t *testing.T, rounds int) {
+	l := newLab(t, Config{Nodes: 2, PodsPerNode: 1})
+	if l.Routing != RoutingNative || l.MTU != 1500 {
+		t.Errorf("Lab.Routing %q, Lab.MTU %d; want native, 1500", l.Routing, l.MTU)
+	}
+	for _, n := range []string{"node0", "node1"} {
+		var nf netlink.LinkNotFoundError
+		if _, err := nsHandle(t, l.Prefix+n).LinkByName(VXLANDev); !errors.As(err, &nf) {
+			t.Errorf("%s: %s lookup = %v, want not found", n, VXLANDev, err)
 		}
-	})
-	t.Run("native", func(t *testing.T) {
-		l := newLab(t, Config{Nodes: 2, PodsPerNode: 1})
-		if l.Routing != RoutingNative || l.MTU != 1500 {
-			t.Errorf("Lab.Routing %q, Lab.MTU %d; want native, 1500", l.Routing, l.MTU)
+	}
+	listen(t, mustEP(t, l, "node1-pod0"), 8080)
+	stop := capture(t, l.Underlay, "cnbn1")
+	pingPong(t, mustEP(t, l, "node0-pod0"), "198.19.1.10:8080", rounds)
+	var encap, bare int
+	for _, f := range stop() {
+		switch {
+		case f.proto == unix.IPPROTO_UDP && f.dport == VXLANPort:
+			encap++
+		case f.proto == unix.IPPROTO_TCP && (f.src == "198.19.0.10" && f.dst == "198.19.1.10" || f.src == "198.19.1.10" && f.dst == "198.19.0.10"):
+			bare++
 		}
-		for _, n := range []string{"node0", "node1"} {
-			var nf netlink.LinkNotFoundError
-			if _, err := nsHandle(t, l.Prefix+n).LinkByName(VXLANDev); !errors.As(err, &nf) {
-				t.Errorf("%s: %s lookup = %v, want not found", n, VXLANDev, err)
-			}
-		}
-		listen(t, mustEP(t, l, "node1-pod0"), 8080)
-		stop := capture(t, l.Underlay, "cnbn1")
-		pingPong(t, mustEP(t, l, "node0-pod0"), "198.19.1.10:8080", rounds)
-		var encap, bare int
-		for _, f := range stop() {
-			switch {
-			case f.proto == unix.IPPROTO_UDP && f.dport == VXLANPort:
-				encap++
-			case f.proto == unix.IPPROTO_TCP && (f.src == "198.19.0.10" && f.dst == "198.19.1.10" || f.src == "198.19.1.10" && f.dst == "198.19.0.10"):
-				bare++
-			}
-		}
-		t.Logf("underlay port of node1: %d VXLAN, %d bare pod packets", encap, bare)
-		if encap != 0 || bare < 6*rounds {
-			t.Errorf("native: %d VXLAN frames (want 0), %d bare pod packets (want >= %d)", encap, bare, 6*rounds)
-		}
-	})
+	}
+	t.Logf("underlay port of node1: %d VXLAN, %d bare pod packets", encap, bare)
+	if encap != 0 || bare < 6*rounds {
+		t.Errorf("native: %d VXLAN frames (want 0), %d bare pod packets (want >= %d)", encap, bare, 6*rounds)
+	}
 }
 
 // udpProbe sends one UDP datagram of size bytes with DF set from "from" to

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/datapath/ebpf"
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/results"
@@ -168,7 +169,7 @@ func (f *scaleFlags) run(cmd *cobra.Command, g *globals, o suite.Options, lf *la
 			}
 		}
 		if cfg.ServiceDatapath == "" {
-			return fmt.Errorf("--scenarios: %s has no Service datapath to sweep (use iptables, iptables-legacy, nftables, nftables-flat, ebpf or ebpf-tc)", n)
+			return fmt.Errorf("--scenarios: %s has no Service datapath to sweep (use %s)", n, datapath.Choices())
 		}
 		if !seen[cfg.Name] {
 			seen[cfg.Name] = true

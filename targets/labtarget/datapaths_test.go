@@ -1,10 +1,16 @@
 package labtarget
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/datapath/ebpf"
+	"github.com/cnibench/cnibench/internal/labtest"
 	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/suite"
 )
 
 const knownDatapaths = "iptables, iptables-legacy, nftables, nftables-flat, ebpf, ebpf-tc"
@@ -48,5 +54,60 @@ func TestScenarioLabNames(t *testing.T) {
 	want := `unknown scenario "bogus" (known: ebpf, ebpf-tc, iptables, iptables-legacy, native, nftables, nftables-flat, vxlan; combine with +, e.g. vxlan+ebpf)`
 	if err == nil || err.Error() != want {
 		t.Errorf("vxlan+bogus: %v, want %q", err, want)
+	}
+}
+
+// Every registered datapath opens in a real lab where its registration
+// says (once per node, or once on the lab's cgroup) and holds the test
+// Service of pod-to-service/other-node once programmed.
+func TestOpenEveryDatapath(t *testing.T) {
+	l := labtest.NewLab(t, "cnbod")
+	svcs, err := placementServices(l, []string{suite.PodToServiceOtherNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range datapath.Names() {
+		t.Run(name, func(t *testing.T) {
+			dps, err := OpenDatapathsWith(l, name, ebpf.Options{})
+			if errors.Is(err, datapath.ErrUnsupported) {
+				t.Skipf("unsupported here: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				for _, d := range dps {
+					if err := d.Close(); err != nil {
+						t.Errorf("close: %v", err)
+					}
+				}
+			}()
+			v, _ := datapath.Lookup(name)
+			if want := map[datapath.Scope]int{datapath.PerNode: len(l.Nodes), datapath.PerLab: 1}[v.Scope]; len(dps) != want {
+				t.Fatalf("%d instances, want %d", len(dps), want)
+			}
+			for _, d := range dps {
+				if d.Name() != name {
+					t.Errorf("an instance is called %q", d.Name())
+				}
+			}
+			dp, err := labDatapath(l, dps)
+			if err == nil {
+				_, err = ProgramAndVerify(context.Background(), dp, datapath.Spec{Services: svcs})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	// The eBPF options reach the eBPF constructors.
+	for _, name := range []string{ebpf.NameSocket, ebpf.NameTC} {
+		dps, err := OpenDatapathsWith(l, name, ebpf.Options{LBMapMax: -1})
+		for _, d := range dps {
+			_ = d.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "lb_map_max must be") {
+			t.Errorf("%s with lb_map_max -1: %v", name, err)
+		}
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/cnibench/cnibench/suite"
 )
 
-const knownDatapaths = "iptables, iptables-legacy, nftables, nftables-flat, ebpf, ebpf-tc"
+// knownDatapaths is how errors list the datapaths; datapath/all's test
+// pins the names and their order.
+var knownDatapaths = strings.Join(datapath.Names(), ", ")
 
 // A name the registry does not know, or a socket LB on a lab without
 // cgroup v2, fails with the one-line errors the lab always gave, before

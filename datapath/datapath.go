@@ -20,10 +20,6 @@ import (
 // feature they need; tests skip on it.
 var ErrUnsupported = errors.ErrUnsupported
 
-// Names of the Service datapaths the lab can run, as `--service-datapath`
-// and scenario names spell them.
-var Names = []string{"iptables", "iptables-legacy", "nftables", "nftables-flat", "ebpf", "ebpf-tc"}
-
 // Protocol of a Service port.
 type Protocol string
 

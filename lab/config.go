@@ -105,8 +105,8 @@ func (c *Config) Validate() error {
 	if c.Routing != RoutingNative && c.Routing != RoutingVXLAN {
 		return fmt.Errorf("lab config: routing must be %q or %q, got %q", RoutingNative, RoutingVXLAN, c.Routing)
 	}
-	if c.ServiceDatapath != "" && !slices.Contains(datapath.Names, c.ServiceDatapath) {
-		return fmt.Errorf("lab config: service datapath %q unknown (known: %s)", c.ServiceDatapath, strings.Join(datapath.Names, ", "))
+	if c.ServiceDatapath != "" && !slices.Contains(datapath.Names(), c.ServiceDatapath) {
+		return fmt.Errorf("lab config: service datapath %q unknown (known: %s)", c.ServiceDatapath, strings.Join(datapath.Names(), ", "))
 	}
 	if c.StateDir == "" {
 		c.StateDir = DefaultStateDir

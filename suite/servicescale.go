@@ -270,7 +270,7 @@ func conntrackPreflight(ctx context.Context, plan *Plan, tgt ScaleTarget, dp str
 		return 0, 0, fmt.Errorf("conntrack preflight: %w", err)
 	}
 	expected = eph * len(ports)
-	netfilter := strings.HasPrefix(dp, "iptables") || strings.HasPrefix(dp, "nftables")
+	netfilter := datapath.Netfilter(dp)
 	if netfilter && max > 0 && expected > max {
 		return expected, max, fmt.Errorf("%s: conntrack preflight: node0's table holds %d entries (nf_conntrack_max, a host-wide sysctl that --auto-size cannot raise) and the new-connection tests may keep %d (%d ephemeral ports × %d Service ports): raise net.netfilter.nf_conntrack_max on the host or leave out TCP_CRR and HTTP_RPS_SHORT_C64",
 			dp, max, expected, eph, len(ports))

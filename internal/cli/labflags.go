@@ -23,7 +23,7 @@ func (f *labFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.nodes, "nodes", 2, "lab nodes (when the lab is created)")
 	fs.IntVar(&f.podsPerNode, "pods-per-node", 2, "pods on each lab node (when the lab is created)")
 	fs.StringVar(&f.routing, "routing", lab.RoutingNative, "how pod traffic crosses nodes: native (routes via node IPs) or vxlan (overlay, MTU lowered by 50)")
-	fs.StringVar(&f.serviceDatapath, "service-datapath", "", "ClusterIP Service datapath in the lab: "+strings.Join(datapath.Names, ", ")+" (default none)")
+	fs.StringVar(&f.serviceDatapath, "service-datapath", "", "ClusterIP Service datapath in the lab: "+strings.Join(datapath.Names(), ", ")+" (default none)")
 	fs.StringArrayVar(&f.sysctls, "sysctl", nil, "KEY=VALUE net.* sysctl set inside every lab namespace, on top of the defaults (repeatable)")
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/datapath/ebpf"
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/suite"
@@ -136,7 +137,7 @@ func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 				}
 			}
 			if cfg.ServiceDatapath == "" {
-				return nil, fmt.Errorf("--scenarios: %s has no Service datapath to sweep (use iptables, iptables-legacy, nftables, nftables-flat, ebpf or ebpf-tc)", n)
+				return nil, fmt.Errorf("--scenarios: %s has no Service datapath to sweep (use %s)", n, datapath.Choices())
 			}
 		}
 		if !seen[cfg.Name] {

@@ -17,14 +17,24 @@ var scenarios = map[string]func(*lab.Config){
 	"vxlan":  func(c *lab.Config) { c.Routing = lab.RoutingVXLAN },
 }
 
-// labNamer shortens scenario names into lab names.
-var labNamer = strings.NewReplacer("iptables-legacy", "iptl", "iptables", "ipt", "nftables-flat", "nftf",
-	"nftables", "nft", "ebpf-tc", "ebpftc", "+", "")
-
 func init() {
-	for _, d := range datapath.Names {
+	for _, d := range datapath.Names() {
 		scenarios[d] = func(c *lab.Config) { c.ServiceDatapath = d }
 	}
+}
+
+// labName shortens a scenario's known parts into a lab name: a Service
+// datapath becomes its registered token ("iptables-legacy" → "iptl"), the
+// "+" between parts goes.
+func labName(parts []string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if v, ok := datapath.Lookup(p); ok {
+			p = v.Short
+		}
+		b.WriteString(p)
+	}
+	return b.String()
 }
 
 // ScenarioNames lists the known scenarios.
@@ -43,7 +53,8 @@ func ScenarioNames() []string {
 func ScenarioConfig(name string, base lab.Config) (lab.Config, error) {
 	name = strings.ToLower(strings.TrimSpace(name))
 	cfg := base
-	for _, part := range strings.Split(name, "+") {
+	parts := strings.Split(name, "+")
+	for _, part := range parts {
 		apply, ok := scenarios[part]
 		if !ok {
 			return base, fmt.Errorf("unknown scenario %q (known: %s; combine with +, e.g. vxlan+ebpf)", part, strings.Join(ScenarioNames(), ", "))
@@ -52,7 +63,7 @@ func ScenarioConfig(name string, base lab.Config) (lab.Config, error) {
 	}
 	// The scenario's lab is named after it, in the 12 characters [a-z0-9]
 	// a lab name allows.
-	cfg.Name = labNamer.Replace(name)
+	cfg.Name = labName(parts)
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("scenario %q: %w", name, err)
 	}

@@ -15,7 +15,7 @@ func TestScenarioConfigs(t *testing.T) {
 	}
 	// Every routing × Service datapath combination makes a valid lab name.
 	for _, r := range []string{"native", "vxlan"} {
-		for _, d := range datapath.Names {
+		for _, d := range datapath.Names() {
 			if _, err := ScenarioConfig(r+"+"+d, base); err != nil {
 				t.Errorf("%s+%s: %v", r, d, err)
 			}

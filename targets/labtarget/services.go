@@ -2,7 +2,6 @@ package labtarget
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -10,9 +9,8 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/datapath"
+	_ "github.com/cnibench/cnibench/datapath/all" // registers every datapath OpenDatapaths opens by name
 	"github.com/cnibench/cnibench/datapath/ebpf"
-	"github.com/cnibench/cnibench/datapath/iptables"
-	"github.com/cnibench/cnibench/datapath/nftables"
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
@@ -20,6 +18,9 @@ import (
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/suite"
 )
+
+// podsCIDR holds every lab pod's address (kube-proxy's --cluster-cidr).
+const podsCIDR = "198.19.0.0/16"
 
 // The pod-to-Service placements: node0-pod0 connects to a test Service's
 // ClusterIP; on other-node its endpoints are every pod of node1, on
@@ -120,10 +121,11 @@ func TestServices(name string, vip netip.Addr, backends []lab.Pod) ([]datapath.S
 	return svcs, nil
 }
 
-// OpenDatapaths opens the named Service datapath wherever it lives in the
-// lab: in every node's namespace (kube-proxy runs on every node; ebpf-tc
-// on every node's pod veths), or once on the lab's cgroup for the socket
-// LB, which sees every pod's connect().
+// OpenDatapaths opens the named Service datapath wherever its registration
+// (datapath.Variant.Scope) says it lives in the lab: in every node's
+// namespace (kube-proxy runs on every node; ebpf-tc on every node's pod
+// veths), or once on the lab's cgroup for the socket LB, which sees every
+// pod's connect().
 func OpenDatapaths(l *lab.Lab, name string, autoSize bool) ([]datapath.Datapath, error) {
 	return OpenDatapathsWith(l, name, ebpf.Options{AutoSize: autoSize})
 }
@@ -137,32 +139,22 @@ func OpenDatapathsWith(l *lab.Lab, name string, eo ebpf.Options) ([]datapath.Dat
 		}
 		return nil, fmt.Errorf("service datapath %s: %w", name, err)
 	}
-	if name == "ebpf" {
-		if l.CgroupRoot == "" {
-			return fail(errors.New("the socket load balancer attaches to the lab's cgroup, and this machine has no cgroup v2"))
-		}
-		d, err := ebpf.NewSocketLB(l.CgroupRoot, eo)
+	v, known := datapath.Lookup(name)
+	site := datapath.Site{Cgroup: l.CgroupRoot, StateDir: filepath.Join(l.Config.StateDir, l.Config.Name),
+		ClusterCIDR: podsCIDR, Options: eo}
+	if known && v.Scope == datapath.PerLab {
+		d, err := v.Open(site)
 		if err != nil {
 			return fail(err)
 		}
 		return []datapath.Datapath{d}, nil
 	}
 	for _, n := range l.Nodes {
-		ns := netnsx.Path(n.Netns)
-		var d datapath.Datapath
-		var err error
-		switch name {
-		case "iptables", "iptables-legacy":
-			d, err = iptables.New(ns, iptables.Options{Legacy: name == "iptables-legacy", ClusterCIDR: "198.19.0.0/16",
-				LockFile: filepath.Join(l.Config.StateDir, l.Config.Name, n.Name+".xtables.lock")})
-		case "nftables", "nftables-flat":
-			d, err = nftables.New(ns, nftables.Options{Flat: name == "nftables-flat",
-				ClusterCIDR: "198.19.0.0/16", ServiceCIDR: datapath.ServiceCIDR.String()})
-		case "ebpf-tc":
-			d, err = ebpf.NewTCLB(ns, nil, eo)
-		default:
-			err = fmt.Errorf("unknown (known: %s)", strings.Join(datapath.Names, ", "))
+		if !known {
+			return fail(fmt.Errorf("%s: unknown (known: %s)", n.Name, strings.Join(datapath.Names(), ", ")))
 		}
+		site.Netns, site.Node = netnsx.Path(n.Netns), n.Name
+		d, err := v.Open(site)
 		if err != nil {
 			return fail(fmt.Errorf("%s: %w", n.Name, err))
 		}

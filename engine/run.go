@@ -158,81 +158,131 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	rc.wait = waiter{spin: o.Mode == BusyPoll, stop: &rc.stop}
 	rc.hardStop = eng.hardStop
-
-	var wg sync.WaitGroup
-	for i := range rc.flows {
-		f := &rc.flows[i]
-		f.id = i
-		f.fd = -1
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if !eng.netpoll {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-			}
-			f.err = eng.flow(rc, f)
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	c := &coordinator{ctx: ctx, rc: rc, eng: eng, done: make(chan struct{})}
+	c.startFlows()
 	defer func() {
 		for i := range rc.flows {
 			rc.flows[i].fds.closeAll()
 		}
 	}()
-	// fail stops every flow and returns err once they have all exited, so
-	// nothing outlives Run.
-	fail := func(err error) (*Result, error) {
-		rc.abort()
-		select {
-		case <-rc.goCh:
-		default:
-			close(rc.goCh)
-		}
-		<-done
+	if err := c.awaitSetup(); err != nil {
+		return c.fail(err)
+	}
+	cpu0, cpu1, err := c.measure()
+	if err != nil {
+		return c.fail(err)
+	}
+	if err := c.finish(); err != nil {
 		return nil, err
 	}
-	ctxErr := func() error { return fmt.Errorf("%s %s: %w", o.Test, rc.addr, ctx.Err()) }
+	r := c.result(cpu0, cpu1)
+	if err := eng.fill(rc, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
 
-	// Setup: every flow connected (or the first failure).
-	for range o.Streams {
-		select {
-		case err := <-rc.readyCh:
-			if err != nil {
-				return fail(err)
+// coordinator drives one Run's flows through its phases: setup, warmup,
+// measured interval, stop, and the result.
+type coordinator struct {
+	ctx  context.Context
+	rc   *runCtx
+	eng  engine
+	done chan struct{} // closed when every flow's goroutine has returned
+}
+
+// startFlows starts one goroutine per flow, each on its own OS thread
+// unless the engine uses the netpoller.
+func (c *coordinator) startFlows() {
+	var wg sync.WaitGroup
+	for i := range c.rc.flows {
+		f := &c.rc.flows[i]
+		f.id = i
+		f.fd = -1
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !c.eng.netpoll {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
 			}
-		case <-ctx.Done():
-			return fail(ctxErr())
-		}
+			f.err = c.eng.flow(c.rc, f)
+		}()
 	}
-	t0 := time.Now()
-	rc.measStart = t0.Add(time.Duration(o.Warmup))
-	rc.measEnd = rc.measStart.Add(time.Duration(o.Duration))
-	close(rc.goCh)
+	go func() { wg.Wait(); close(c.done) }()
+}
 
-	sleepUntil := func(t time.Time) bool {
-		timer := time.NewTimer(time.Until(t))
-		defer timer.Stop()
+// fail stops every flow and returns err once they have all exited, so
+// nothing outlives Run.
+func (c *coordinator) fail(err error) (*Result, error) {
+	c.rc.abort()
+	select {
+	case <-c.rc.goCh:
+	default:
+		close(c.rc.goCh)
+	}
+	<-c.done
+	return nil, err
+}
+
+func (c *coordinator) ctxErr() error {
+	return fmt.Errorf("%s %s: %w", c.rc.o.Test, c.rc.addr, c.ctx.Err())
+}
+
+// awaitSetup waits until every flow is connected (or the first failure).
+func (c *coordinator) awaitSetup() error {
+	for range c.rc.o.Streams {
 		select {
-		case <-timer.C:
-			return true
-		case <-ctx.Done():
-			return false
-		case <-done: // every flow failed early
-			return true
+		case err := <-c.rc.readyCh:
+			if err != nil {
+				return err
+			}
+		case <-c.ctx.Done():
+			return c.ctxErr()
 		}
 	}
-	if !sleepUntil(rc.measStart) {
-		return fail(ctxErr())
+	return nil
+}
+
+// measure releases the flows, lets the warmup pass and times the measured
+// interval, reading the process's CPU time at both ends of it.
+func (c *coordinator) measure() (cpu0, cpu1 cpuuse.Times, err error) {
+	rc := c.rc
+	t0 := time.Now()
+	rc.measStart = t0.Add(time.Duration(rc.o.Warmup))
+	rc.measEnd = rc.measStart.Add(time.Duration(rc.o.Duration))
+	close(rc.goCh)
+	if !c.sleepUntil(rc.measStart) {
+		return cpu0, cpu1, c.ctxErr()
 	}
-	cpu0 := cpuuse.Process()
-	if !sleepUntil(rc.measEnd) {
-		return fail(ctxErr())
+	cpu0 = cpuuse.Process()
+	if !c.sleepUntil(rc.measEnd) {
+		return cpu0, cpu1, c.ctxErr()
 	}
-	cpu1 := cpuuse.Process()
+	cpu1 = cpuuse.Process()
+	return cpu0, cpu1, nil
+}
+
+// sleepUntil waits for t; false when ctx was cancelled first.
+func (c *coordinator) sleepUntil(t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-c.ctx.Done():
+		return false
+	case <-c.done: // every flow failed early
+		return true
+	}
+}
+
+// finish stops the flows, waits for them (at most finishTimeout) and runs
+// the engine's own finish (e.g. UDP_STREAM's server report).
+func (c *coordinator) finish() error {
+	rc := c.rc
 	rc.stop.Store(true)
-	if eng.hardStop {
+	if c.eng.hardStop {
 		for i := range rc.flows {
 			rc.flows[i].fds.shutdown()
 		}
@@ -240,26 +290,34 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	timer := time.NewTimer(finishTimeout)
 	defer timer.Stop()
 	select {
-	case <-done:
-	case <-ctx.Done():
-		return fail(ctxErr())
+	case <-c.done:
+	case <-c.ctx.Done():
+		_, err := c.fail(c.ctxErr())
+		return err
 	case <-timer.C:
-		return fail(fmt.Errorf("%s: %s: streams did not finish within %s of the end of the test", o.Test, rc.addr, finishTimeout))
+		_, err := c.fail(fmt.Errorf("%s: %s: streams did not finish within %s of the end of the test", rc.o.Test, rc.addr, finishTimeout))
+		return err
 	}
 	for i := range rc.flows {
 		if err := rc.flows[i].err; err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if eng.finish != nil {
-		if err := eng.finish(ctx, rc); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctxErr()
+	if c.eng.finish != nil {
+		if err := c.eng.finish(c.ctx, rc); err != nil {
+			if c.ctx.Err() != nil {
+				return c.ctxErr()
 			}
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
 
+// result is what every engine reports: the interval, client CPU, and the
+// flows' errors and their causes; eng.fill adds the engine's own.
+func (c *coordinator) result(cpu0, cpu1 cpuuse.Times) *Result {
+	rc, o := c.rc, c.rc.o
 	r := &Result{
 		Test:             o.Test,
 		Options:          o,
@@ -278,11 +336,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if r.ErrorMsg == "" && f.errMsg != "" {
 			r.ErrorMsg = fmt.Sprintf("stream %d: %s", f.id, f.errMsg)
 		}
-		for c, n := range f.causes {
+		for cause, n := range f.causes {
 			if r.ErrorsByCause == nil {
 				r.ErrorsByCause = make(map[string]int64)
 			}
-			r.ErrorsByCause[c] += n
+			r.ErrorsByCause[cause] += n
 		}
 		r.PortExhaustion = r.PortExhaustion || f.portExhausted
 	}
@@ -291,8 +349,5 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			r.ClientTimeWait = &tw
 		}
 	}
-	if err := eng.fill(rc, r); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return r
 }

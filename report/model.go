@@ -63,7 +63,7 @@ type Report struct {
 }
 
 // WinnerRule is the documented way a row's winner is picked.
-const WinnerRule = "The column with the best median is compared with the runner-up (second-best median) by stats.Compare; " +
+const WinnerRule = "The column with the best median is compared with the runner-up (second-best median) with a 95% bootstrap interval on the difference of their medians; " +
 	"it is the winner only if the difference is significant. Every other column is also compared with the baseline (first column)."
 
 // RunInfo is one run's provenance.

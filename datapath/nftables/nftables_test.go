@@ -115,6 +115,7 @@ func assertEmpty(t *testing.T, ns string) {
 
 // Verify names the piece a hand edit removed, and notices an extra rule.
 func TestVerifyCatchesMissing(t *testing.T) {
+	labtest.NeedRoot(t) // every subtest needs a scratch namespace
 	for _, lay := range layouts {
 		t.Run(lay.name, func(t *testing.T) {
 			ns := labtest.ScratchNS(t, "nfv")
@@ -191,6 +192,7 @@ func TestScale(t *testing.T) {
 // A full sync with fewer Services (and other endpoint counts) deletes what
 // is gone in the same transaction; a new Datapath starts from a clean table.
 func TestStaleChainsDeleted(t *testing.T) {
+	labtest.NeedRoot(t) // every subtest needs a scratch namespace
 	for _, lay := range layouts {
 		t.Run(lay.name, func(t *testing.T) {
 			ns := labtest.ScratchNS(t, "nfx")

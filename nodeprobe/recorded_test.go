@@ -92,6 +92,9 @@ func record(t *testing.T, ns string) []byte {
 		for _, e := range els {
 			l.ServiceIPs = append(l.ServiceIPs, recordedKey{Key: hex.EncodeToString(e.Key), IntervalEnd: e.IntervalEnd})
 		}
+		// The kernel answers in hash order: sorted, a new recording
+		// differs only where the kernel's state does.
+		slices.SortFunc(l.ServiceIPs, func(a, b recordedKey) int { return strings.Compare(a.Key, b.Key) })
 	}
 	b, err := json.MarshalIndent(l, "", "  ")
 	if err != nil {

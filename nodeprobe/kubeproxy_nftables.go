@@ -19,7 +19,7 @@ const (
 // its table: Services are the elements of the service-ips map (ClusterIP,
 // external and load-balancer IP frontends of Service ports with
 // endpoints), Endpoints the endpoint-* chains.
-func readKubeProxyNFT(c *nftables.Conn, chains []string) (*reading, error) {
+func readKubeProxyNFT(c nftLister, chains []string) (*reading, error) {
 	if len(chains) == 0 {
 		return nil, absentError("table ip " + kpNFTTable + " (kube-proxy nftables mode)")
 	}

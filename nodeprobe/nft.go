@@ -37,15 +37,28 @@ type kpResult struct {
 	err error
 }
 
-// readKubeProxy reads both kube-proxy layouts from one dump of the IPv4
-// chains, nftables mode first: kube-proxy deletes the other mode's
-// objects when it starts, so normally at most one is there.
+// nftLister is what the kube-proxy readers ask of an nftables netlink
+// connection: a *nftables.Conn in the probe, recorded answers in tests.
+type nftLister interface {
+	ListChainsOfTableFamily(nftables.TableFamily) ([]*nftables.Chain, error)
+	GetSetElements(*nftables.Set) ([]nftables.SetElement, error)
+}
+
+// readKubeProxy reads both kube-proxy layouts in the namespace at netns
+// ("" = the probe's own).
 func readKubeProxy(netns string) []kpResult {
 	c, err := nftConn(netns)
 	if err != nil {
 		return []kpResult{{err: fmt.Errorf("kube-proxy: %w", err)}}
 	}
 	defer c.CloseLasting()
+	return readKubeProxyFrom(c)
+}
+
+// readKubeProxyFrom reads both kube-proxy layouts from one dump of the
+// IPv4 chains, nftables mode first: kube-proxy deletes the other mode's
+// objects when it starts, so normally at most one is there.
+func readKubeProxyFrom(c nftLister) []kpResult {
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
 	if err != nil {
 		return []kpResult{{err: fmt.Errorf("kube-proxy: listing nftables chains: %w", err)}}

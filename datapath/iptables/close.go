@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os/exec"
 	"sort"
-
-	"github.com/cnibench/cnibench/internal/nsexec"
 )
 
 // Close removes our jump rules and flushes and deletes our chains, in one
@@ -43,7 +41,7 @@ func (d *Datapath) Close() error {
 	}
 	for _, table := range []string{"filter", "nat"} {
 		if t := dm[table]; t != nil && !d.preTables[table] && t.empty() {
-			if _, err := nsexec.Run(ctx, d.ns, nil, nft, "delete", "table", "ip", table); err != nil {
+			if _, err := d.run.Run(ctx, nil, nil, nft, "delete", "table", "ip", table); err != nil {
 				return fmt.Errorf("%s: remove empty table %s: %w", d.Name(), table, err)
 			}
 		}

@@ -76,6 +76,7 @@ type Options struct {
 type Datapath struct {
 	mu      sync.Mutex
 	ns      string
+	run     nsexec.Runner // the tools, run in ns (recorded output in tests)
 	opts    Options
 	restore string
 	save    string
@@ -117,10 +118,8 @@ func newDatapath(netnsPath string, opts Options) (*Datapath, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = time.Hour
 	}
-	d := &Datapath{ns: netnsPath, opts: opts, restore: "iptables-nft-restore", save: "iptables-nft-save"}
-	if opts.Legacy {
-		d.restore, d.save = "iptables-legacy-restore", "iptables-legacy-save"
-	}
+	d := withTools(nsexec.In(netnsPath), opts)
+	d.ns = netnsPath
 	for _, bin := range []string{d.restore, d.save} {
 		if _, err := exec.LookPath(bin); err != nil {
 			return nil, fmt.Errorf("%s: %w: %s not found (Debian package iptables)", d.Name(), errors.ErrUnsupported, bin)
@@ -131,21 +130,41 @@ func newDatapath(netnsPath string, opts Options) (*Datapath, error) {
 	if err := d.probe(ctx); err != nil {
 		return nil, err
 	}
-	d.preTables = map[string]bool{}
-	dm, err := d.dump(ctx)
-	if err != nil {
+	if err := d.adopt(ctx); err != nil {
 		return nil, err
-	}
-	for t := range dm {
-		d.preTables[t] = true
 	}
 	_ = netnsx.Do(netnsPath, func() error {
 		v, err := netnsx.ReadSysctl("net.netfilter.nf_conntrack_tcp_be_liberal")
 		d.liberal = err == nil && v != "0"
 		return nil
 	})
-	d.learn(dm)
 	return d, nil
+}
+
+// withTools is a Datapath running the backend's tools through run; New
+// gives it the namespace's, tests recorded output.
+func withTools(run nsexec.Runner, opts Options) *Datapath {
+	d := &Datapath{run: run, opts: opts, restore: "iptables-nft-restore", save: "iptables-nft-save"}
+	if opts.Legacy {
+		d.restore, d.save = "iptables-legacy-restore", "iptables-legacy-save"
+	}
+	return d
+}
+
+// adopt reads the tables the namespace holds before our first sync: which
+// existed (Close removes only the ones it created) and what of ours is
+// there already (learn).
+func (d *Datapath) adopt(ctx context.Context) error {
+	d.preTables = map[string]bool{}
+	dm, err := d.dump(ctx)
+	if err != nil {
+		return err
+	}
+	for t := range dm {
+		d.preTables[t] = true
+	}
+	d.learn(dm)
+	return nil
 }
 
 // runRestore feeds text to iptables-restore --noflush in the namespace,
@@ -155,7 +174,7 @@ func (d *Datapath) runRestore(ctx context.Context, text []byte) ([]byte, error) 
 	if d.opts.LockFile != "" {
 		env = []string{"XTABLES_LOCKFILE=" + d.opts.LockFile}
 	}
-	return nsexec.RunEnv(ctx, d.ns, env, text, d.restore, "--wait=5", "--noflush", "--counters")
+	return d.run.Run(ctx, env, text, d.restore, "--wait=5", "--noflush", "--counters")
 }
 
 // checkNamespace refuses an empty path and the host's network namespace.
@@ -178,7 +197,7 @@ func checkNamespace(p string) error {
 // probe checks that the kernel has the tables we write, reading only.
 func (d *Datapath) probe(ctx context.Context) error {
 	for _, t := range []string{"nat", "filter"} {
-		if _, err := nsexec.Run(ctx, d.ns, nil, d.save, "-t", t); err != nil {
+		if _, err := d.run.Run(ctx, nil, nil, d.save, "-t", t); err != nil {
 			return fmt.Errorf("%s: table %s: %w", d.Name(), t, err)
 		}
 	}
@@ -315,11 +334,15 @@ func (d *Datapath) Expected(spec datapath.Spec) datapath.Counts {
 
 // dump runs iptables-save for all tables in the namespace.
 func (d *Datapath) dump(ctx context.Context) (dump, error) {
-	out, err := nsexec.Run(ctx, d.ns, nil, d.save)
+	out, err := d.run.Run(ctx, nil, nil, d.save)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
 	}
-	return parseSave(out), nil
+	dm, err := parseSave(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", d.Name(), d.save, err)
+	}
+	return dm, nil
 }
 
 // Memory reports the size of our part of the iptables-save dump: the

@@ -144,6 +144,7 @@ func assertEmpty(t *testing.T, ns, tool string) {
 
 // Verify names the piece a hand edit removed.
 func TestVerifyCatchesMissing(t *testing.T) {
+	labtest.NeedRoot(t) // every subtest needs a scratch namespace
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			ns := labtest.ScratchNS(t, "ipv")
@@ -213,6 +214,7 @@ func TestScale(t *testing.T) {
 // A full sync with fewer Services deletes the chains of the ones gone, and
 // chains left by an earlier run (another Datapath) are cleaned up too.
 func TestStaleChainsDeleted(t *testing.T) {
+	labtest.NeedRoot(t) // every subtest needs a scratch namespace
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			ns := labtest.ScratchNS(t, "ipx")

@@ -3,6 +3,7 @@ package iptables
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"strings"
 )
 
@@ -47,23 +48,35 @@ func (r rule) has(flag, value string) bool {
 	return false
 }
 
-// parseSave parses iptables-save output.
-func parseSave(out []byte) dump {
+// parseSave parses iptables-save output. A line it cannot read, a rule
+// outside a table or a table not closed by COMMIT (a cut-off dump) is an
+// error naming the line: Verify must never count a dump it misread.
+func parseSave(out []byte) (dump, error) {
 	d := dump{}
 	var t *tableDump
+	table := ""
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
 		l := sc.Text()
+		bad := func() (dump, error) { return nil, fmt.Errorf("line %d: cannot parse %q", n, l) }
 		switch {
+		case l == "" || strings.HasPrefix(l, "#"):
 		case strings.HasPrefix(l, "*"):
+			if t != nil {
+				return nil, fmt.Errorf("line %d: table %s begins before table %s's COMMIT", n, l[1:], table)
+			}
+			table = l[1:]
 			t = &tableDump{builtin: map[string]string{}, user: map[string]bool{}}
-			d[l[1:]] = t
-		case t == nil || l == "" || strings.HasPrefix(l, "#") || l == "COMMIT":
+			d[table] = t
+		case t == nil:
+			return nil, fmt.Errorf("line %d: %q outside any table", n, l)
+		case l == "COMMIT":
+			t = nil
 		case strings.HasPrefix(l, ":"):
 			f := strings.Fields(l[1:])
 			if len(f) < 2 {
-				continue
+				return bad()
 			}
 			t.chains = append(t.chains, f[0])
 			if f[1] == "-" {
@@ -72,19 +85,28 @@ func parseSave(out []byte) dump {
 				t.builtin[f[0]] = f[1]
 			}
 		case strings.HasPrefix(l, "-A "):
-			w := splitWords(l)
-			if len(w) < 2 {
-				continue
+			w, ok := splitWords(l)
+			if !ok || len(w) < 2 {
+				return bad()
 			}
 			t.rules = append(t.rules, rule{chain: w[1], args: w[2:], line: l})
+		default:
+			return bad()
 		}
 	}
-	return d
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if t != nil {
+		return nil, fmt.Errorf("table %s not closed by COMMIT (dump cut off?)", table)
+	}
+	return d, nil
 }
 
 // splitWords splits a save line into words, keeping "quoted strings" (with
-// \" escapes) as one word without their quotes.
-func splitWords(l string) []string {
+// \" escapes) as one word without their quotes; false when a quote is not
+// closed.
+func splitWords(l string) ([]string, bool) {
 	var out []string
 	var cur strings.Builder
 	inQ, have := false, false
@@ -110,5 +132,5 @@ func splitWords(l string) []string {
 	if have {
 		out = append(out, cur.String())
 	}
-	return out
+	return out, !inQ
 }

@@ -24,13 +24,17 @@ func fakeDatapath() (*Datapath, *knftables.Fake) {
 }
 
 // syncFake runs one sync of spec into the fake, as Program would into the
-// kernel (without its nft -f).
+// kernel (without its nft -f): the transaction, then the flat layout's
+// elements written as text.
 func syncFake(t *testing.T, d *Datapath, fake *knftables.Fake, spec datapath.Spec) {
 	t.Helper()
 	spec = spec.InKubeProxyOrder()
-	tx, created, _ := d.transaction(&spec, !d.synced)
+	tx, created, elements := d.transaction(&spec, !d.synced)
 	if err := fake.Run(context.Background(), tx); err != nil {
 		t.Fatalf("sync of %d Services: %v", len(spec.Services), err)
+	}
+	if err := fake.ParseDump(string(elements)); err != nil {
+		t.Fatalf("elements of %d Services: %v", len(spec.Services), err)
 	}
 	d.synced, d.prev = true, map[string]bool{}
 	for c := range created {
@@ -115,4 +119,60 @@ func TestFakeSyncDropsStaleService(t *testing.T) {
 	if len(elems) != len(kept) {
 		t.Errorf("%d service-ips elements after the drop, want %d", len(elems), len(kept))
 	}
+}
+
+// The flat layout at two sweep steps on the fake: Services with 2 and 4
+// endpoints get the lb-2 and lb-4 chains and one endpoints-<proto>
+// element per endpoint; the next step, without the 2-endpoint Services,
+// deletes lb-2-endpoints and drops their elements and hairpin pairs.
+func TestFakeFlatSweepStep(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, table)
+	d := &Datapath{nft: fake, opts: layouts[1].opts}
+	dummies := datapath.DummyServices(3, 4)
+	syncFake(t, d, fake, datapath.Spec{Services: append(labtest.GoldenSpec().Services, dummies...)})
+	checkFlatFake(t, fake, []string{"lb-2-endpoints", "lb-4-endpoints"}, map[string]int{
+		serviceIPsMap: 6, endpointsMap("tcp"): 2*2 + 3*4, endpointsMap("udp"): 2, hairpinSet: 6 + distinctIPs(dummies)})
+	syncFake(t, d, fake, datapath.Spec{Services: dummies})
+	checkFlatFake(t, fake, []string{"lb-4-endpoints"}, map[string]int{
+		serviceIPsMap: 3, endpointsMap("tcp"): 3 * 4, endpointsMap("udp"): 0, hairpinSet: distinctIPs(dummies)})
+}
+
+// checkFlatFake fails unless the fake's lb chains are exactly lbs, each
+// with its masquerade and two DNAT rules, and the sets and maps hold the
+// numbers of elements in want.
+func checkFlatFake(t *testing.T, fake *knftables.Fake, lbs []string, want map[string]int) {
+	t.Helper()
+	var got []string
+	for name, c := range fake.Table.Chains {
+		if strings.HasPrefix(name, lbPrefix) {
+			got = append(got, name)
+			if len(c.Rules) != 3 {
+				t.Errorf("%s has %d rules, want 3", name, len(c.Rules))
+			}
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, lbs) {
+		t.Errorf("lb chains %q, want %q", got, lbs)
+	}
+	for name, n := range want {
+		kind := "map"
+		if fake.Table.Sets[name] != nil {
+			kind = "set"
+		}
+		elems, err := fake.ListElements(context.Background(), kind, name)
+		if err != nil || len(elems) != n {
+			t.Errorf("%s %s: %d elements (%v), want %d", kind, name, len(elems), err, n)
+		}
+	}
+}
+
+func distinctIPs(svcs []datapath.Service) int {
+	ips := map[string]bool{}
+	for _, s := range svcs {
+		for _, ep := range s.Endpoints {
+			ips[ep.IP.String()] = true
+		}
+	}
+	return len(ips)
 }

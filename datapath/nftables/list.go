@@ -2,9 +2,12 @@ package nftables
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"sigs.k8s.io/knftables"
 )
 
 // listing is "nft -j list table" reduced to what Verify needs.
@@ -22,7 +25,10 @@ type ruleInfo struct {
 	dnat    []string
 }
 
-// parseListing parses nft's JSON output.
+// parseListing parses nft's JSON output. Only the objects of table ip
+// kube-proxy count, so a listing of the whole ruleset reads as one of our
+// table (another tool's tables may hold chains named like ours); an object
+// it cannot read is an error naming it.
 func parseListing(out []byte) (*listing, error) {
 	var doc struct {
 		Nftables []map[string]json.RawMessage `json:"nftables"`
@@ -30,53 +36,62 @@ func parseListing(out []byte) (*listing, error) {
 	if err := json.Unmarshal(out, &doc); err != nil {
 		return nil, fmt.Errorf("parse nft JSON: %w", err)
 	}
+	if doc.Nftables == nil {
+		return nil, errors.New(`parse nft JSON: no "nftables" array`)
+	}
 	l := &listing{chains: map[string]bool{}, rules: map[string][]ruleInfo{}, elements: map[string]map[string]string{}}
-	for _, obj := range doc.Nftables {
+	for i, obj := range doc.Nftables {
 		for kind, raw := range obj {
-			switch kind {
-			case "chain":
-				var c struct{ Name string }
-				if err := json.Unmarshal(raw, &c); err != nil {
-					return nil, err
-				}
-				l.chains[c.Name] = true
-			case "rule":
-				var r struct {
-					Chain string
-					Expr  []any
-				}
-				if err := json.Unmarshal(raw, &r); err != nil {
-					return nil, err
-				}
-				var ri ruleInfo
-				walk(r.Expr, &ri)
-				l.rules[r.Chain] = append(l.rules[r.Chain], ri)
-				l.nrules++
-			case "set", "map":
-				var s struct {
-					Name string
-					Elem []any
-				}
-				if err := json.Unmarshal(raw, &s); err != nil {
-					return nil, err
-				}
-				els := make(map[string]string, len(s.Elem))
-				for _, e := range s.Elem {
-					if kind == "map" {
-						kv, ok := e.([]any)
-						if !ok || len(kv) != 2 {
-							return nil, fmt.Errorf("map %s: element %v", s.Name, e)
-						}
-						els[value(kv[0])] = value(kv[1])
-					} else {
-						els[value(e)] = ""
-					}
-				}
-				l.elements[s.Name] = els
+			if err := l.add(kind, raw); err != nil {
+				return nil, fmt.Errorf("parse nft JSON: object %d (%s): %w", i, kind, err)
 			}
 		}
 	}
 	return l, nil
+}
+
+// add adds one object of the listing if it is of our table.
+func (l *listing) add(kind string, raw json.RawMessage) error {
+	switch kind {
+	case "chain", "rule", "set", "map":
+	default:
+		return nil // metainfo, tables, other objects Verify does not read
+	}
+	var o struct {
+		Family, Table, Name, Chain string
+		Expr                       []any
+		Elem                       []any
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return err
+	}
+	if o.Family != string(knftables.IPv4Family) || o.Table != table {
+		return nil
+	}
+	switch kind {
+	case "chain":
+		l.chains[o.Name] = true
+	case "rule":
+		var ri ruleInfo
+		walk(o.Expr, &ri)
+		l.rules[o.Chain] = append(l.rules[o.Chain], ri)
+		l.nrules++
+	default:
+		els := make(map[string]string, len(o.Elem))
+		for _, e := range o.Elem {
+			if kind == "map" {
+				kv, ok := e.([]any)
+				if !ok || len(kv) != 2 {
+					return fmt.Errorf("map %s: element %v", o.Name, e)
+				}
+				els[value(kv[0])] = value(kv[1])
+			} else {
+				els[value(e)] = ""
+			}
+		}
+		l.elements[o.Name] = els
+	}
+	return nil
 }
 
 // walk collects goto/jump targets and literal dnat destinations.

@@ -68,6 +68,7 @@ type Options struct {
 type Datapath struct {
 	mu     sync.Mutex
 	ns     string
+	run    nsexec.Runner // nft -f and listings, run in ns (recorded output in tests)
 	opts   Options
 	nft    knftables.Interface
 	synced bool            // a sync succeeded: the table is ours
@@ -95,7 +96,7 @@ func New(netnsPath string, opts Options) (datapath.Datapath, error) {
 }
 
 func newDatapath(netnsPath string, opts Options) (*Datapath, error) {
-	d := &Datapath{ns: netnsPath, opts: opts, prev: map[string]bool{}}
+	d := &Datapath{ns: netnsPath, run: nsexec.In(netnsPath), opts: opts, prev: map[string]bool{}}
 	if err := checkNamespace(netnsPath); err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
 	}
@@ -305,7 +306,7 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	}
 
 	t1 := time.Now()
-	_, err := nsexec.Run(ctx, d.ns, text, "nft", "-f", "-")
+	_, err := d.run.Run(ctx, nil, text, "nft", "-f", "-")
 	st.Apply = time.Since(t1)
 	if err != nil {
 		d.drift = true
@@ -388,7 +389,7 @@ func (d *Datapath) Memory(ctx context.Context) (datapath.Memory, error) {
 	defer d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
-	out, err := nsexec.Run(ctx, d.ns, nil, "nft", "list", "table", "ip", table)
+	out, err := d.run.Run(ctx, nil, nil, "nft", "list", "table", "ip", table)
 	if err != nil {
 		if strings.Contains(err.Error(), "No such file or directory") {
 			return datapath.Memory{}, nil

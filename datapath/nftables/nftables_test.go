@@ -34,12 +34,12 @@ func TestChainNamesAreKubeProxys(t *testing.T) {
 }
 
 // The kube-proxy layout's transaction has its per-Service shape; the flat
-// one has no per-Service chain or anonymous map.
+// one has no per-Service chain or anonymous map. Rendering touches no
+// kernel: this runs without root, on knftables' fake.
 func TestTransactionLayout(t *testing.T) {
-	ns := labtest.ScratchNS(t, "nfl")
 	s := labtest.TestService("198.19.1.10", []uint16{1, 2, 3, 4})
 	spec := &datapath.Spec{Services: append(datapath.DummyServices(3, 4), s)}
-	kp := newOrSkip(t, ns, layouts[0].opts)
+	kp, _ := recorded(t, 0, "")
 	b, _ := kp.render(spec, true)
 	text := string(b)
 	sc := serviceChain(&s)
@@ -55,7 +55,7 @@ func TestTransactionLayout(t *testing.T) {
 			t.Errorf("kube-proxy transaction lacks %q", want)
 		}
 	}
-	flat := newOrSkip(t, ns, layouts[1].opts)
+	flat, _ := recorded(t, 1, "")
 	b, _ = flat.render(spec, true)
 	text = string(b)
 	if perService := regexp.MustCompile(`chain ip kube-proxy (service|endpoint)-[A-Z2-7]{8}-`); perService.MatchString(text) ||
@@ -115,6 +115,7 @@ func assertEmpty(t *testing.T, ns string) {
 
 // Verify names the piece a hand edit removed, and notices an extra rule.
 func TestVerifyCatchesMissing(t *testing.T) {
+	labtest.NeedRoot(t) // every subtest needs a scratch namespace
 	for _, lay := range layouts {
 		t.Run(lay.name, func(t *testing.T) {
 			ns := labtest.ScratchNS(t, "nfv")
@@ -191,6 +192,7 @@ func TestScale(t *testing.T) {
 // A full sync with fewer Services (and other endpoint counts) deletes what
 // is gone in the same transaction; a new Datapath starts from a clean table.
 func TestStaleChainsDeleted(t *testing.T) {
+	labtest.NeedRoot(t) // every subtest needs a scratch namespace
 	for _, lay := range layouts {
 		t.Run(lay.name, func(t *testing.T) {
 			ns := labtest.ScratchNS(t, "nfx")

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/internal/nsexec"
 )
 
 // Verify lists table ip kube-proxy as JSON and checks that the base and
@@ -23,7 +22,7 @@ func (d *Datapath) Verify(ctx context.Context) (datapath.Counts, error) {
 	defer d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
-	out, err := nsexec.Run(ctx, d.ns, nil, "nft", "-j", "list", "table", "ip", table)
+	out, err := d.run.Run(ctx, nil, nil, "nft", "-j", "list", "table", "ip", table)
 	if err != nil {
 		if d.last == nil && strings.Contains(err.Error(), "No such file or directory") {
 			return datapath.Counts{}, nil

@@ -63,28 +63,37 @@ func checkApplies(fs *pflag.FlagSet, target, schedule string) error {
 }
 
 // flagGroups are the sections of a run or sweep command's help: flags for
-// every target first, then each target's own.
+// every target first, then the chosen target's own (--target, default
+// lab); the other targets' flags are one line each that says how to see
+// them, so --help shows what applies.
 func flagGroups(cmd *cobra.Command) string {
 	var b strings.Builder
 	local := cmd.LocalFlags()
-	groups := []struct {
-		title  string
-		target string
-	}{{"Flags:", ""}}
-	for _, name := range targetNames() {
-		groups = append(groups, struct{ title, target string }{targetTitle(name) + " (--target " + name + "):", name})
+	chosen := defaultTarget
+	if f := cmd.Flags().Lookup("target"); f != nil && f.Value.String() != "" {
+		chosen = f.Value.String()
 	}
-	for _, g := range groups {
-		fs := pflag.NewFlagSet(g.title, pflag.ContinueOnError)
+	section := func(target string) *pflag.FlagSet {
+		fs := pflag.NewFlagSet(target, pflag.ContinueOnError)
 		local.VisitAll(func(f *pflag.Flag) {
 			ts := f.Annotations[annTarget]
-			if f.Hidden || (g.target == "" && len(ts) > 0) || (g.target != "" && !slices.Contains(ts, g.target)) {
-				return
+			if !f.Hidden && ((target == "" && len(ts) == 0) || (target != "" && slices.Contains(ts, target))) {
+				fs.AddFlag(f)
 			}
-			fs.AddFlag(f)
 		})
-		if fs.HasFlags() {
-			fmt.Fprintf(&b, "\n%s\n%s", g.title, fs.FlagUsages())
+		return fs
+	}
+	fmt.Fprintf(&b, "\nFlags:\n%s", section("").FlagUsages())
+	for _, name := range targetNames() {
+		fs := section(name)
+		n := 0
+		fs.VisitAll(func(*pflag.Flag) { n++ })
+		switch {
+		case n == 0:
+		case name == chosen:
+			fmt.Fprintf(&b, "\n%s (--target %s):\n%s", targetTitle(name), name, fs.FlagUsages())
+		default:
+			fmt.Fprintf(&b, "\n%s (--target %s): %d more, see '%s --target %s --help'\n", targetTitle(name), name, n, cmd.CommandPath(), name)
 		}
 	}
 	return b.String()

@@ -62,8 +62,8 @@ func TestHelpGroupsFlags(t *testing.T) {
 		cmd           string
 		shown, unseen []string
 	}{
-		{"run", []string{"--tests", "--streams", "--service-datapath", "--kubeconfig"}, []string{"--scale-steps", "--auto-size", "--sync-verify"}},
-		{"sweep", []string{"--scale-steps", "--auto-size", "--sync-verify", "--kubeconfig"}, []string{"--tests", "--streams", "--service-datapath"}},
+		{"run", []string{"--tests", "--streams", "--service-datapath"}, []string{"--scale-steps", "--auto-size", "--sync-verify"}},
+		{"sweep", []string{"--scale-steps", "--auto-size"}, []string{"--tests", "--streams", "--service-datapath"}},
 	} {
 		out, _, err := cnibench(t, c.cmd, "--help")
 		if err != nil {
@@ -79,9 +79,17 @@ func TestHelpGroupsFlags(t *testing.T) {
 				t.Errorf("%s --help shows %s, which does not apply to it", c.cmd, f)
 			}
 		}
-		lab, k8s := strings.Index(out, "Lab flags (--target lab):"), strings.Index(out, "Kubernetes flags (--target k8s):")
-		if lab < 0 || k8s < lab || !strings.Contains(out[lab:k8s], "--nodes") || !strings.Contains(out[k8s:], "--namespace") {
+		lab, k8s := strings.Index(out, "Lab flags (--target lab):"), strings.Index(out, "Kubernetes flags (--target k8s): ")
+		if lab < 0 || k8s < lab || !strings.Contains(out[lab:k8s], "--nodes") || strings.Contains(out, "--namespace") ||
+			!strings.Contains(out[k8s:], "more, see 'cnibench "+c.cmd+" --target k8s --help'") {
 			t.Errorf("%s --help: target sections missing or misplaced:\n%s", c.cmd, out)
+		}
+		out, _, err = cnibench(t, c.cmd, "--target", "k8s", "--help")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "Kubernetes flags (--target k8s):\n") || !strings.Contains(out, "  --namespace ") || strings.Contains(out, "  --nodes ") {
+			t.Errorf("%s --target k8s --help: the cluster's flags not shown, or the lab's shown:\n%s", c.cmd, out)
 		}
 	}
 	root := newRoot()

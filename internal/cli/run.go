@@ -77,7 +77,11 @@ func newMeasureCmd(g *globals, schedule string, cmd *cobra.Command) *cobra.Comma
 	}
 	f := cmd.Flags()
 	f.StringVar(&mf.target, "target", defaultTarget, "where to run: "+strings.Join(targetNames(), ", ")+" (lab: the local lab; k8s: a cluster through kubeconfig, see docs/k8s.md)")
-	f.StringVar(&mf.o.Profile, "profile", "quick", "quick or standard: the tests, placements, durations and rounds of the run (sweep: durations)")
+	profileHelp, roundsHelp := "quick or standard: the tests, placements, durations and rounds", "rounds of the whole plan (default: the profile's)"
+	if schedule == scheduleSweep {
+		profileHelp, roundsHelp = "quick or standard: the sample durations", "rounds at every step (default 3)"
+	}
+	f.StringVar(&mf.o.Profile, "profile", "quick", profileHelp)
 	if schedule == scheduleRounds {
 		f.StringVar(&mf.tests, "tests", "", "comma-separated tests (default: the profile's)")
 	}
@@ -88,7 +92,7 @@ func newMeasureCmd(g *globals, schedule string, cmd *cobra.Command) *cobra.Comma
 	}
 	f.DurationVar(&mf.o.Duration, "duration", 0, "measured time per sample (default: the profile's)")
 	f.DurationVar(&mf.o.Warmup, "warmup", 0, "unmeasured time before each sample (default: the profile's)")
-	f.IntVar(&mf.o.Rounds, "rounds", 0, "rounds of the whole plan (default: the profile's; sweep: 3 at every step)")
+	f.IntVar(&mf.o.Rounds, "rounds", 0, roundsHelp)
 	f.IntVar(&mf.o.Streams, "streams", 0, "flows of the *_MULTI tests (default 4)")
 	f.StringVar(&mf.mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
 	f.StringVar(&mf.out, "out", "", "results directory (default cnibench-results/<run id>)")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/lab"
 )
 
@@ -40,6 +41,13 @@ func newLabUpCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "lab %q is up: %d nodes × %d pods (take it down with 'cnibench lab down')\n", l.Config.Name, len(l.Nodes), l.Config.PodsPerNode)
+			if dp := l.Config.ServiceDatapath; dp != "" {
+				// The datapath lives only as long as the run that programs
+				// it: say so, or a by-hand client to the ClusterIP meets
+				// "network is unreachable" without a reason.
+				fmt.Fprintf(cmd.ErrOrStderr(), "Service datapath %s: each 'cnibench run' on this lab programs the test Services (ClusterIP %s: node1's pods, %s: node0's) and removes them when it ends; outside a run the ClusterIPs are unreachable\n",
+					dp, datapath.TestVIP(0), datapath.TestVIP(1))
+			}
 			s, err := l.Status()
 			if err != nil {
 				return err

@@ -10,6 +10,7 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/sweep"
 )
 
@@ -188,4 +189,37 @@ type Sample struct {
 	// DatapathUsage is the CPU and memory of the datapath components on
 	// the run's nodes during the sample (k8s target; nil when not read).
 	DatapathUsage *DatapathUsage `json:"datapath_usage,omitempty"`
+}
+
+// Measured is the sample's result, whichever engine kind produced it (nil
+// for a failed sample): what package kinds reads metrics from.
+func (s Sample) Measured() any {
+	switch {
+	case s.HTTP != nil:
+		return s.HTTP
+	case s.DNS != nil:
+		return s.DNS
+	case s.Engine != nil:
+		return s.Engine
+	}
+	return nil
+}
+
+// Kind is the engine kind of the result's test, as the test catalogue
+// (package kinds) decides it. A test no longer in the catalogue is placed
+// by its options: HTTP or DNS options, else the engine test it ran.
+func (r Result) Kind() string {
+	if t, ok := kinds.LookupTest(r.Test); ok {
+		return t.Kind
+	}
+	switch {
+	case r.HTTPOptions != nil:
+		return KindHTTP
+	case r.DNSOptions != nil:
+		return KindDNS
+	}
+	if t, ok := kinds.LookupTest(string(r.Options.Test)); ok {
+		return t.Kind
+	}
+	return KindStream
 }

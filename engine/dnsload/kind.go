@@ -1,0 +1,52 @@
+package dnsload
+
+import (
+	"fmt"
+
+	"github.com/cnibench/cnibench/kinds"
+)
+
+// The DNS kind, against dnsmasq in the server pod answering 1,000
+// Service-like names: capacity (closed loop, 100 queries in flight) and
+// latency at a fixed 1,000 queries/s (open loop, CO corrected); lost
+// queries (timeouts) are judged on the answered share. A test's Template
+// is its *Options.
+func init() {
+	perWork := kinds.PerWork{Client: kinds.MetricClientCPUQuery, Server: kinds.MetricServerCPUQuery,
+		Datapath: kinds.MetricDatapathCPUQuery, Unit: "µs", Head: "DP CPU µs/query"}
+	kinds.Register(kinds.Kind{
+		Name:  "dns",
+		Order: 40,
+		Tests: []kinds.Test{
+			{Name: "DNS_QPS_MAX", Template: &Options{}, About: "DNS queries/s a dnsmasq server answers (closed loop, 100 in flight)"},
+			{Name: "DNS_QPS_1000", Template: &Options{QPS: 1000}, About: "DNS latency at a fixed 1,000 queries/s (open loop, CO corrected)"},
+		},
+		Ports:   []kinds.Port{{Name: "dns", Number: DefaultPort, Proto: "udp"}},
+		Owns:    func(r any) bool { d, ok := r.(*Result); return ok && d != nil },
+		Read:    func(_ string, r any) kinds.Reading { return read(r.(*Result)) },
+		PerWork: perWork,
+		Line:    func(r any) string { return line(r.(*Result)) },
+		Table: kinds.Table{Order: 30, Columns: kinds.LoadColumns("Queries/s", kinds.MetricQPS, "Lost %", kinds.MetricDNSLoss,
+			perWork, "CPU µs/query (cli+srv)")},
+	})
+}
+
+func load(d *Result) kinds.Load {
+	return kinds.Load{Rate: d.QPS, RateName: kinds.MetricQPS, RateUnit: "queries/s", Latency: d.Latency, Uncorrected: d.LatencyUncorrected,
+		Ops: d.Responses, Seconds: d.Seconds, TargetQPS: d.TargetQPS, CPUs: d.ClientCPUs, Util: d.ClientCPUUtil,
+		Saturated: d.ClientSaturated, Missed: d.MissedTarget, MissedBy: d.MissedByPercent, Errors: d.Errors.Total, FirstError: d.Errors.First}
+}
+
+func read(d *Result) kinds.Reading {
+	rd := load(d).Reading()
+	rd.Values = append(rd.Values, kinds.Value{Name: kinds.MetricDNSLoss, Unit: "%", Better: kinds.LowerIsBetter, V: d.LossPercent, Complement: "answered share"})
+	return rd
+}
+
+func line(d *Result) string {
+	extra := ""
+	if d.LossPercent > 0 {
+		extra = fmt.Sprintf("  lost %.2f%%", d.LossPercent)
+	}
+	return load(d).Line("q/s", extra)
+}

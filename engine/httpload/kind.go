@@ -1,0 +1,59 @@
+package httpload
+
+import (
+	"fmt"
+
+	"github.com/cnibench/cnibench/kinds"
+)
+
+// The HTTP kind, as the TKE and EKS reports measure it: max RPS over
+// keep-alive connections (c64, c256) and with a new connection per request,
+// and latency at fixed rates (open loop, corrected for coordinated
+// omission). HTTP_QPS_1000, HTTP_QPS_5000 and HTTP_RPS_C64 (max) make the
+// QPS ladder. A test's Template is its *Options.
+func init() {
+	perWork := kinds.PerWork{Client: kinds.MetricClientCPUReq, Server: kinds.MetricServerCPUReq,
+		Datapath: kinds.MetricDatapathCPUReq, Unit: "µs", Head: "DP CPU µs/req"}
+	kinds.Register(kinds.Kind{
+		Name:  "http",
+		Order: 30,
+		Tests: []kinds.Test{
+			{Name: "HTTP_RPS_C64", Template: &Options{Connections: 64, KeepAlive: true}, About: "HTTP requests/s at max rate, 64 keep-alive connections"},
+			{Name: "HTTP_RPS_C256", Template: &Options{Connections: 256, KeepAlive: true}, About: "HTTP requests/s at max rate, 256 keep-alive connections"},
+			{Name: "HTTP_RPS_SHORT_C64", Template: &Options{Connections: 64}, About: "HTTP requests/s, a new connection per request, 64 concurrent"},
+			{Name: "HTTP_QPS_1000", Template: &Options{Connections: 64, KeepAlive: true, QPS: 1000}, About: "HTTP latency at a fixed 1,000 requests/s (open loop, CO corrected)"},
+			{Name: "HTTP_QPS_5000", Template: &Options{Connections: 64, KeepAlive: true, QPS: 5000}, About: "HTTP latency at a fixed 5,000 requests/s (open loop, CO corrected)"},
+		},
+		Ports:   []kinds.Port{{Name: "http", Number: DefaultPort, Proto: "tcp"}},
+		Owns:    func(r any) bool { h, ok := r.(*Result); return ok && h != nil },
+		Read:    func(_ string, r any) kinds.Reading { return read(r.(*Result)) },
+		PerWork: perWork,
+		Line:    func(r any) string { return line(r.(*Result)) },
+		Table: kinds.Table{Order: 20, Columns: kinds.LoadColumns("Req/s", kinds.MetricRPS, "Errors %", kinds.MetricErrors,
+			perWork, "CPU µs/req (cli+srv)")},
+	})
+}
+
+func load(h *Result) kinds.Load {
+	return kinds.Load{Rate: h.RPS, RateName: kinds.MetricRPS, RateUnit: "req/s", Latency: h.Latency, Uncorrected: h.LatencyUncorrected,
+		Ops: h.Requests, Seconds: h.Seconds, TargetQPS: h.TargetQPS, CPUs: h.ClientCPUs, Util: h.ClientCPUUtil,
+		Saturated: h.ClientSaturated, Missed: h.MissedTarget, MissedBy: h.MissedByPercent, Errors: h.Errors.Total, FirstError: h.Errors.First}
+}
+
+// read adds the share of failed requests, judged on the successful share.
+func read(h *Result) kinds.Reading {
+	rd := load(h).Reading()
+	if n := h.Requests + h.Errors.Total; n > 0 {
+		rd.Values = append(rd.Values, kinds.Value{Name: kinds.MetricErrors, Unit: "%", Better: kinds.LowerIsBetter,
+			V: 100 * float64(h.Errors.Total) / float64(n), Complement: "success share"})
+	}
+	return rd
+}
+
+func line(h *Result) string {
+	extra := ""
+	if h.Errors.Total > 0 {
+		extra = fmt.Sprintf("  %d errors", h.Errors.Total)
+	}
+	return load(h).Line("req/s", extra)
+}

@@ -72,7 +72,7 @@ func ports(tests ...Test) []kinds.Port {
 		if t == UDPStream || t == UDPRR {
 			proto = "udp"
 		}
-		out = append(out, kinds.Port{Name: PortName(t), Number: DefaultPort[t], Proto: proto})
+		out = append(out, kinds.Port{Name: PortName(t), Number: DefaultPort[t], Proto: proto, Exposed: true})
 	}
 	return out
 }

@@ -62,6 +62,10 @@ type Port struct {
 	Name   string // e.g. "tcp-rr": Service port names on targets
 	Number int
 	Proto  string // "tcp" or "udp"
+	// Exposed: the agent's own server listens on it, so the agent image
+	// (EXPOSE) and pod (containerPort) declare it; false for a server the
+	// agent runs as another program (dnsmasq).
+	Exposed bool
 }
 
 // String is "5201/tcp", as Dockerfiles and container runtimes write it.
@@ -156,7 +160,19 @@ func Of(result any) (Kind, bool) {
 	return Kind{}, false
 }
 
-// Ports lists every kind's data ports, in catalogue order.
+// ExposedPorts lists the data ports the agent image and pod declare.
+func ExposedPorts() []Port {
+	var out []Port
+	for _, p := range Ports() {
+		if p.Exposed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Ports lists every kind's data ports, in catalogue order: the one list
+// of ports that Services, pods, images and firewalls derive from.
 func Ports() []Port {
 	var out []Port
 	for _, k := range All() {

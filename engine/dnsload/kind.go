@@ -21,6 +21,7 @@ func init() {
 			{Name: "DNS_QPS_MAX", Template: &Options{}, About: "DNS queries/s a dnsmasq server answers (closed loop, 100 in flight)"},
 			{Name: "DNS_QPS_1000", Template: &Options{QPS: 1000}, About: "DNS latency at a fixed 1,000 queries/s (open loop, CO corrected)"},
 		},
+		// dnsmasq, run by the server agent, listens on it: not the agent's.
 		Ports:   []kinds.Port{{Name: "dns", Number: DefaultPort, Proto: "udp"}},
 		Owns:    func(r any) bool { d, ok := r.(*Result); return ok && d != nil },
 		Read:    func(_ string, r any) kinds.Reading { return read(r.(*Result)) },

@@ -24,7 +24,7 @@ func init() {
 			{Name: "HTTP_QPS_1000", Template: &Options{Connections: 64, KeepAlive: true, QPS: 1000}, About: "HTTP latency at a fixed 1,000 requests/s (open loop, CO corrected)"},
 			{Name: "HTTP_QPS_5000", Template: &Options{Connections: 64, KeepAlive: true, QPS: 5000}, About: "HTTP latency at a fixed 5,000 requests/s (open loop, CO corrected)"},
 		},
-		Ports:   []kinds.Port{{Name: "http", Number: DefaultPort, Proto: "tcp"}},
+		Ports:   []kinds.Port{{Name: "http", Number: DefaultPort, Proto: "tcp", Exposed: true}},
 		Owns:    func(r any) bool { h, ok := r.(*Result); return ok && h != nil },
 		Read:    func(_ string, r any) kinds.Reading { return read(r.(*Result)) },
 		PerWork: perWork,

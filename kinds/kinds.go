@@ -41,6 +41,13 @@ type Kind struct {
 	Line func(result any) string
 	// Table is the kind's terminal table in reports.
 	Table Table
+	// Storage of a kind without a typed field in results (every kind but
+	// the four built-in ones, whose fields predate the registry): Key
+	// names a sample's result in results.json ("toy"), OptionsKey a
+	// Result's options ("toy_options"); NewResult and NewOptions return
+	// the pointers to decode them into.
+	Key, OptionsKey       string
+	NewResult, NewOptions func() any
 }
 
 // Test is one named suite test: its kind, what it measures and the
@@ -84,6 +91,14 @@ func Register(k Kind) {
 	defer mu.Unlock()
 	if k.Name == "" || k.Owns == nil || k.Read == nil || k.Line == nil {
 		panic(fmt.Sprintf("kinds: kind %q needs a name, Owns, Read and Line", k.Name))
+	}
+	if (k.Key == "") != (k.NewResult == nil) || (k.OptionsKey == "") != (k.NewOptions == nil) {
+		panic("kinds: kind " + k.Name + " needs a key with each New function")
+	}
+	for _, o := range kinds {
+		if k.Key != "" && (k.Key == o.Key || k.Key == o.OptionsKey) || k.OptionsKey != "" && (k.OptionsKey == o.Key || k.OptionsKey == o.OptionsKey) {
+			panic("kinds: kinds " + o.Name + " and " + k.Name + " share a results key")
+		}
 	}
 	if _, dup := kinds[k.Name]; dup {
 		panic("kinds: kind " + k.Name + " registered twice")
@@ -166,6 +181,17 @@ func ExposedPorts() []Port {
 	for _, p := range Ports() {
 		if p.Exposed {
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Stored returns the kinds that store their results under their own keys.
+func Stored() []Kind {
+	var out []Kind
+	for _, k := range All() {
+		if k.Key != "" || k.OptionsKey != "" {
+			out = append(out, k)
 		}
 	}
 	return out

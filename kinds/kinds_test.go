@@ -2,8 +2,11 @@ package kinds_test
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/report"
@@ -56,8 +59,16 @@ func TestRegisterRefusesDuplicates(t *testing.T) {
 
 // toyResult is the result of a toy engine kind: the demonstration that a
 // kind registered in one place is known to the catalogue, the ports,
-// results and the report without an edit there.
-type toyResult struct{ Pings, Seconds float64 }
+// results (stored, loaded, turned into metrics) and the report without an
+// edit there.
+type toyResult struct {
+	Pings   float64 `json:"pings_per_sec"`
+	Seconds float64 `json:"seconds"`
+}
+
+type toyOptions struct {
+	Host string `json:"host"`
+}
 
 func registerToy() {
 	kinds.Register(kinds.Kind{
@@ -71,8 +82,13 @@ func registerToy() {
 			return kinds.Reading{Seconds: x.Seconds, Work: x.Pings * x.Seconds, Scale: 1e6,
 				Values: []kinds.Value{{Name: "ping rate", Unit: "pings/s", Better: kinds.HigherIsBetter, Headline: true, V: x.Pings}}}
 		},
-		Line:  func(r any) string { return "pings" },
-		Table: kinds.Table{Order: 50, Columns: []kinds.Column{{Head: "Pings/s", Metric: "ping rate", Format: "%.0f"}}},
+		PerWork: kinds.PerWork{Client: "client CPU per ping", Server: "server CPU per ping", Unit: "µs"},
+		Line:    func(r any) string { return "pings" },
+		Table: kinds.Table{Order: 50, Columns: []kinds.Column{{Head: "Pings/s", Metric: "ping rate", Format: "%.0f"},
+			{Head: "CPU µs/ping (cli+srv)", Metric: "client CPU per ping", Plus: "server CPU per ping", Format: "%.1f"}}},
+		Key: "toy", OptionsKey: "toy_options",
+		NewResult:  func() any { return new(toyResult) },
+		NewOptions: func() any { return new(toyOptions) },
 	})
 }
 
@@ -88,25 +104,69 @@ func TestToyKind(t *testing.T) {
 	if ps := kinds.Ports(); ps[len(ps)-1].Number != 5299 {
 		t.Errorf("ports: %v", ps)
 	}
-	res := results.Result{Scenario: "default", Test: "TOY_PING", Placement: results.Placement{Path: "pod-to-pod", Node: "same-node"},
-		Samples: []results.Sample{{Round: 1, Error: "toy server down"}}}
-	if res.Kind() != "toy" {
-		t.Errorf("Result.Kind = %q", res.Kind())
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	smp := func(round int, pings float64) results.Sample {
+		return results.Sample{Round: round, Start: start, End: start.Add(2 * time.Second), ClientCPUSec: 0.5, ServerCPUSec: 0.25,
+			Result: &toyResult{Pings: pings, Seconds: 2}}
 	}
-	run := &results.Run{SchemaVersion: results.SchemaVersion, Status: results.StatusComplete,
-		Scenarios: []results.Scenario{{Name: "default"}}, Plan: results.Plan{Rounds: 1}, Results: []results.Result{res}}
-	var out bytes.Buffer
-	if err := report.Table(&out, run); err != nil {
+	res := results.Result{Scenario: "default", Test: "TOY_PING", Placement: results.Placement{Path: "pod-to-pod", Node: "same-node"},
+		KindOptions: &toyOptions{Host: "198.19.1.10"},
+		Samples:     []results.Sample{smp(1, 1000), smp(2, 3000), {Round: 3, Error: "toy server down"}}}
+	run := &results.Run{SchemaVersion: results.SchemaVersion, RunID: "toy", Status: results.StatusComplete,
+		Scenarios: []results.Scenario{{Name: "default"}}, Plan: results.Plan{Rounds: 3}, Results: []results.Result{res}}
+
+	dir := t.TempDir()
+	if err := results.Save(dir, run); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "Pings/s") || !strings.Contains(out.String(), "TOY_PING") {
-		t.Errorf("the toy's section is not in its own table:\n%s", out.String())
-	}
-	rep, err := report.Build([]report.Input{{Run: run}}, report.Options{})
+	b, err := os.ReadFile(filepath.Join(dir, results.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := rep.Sections[0]; s.About != "pings per second" || s.TableKind() != "toy" {
-		t.Errorf("section %+v", s)
+	for _, want := range []string{`"toy_options": {`, `"toy": {`, `"pings_per_sec": 3000`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("results.json has no %s:\n%s", want, b)
+		}
+	}
+	back, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := back.Results[0]
+	if o, ok := got.KindOptions.(*toyOptions); !ok || o.Host != "198.19.1.10" || got.Kind() != "toy" {
+		t.Fatalf("loaded options %#v, kind %q", got.KindOptions, got.Kind())
+	}
+	if r, ok := got.Samples[1].Result.(*toyResult); !ok || r.Pings != 3000 {
+		t.Fatalf("loaded sample %#v", got.Samples[1].Result)
+	}
+
+	s, err := results.Metrics(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate, cpu := s.Metric("ping rate"), s.Metric("client CPU per ping")
+	if s.Kind != "toy" || s.Failed != 1 || rate == nil || rate.Display != 2000 || cpu == nil || len(cpu.Values) != 2 {
+		t.Fatalf("metrics: %+v", s)
+	}
+	// 0.5 s of client CPU over 2,000 pings (first sample): 250 µs each.
+	if cpu.Values[0] != 250 {
+		t.Errorf("client CPU per ping %v, want 250 µs", cpu.Values[0])
+	}
+
+	var out bytes.Buffer
+	if err := report.Table(&out, back); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Pings/s", "TOY_PING", "2000", "166.7+83.3"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table has no %q:\n%s", want, out.String())
+		}
+	}
+	rep, err := report.Build([]report.Input{{Run: back}}, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sec := rep.Sections[0]; sec.About != "pings per second" || sec.TableKind() != "toy" {
+		t.Errorf("section %+v", sec)
 	}
 }

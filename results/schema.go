@@ -162,6 +162,9 @@ type Result struct {
 	HTTPOptions *httpload.Options `json:"http_options,omitempty"`
 	// DNSOptions is set for DNS tests; their samples carry DNS results.
 	DNSOptions *dnsload.Options `json:"dns_options,omitempty"`
+	// KindOptions are the options of any other registered kind, written
+	// under the kind's OptionsKey (stored.go).
+	KindOptions any `json:"-"`
 	// Skipped is why the target could not run this test on this placement
 	// (e.g. other-node on a one-node cluster); it then has no samples.
 	Skipped string `json:"skipped,omitempty"`
@@ -182,6 +185,9 @@ type Sample struct {
 	HTTP *httpload.Result `json:"http,omitempty"`
 	// DNS is the result of a DNS test's sample.
 	DNS *dnsload.Result `json:"dns,omitempty"`
+	// Result is the result of any other registered kind, written under
+	// the kind's Key (stored.go).
+	Result any `json:"-"`
 	// CPU used by the client's and server's endpoint (pod or node cgroup)
 	// over the whole sample, including kernel work charged to them.
 	ClientCPUSec float64 `json:"client_cpu_sec"`
@@ -202,7 +208,7 @@ func (s Sample) Measured() any {
 	case s.Engine != nil:
 		return s.Engine
 	}
-	return nil
+	return s.Result
 }
 
 // Kind is the engine kind of the result's test, as the test catalogue

@@ -11,10 +11,12 @@
 package kinds
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Kind is one registered kind of test.
@@ -48,6 +50,22 @@ type Kind struct {
 	// the pointers to decode them into.
 	Key, OptionsKey       string
 	NewResult, NewOptions func() any
+	// Running a kind without typed paths of its own (the built-in kinds
+	// have theirs in suite and agent): Options builds a test's options
+	// (a pointer, stored in results.Result.KindOptions) for one server
+	// address; Run is the client side, run by the client's agent; Listen,
+	// if set, starts the server side in every agent and returns its serve
+	// loop, which returns once ctx is done and its sockets are closed.
+	Options func(t Test, host string, p Plan) any
+	Run     func(ctx context.Context, options any) (any, error)
+	Listen  func(bind string) (serve func(context.Context) error, err error)
+}
+
+// Plan is what a test's options take from the suite's plan.
+type Plan struct {
+	Duration, Warmup time.Duration
+	Streams          int    // flows of Multi tests
+	Mode             string // request/response: "blocking" or "busy-poll"
 }
 
 // Test is one named suite test: its kind, what it measures and the
@@ -94,6 +112,9 @@ func Register(k Kind) {
 	}
 	if (k.Key == "") != (k.NewResult == nil) || (k.OptionsKey == "") != (k.NewOptions == nil) {
 		panic("kinds: kind " + k.Name + " needs a key with each New function")
+	}
+	if (k.Run != nil || k.Options != nil) && (k.Run == nil || k.Options == nil || k.Key == "" || k.OptionsKey == "") {
+		panic("kinds: kind " + k.Name + " runs through the registry: it needs Options, Run and both keys")
 	}
 	for _, o := range kinds {
 		if k.Key != "" && (k.Key == o.Key || k.Key == o.OptionsKey) || k.OptionsKey != "" && (k.OptionsKey == o.Key || k.OptionsKey == o.OptionsKey) {

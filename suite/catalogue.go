@@ -30,6 +30,9 @@ type TestSpec struct {
 	// DNS is the dns kind's client template (rate, outstanding queries).
 	DNS   *dnsload.Options
 	About string
+	// Template is the kind's own template (kinds.Test.Template), which a
+	// kind that runs through the registry builds its options from.
+	Template any
 }
 
 // IsHTTP tells whether the test runs the HTTP engine.
@@ -46,7 +49,7 @@ var Catalogue = catalogue()
 func catalogue() []TestSpec {
 	var out []TestSpec
 	for _, t := range kinds.Tests() {
-		spec := TestSpec{Name: t.Name, Kind: t.Kind, Multi: t.Multi, About: t.About}
+		spec := TestSpec{Name: t.Name, Kind: t.Kind, Multi: t.Multi, About: t.About, Template: t.Template}
 		switch v := t.Template.(type) {
 		case engine.Test:
 			spec.Engine = v
@@ -60,9 +63,10 @@ func catalogue() []TestSpec {
 	return out
 }
 
-// LookupTest finds a test by name, case-insensitively.
+// LookupTest finds a test by name, case-insensitively, among the tests
+// registered now (a kind registered after init, as in tests, included).
 func LookupTest(name string) (TestSpec, error) {
-	for _, t := range Catalogue {
+	for _, t := range catalogue() {
 		if strings.EqualFold(t.Name, strings.TrimSpace(name)) {
 			return t, nil
 		}
@@ -73,7 +77,7 @@ func LookupTest(name string) (TestSpec, error) {
 // TestNames lists the catalogue's names.
 func TestNames() []string {
 	var n []string
-	for _, t := range Catalogue {
+	for _, t := range catalogue() {
 		n = append(n, t.Name)
 	}
 	return n

@@ -11,6 +11,7 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -143,7 +144,10 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	var out *engine.Result
 	var hout *httpload.Result
 	var dout *dnsload.Result
+	var kout any
 	switch {
+	case res.KindOptions != nil:
+		kout, err = client.RunKind(rctx, res.Kind(), res.KindOptions)
 	case res.DNSOptions != nil:
 		dout, err = client.RunDNS(rctx, *res.DNSOptions)
 	case res.HTTPOptions != nil:
@@ -168,7 +172,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 		s.Error = fmt.Sprintf("no DNS answer to %d queries: %s (the server agent runs dnsmasq: is dnsmasq-base installed?)", dout.Sent, dout.Errors.First)
 		return s
 	}
-	s.Engine, s.HTTP, s.DNS = out, hout, dout
+	s.Engine, s.HTTP, s.DNS, s.Result = out, hout, dout, kout
 	s.DatapathUsage = usage
 	if cerr0 == nil && cerr1 == nil {
 		s.ClientCPUSec = c1 - c0
@@ -218,7 +222,13 @@ func firstErr(msg string) string {
 // of the test's engine kind aimed at the placement's server.
 func (p *Plan) newResult(spec TestSpec, pl results.Placement, scenario string) results.Result {
 	res := results.Result{Scenario: scenario, Test: spec.Name, Placement: pl}
+	k, _ := kinds.Lookup(spec.Kind)
 	switch {
+	case k.Options != nil:
+		t := kinds.Test{Name: spec.Name, Kind: spec.Kind, About: spec.About, Multi: spec.Multi, Template: spec.Template}
+		res.Options = engine.Options{Test: engine.Test(spec.Name), Host: pl.ServerAddr, Duration: p.Duration, Warmup: p.Warmup}
+		res.KindOptions = k.Options(t, pl.ServerAddr, kinds.Plan{Duration: time.Duration(p.Duration), Warmup: time.Duration(p.Warmup),
+			Streams: p.Streams, Mode: string(p.Mode)})
 	case spec.IsDNS():
 		res.Options = engine.Options{Test: "DNS", Host: pl.ServerAddr, Duration: p.Duration, Warmup: p.Warmup}
 		res.DNSOptions = p.DNSOptions(spec, pl.ServerAddr)

@@ -79,3 +79,21 @@ func LoadColumns(rateHead, rate, failedHead, failed string, perWork PerWork, cpu
 		{Head: "Flags", Special: ColumnFlags},
 	}
 }
+
+// LoadKind completes the kind of a load engine whose results are *R: Owns,
+// Read and Line read a result through its Load view; own returns the
+// kind's own metric values and progress-line text (errors, lost queries).
+func LoadKind[R any](k Kind, unit string, load func(*R) Load, own func(*R) ([]Value, string)) Kind {
+	k.Owns = func(r any) bool { x, ok := r.(*R); return ok && x != nil }
+	k.Read = func(_ string, r any) Reading {
+		rd := load(r.(*R)).Reading()
+		vs, _ := own(r.(*R))
+		rd.Values = append(rd.Values, vs...)
+		return rd
+	}
+	k.Line = func(r any) string {
+		_, extra := own(r.(*R))
+		return load(r.(*R)).Line(unit, extra)
+	}
+	return k
+}

@@ -8,28 +8,22 @@ import (
 
 // The DNS kind, against dnsmasq in the server pod answering 1,000
 // Service-like names: capacity (closed loop, 100 queries in flight) and
-// latency at a fixed 1,000 queries/s (open loop, CO corrected); lost
-// queries (timeouts) are judged on the answered share. A test's Template
-// is its *Options.
+// latency at a fixed 1,000 queries/s (open loop, CO corrected). A test's
+// Template is its *Options.
 func init() {
-	perWork := kinds.PerWork{Client: kinds.MetricClientCPUQuery, Server: kinds.MetricServerCPUQuery,
+	perQuery := kinds.PerWork{Client: kinds.MetricClientCPUQuery, Server: kinds.MetricServerCPUQuery,
 		Datapath: kinds.MetricDatapathCPUQuery, Unit: "µs", Head: "DP CPU µs/query"}
-	kinds.Register(kinds.Kind{
-		Name:  "dns",
-		Order: 40,
+	kinds.Register(kinds.LoadKind(kinds.Kind{
+		Name: "dns", Order: 40, PerWork: perQuery,
 		Tests: []kinds.Test{
 			{Name: "DNS_QPS_MAX", Template: &Options{}, About: "DNS queries/s a dnsmasq server answers (closed loop, 100 in flight)"},
 			{Name: "DNS_QPS_1000", Template: &Options{QPS: 1000}, About: "DNS latency at a fixed 1,000 queries/s (open loop, CO corrected)"},
 		},
 		// dnsmasq, run by the server agent, listens on it: not the agent's.
-		Ports:   []kinds.Port{{Name: "dns", Number: DefaultPort, Proto: "udp"}},
-		Owns:    func(r any) bool { d, ok := r.(*Result); return ok && d != nil },
-		Read:    func(_ string, r any) kinds.Reading { return read(r.(*Result)) },
-		PerWork: perWork,
-		Line:    func(r any) string { return line(r.(*Result)) },
+		Ports: []kinds.Port{{Name: "dns", Number: DefaultPort, Proto: "udp"}},
 		Table: kinds.Table{Order: 30, Columns: kinds.LoadColumns("Queries/s", kinds.MetricQPS, "Lost %", kinds.MetricDNSLoss,
-			perWork, "CPU µs/query (cli+srv)")},
-	})
+			perQuery, "CPU µs/query (cli+srv)")},
+	}, "q/s", load, own))
 }
 
 func load(d *Result) kinds.Load {
@@ -38,16 +32,12 @@ func load(d *Result) kinds.Load {
 		Saturated: d.ClientSaturated, Missed: d.MissedTarget, MissedBy: d.MissedByPercent, Errors: d.Errors.Total, FirstError: d.Errors.First}
 }
 
-func read(d *Result) kinds.Reading {
-	rd := load(d).Reading()
-	rd.Values = append(rd.Values, kinds.Value{Name: kinds.MetricDNSLoss, Unit: "%", Better: kinds.LowerIsBetter, V: d.LossPercent, Complement: "answered share"})
-	return rd
-}
-
-func line(d *Result) string {
-	extra := ""
+// own is the share of lost queries (timeouts), judged on the answered
+// share.
+func own(d *Result) (vs []kinds.Value, line string) {
+	vs = []kinds.Value{{Name: kinds.MetricDNSLoss, Unit: "%", Better: kinds.LowerIsBetter, V: d.LossPercent, Complement: "answered share"}}
 	if d.LossPercent > 0 {
-		extra = fmt.Sprintf("  lost %.2f%%", d.LossPercent)
+		line = fmt.Sprintf("  lost %.2f%%", d.LossPercent)
 	}
-	return load(d).Line("q/s", extra)
+	return vs, line
 }

@@ -12,11 +12,10 @@ import (
 // omission). HTTP_QPS_1000, HTTP_QPS_5000 and HTTP_RPS_C64 (max) make the
 // QPS ladder. A test's Template is its *Options.
 func init() {
-	perWork := kinds.PerWork{Client: kinds.MetricClientCPUReq, Server: kinds.MetricServerCPUReq,
+	perReq := kinds.PerWork{Client: kinds.MetricClientCPUReq, Server: kinds.MetricServerCPUReq,
 		Datapath: kinds.MetricDatapathCPUReq, Unit: "µs", Head: "DP CPU µs/req"}
-	kinds.Register(kinds.Kind{
-		Name:  "http",
-		Order: 30,
+	kinds.Register(kinds.LoadKind(kinds.Kind{
+		Name: "http", Order: 30, PerWork: perReq,
 		Tests: []kinds.Test{
 			{Name: "HTTP_RPS_C64", Template: &Options{Connections: 64, KeepAlive: true}, About: "HTTP requests/s at max rate, 64 keep-alive connections"},
 			{Name: "HTTP_RPS_C256", Template: &Options{Connections: 256, KeepAlive: true}, About: "HTTP requests/s at max rate, 256 keep-alive connections"},
@@ -24,14 +23,10 @@ func init() {
 			{Name: "HTTP_QPS_1000", Template: &Options{Connections: 64, KeepAlive: true, QPS: 1000}, About: "HTTP latency at a fixed 1,000 requests/s (open loop, CO corrected)"},
 			{Name: "HTTP_QPS_5000", Template: &Options{Connections: 64, KeepAlive: true, QPS: 5000}, About: "HTTP latency at a fixed 5,000 requests/s (open loop, CO corrected)"},
 		},
-		Ports:   []kinds.Port{{Name: "http", Number: DefaultPort, Proto: "tcp", Exposed: true}},
-		Owns:    func(r any) bool { h, ok := r.(*Result); return ok && h != nil },
-		Read:    func(_ string, r any) kinds.Reading { return read(r.(*Result)) },
-		PerWork: perWork,
-		Line:    func(r any) string { return line(r.(*Result)) },
+		Ports: []kinds.Port{{Name: "http", Number: DefaultPort, Proto: "tcp", Exposed: true}},
 		Table: kinds.Table{Order: 20, Columns: kinds.LoadColumns("Req/s", kinds.MetricRPS, "Errors %", kinds.MetricErrors,
-			perWork, "CPU µs/req (cli+srv)")},
-	})
+			perReq, "CPU µs/req (cli+srv)")},
+	}, "req/s", load, own))
 }
 
 func load(h *Result) kinds.Load {
@@ -40,20 +35,14 @@ func load(h *Result) kinds.Load {
 		Saturated: h.ClientSaturated, Missed: h.MissedTarget, MissedBy: h.MissedByPercent, Errors: h.Errors.Total, FirstError: h.Errors.First}
 }
 
-// read adds the share of failed requests, judged on the successful share.
-func read(h *Result) kinds.Reading {
-	rd := load(h).Reading()
+// own is the share of failed requests, judged on the successful share.
+func own(h *Result) (vs []kinds.Value, line string) {
 	if n := h.Requests + h.Errors.Total; n > 0 {
-		rd.Values = append(rd.Values, kinds.Value{Name: kinds.MetricErrors, Unit: "%", Better: kinds.LowerIsBetter,
+		vs = append(vs, kinds.Value{Name: kinds.MetricErrors, Unit: "%", Better: kinds.LowerIsBetter,
 			V: 100 * float64(h.Errors.Total) / float64(n), Complement: "success share"})
 	}
-	return rd
-}
-
-func line(h *Result) string {
-	extra := ""
 	if h.Errors.Total > 0 {
-		extra = fmt.Sprintf("  %d errors", h.Errors.Total)
+		line = fmt.Sprintf("  %d errors", h.Errors.Total)
 	}
-	return load(h).Line("req/s", extra)
+	return vs, line
 }

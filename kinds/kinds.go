@@ -41,6 +41,9 @@ type Kind struct {
 	PerWork PerWork
 	// Line is the one-line progress summary of a successful sample.
 	Line func(result any) string
+	// Check, if set, fails a sample whose result measured nothing (no
+	// answer at all), with why; its numbers would otherwise read as 0.
+	Check func(result any) error
 	// Table is the kind's terminal table in reports.
 	Table Table
 	// Storage of a kind without a typed field in results (every kind but

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/engine/dnsload"
+	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/report"
 	"github.com/cnibench/cnibench/results"
@@ -177,5 +179,36 @@ func TestToyKind(t *testing.T) {
 	}
 	if sec := rep.Sections[0]; sec.About != "pings per second" || sec.TableKind() != "toy" {
 		t.Errorf("section %+v", sec)
+	}
+}
+
+// A load sample without a single answer fails, saying why, instead of
+// reading as a rate of 0.
+func TestBuiltinChecks(t *testing.T) {
+	check := func(r any) string {
+		k, ok := kinds.Of(r)
+		if !ok || k.Check == nil {
+			t.Fatalf("%T: no kind with a Check", r)
+		}
+		if err := k.Check(r); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	h := &httpload.Result{Seconds: 1, Errors: httpload.Errors{Total: 3, First: "connection refused"}}
+	if got, want := check(h), "no HTTP response in the 1.00s measured interval (3 errors, first: connection refused)"; got != want {
+		t.Errorf("HTTP: %q, want %q", got, want)
+	}
+	h.Requests = 1
+	if got := check(h); got != "" {
+		t.Errorf("HTTP with a response: %q", got)
+	}
+	d := &dnsload.Result{Sent: 5, Errors: dnsload.Errors{First: "timeout"}}
+	if got := check(d); !strings.HasPrefix(got, "no DNS answer to 5 queries: timeout") {
+		t.Errorf("DNS: %q", got)
+	}
+	d.Responses = 5
+	if got := check(d); got != "" {
+		t.Errorf("DNS with answers: %q", got)
 	}
 }

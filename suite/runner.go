@@ -164,15 +164,12 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 		s.Error = err.Error()
 		return s
 	}
-	if hout != nil && hout.Requests == 0 {
-		s.Error = fmt.Sprintf("no HTTP response in the %.2fs measured interval (%d errors%s)", hout.Seconds, hout.Errors.Total, firstErr(hout.Errors.First))
-		return s
-	}
-	if dout != nil && dout.Responses == 0 {
-		s.Error = fmt.Sprintf("no DNS answer to %d queries: %s (the server agent runs dnsmasq: is dnsmasq-base installed?)", dout.Sent, dout.Errors.First)
-		return s
-	}
 	s.Engine, s.HTTP, s.DNS, s.Result = out, hout, dout, kout
+	if k, ok := kinds.Of(s.Measured()); ok && k.Check != nil {
+		if err := k.Check(s.Measured()); err != nil {
+			return results.Sample{Round: round, Start: s.Start, End: s.End, Error: err.Error()}
+		}
+	}
 	s.DatapathUsage = usage
 	if cerr0 == nil && cerr1 == nil {
 		s.ClientCPUSec = c1 - c0
@@ -208,14 +205,6 @@ func (r *Runner) progress(format string, a ...any) {
 	if r.Progress != nil {
 		fmt.Fprintf(r.Progress, format, a...)
 	}
-}
-
-// firstErr formats an engine's first error message for a sample error.
-func firstErr(msg string) string {
-	if msg == "" {
-		return ""
-	}
-	return ", first: " + msg
 }
 
 // newResult is the empty Result of one test on one placement: the options

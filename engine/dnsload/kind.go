@@ -14,7 +14,7 @@ func init() {
 	perQuery := kinds.PerWork{Client: kinds.MetricClientCPUQuery, Server: kinds.MetricServerCPUQuery,
 		Datapath: kinds.MetricDatapathCPUQuery, Unit: "µs", Head: "DP CPU µs/query"}
 	kinds.Register(kinds.LoadKind(kinds.Kind{
-		Name: "dns", Order: 40, PerWork: perQuery,
+		Name: "dns", Order: 40, PerWork: perQuery, Check: checkAnswered,
 		Tests: []kinds.Test{
 			{Name: "DNS_QPS_MAX", Template: &Options{}, About: "DNS queries/s a dnsmasq server answers (closed loop, 100 in flight)"},
 			{Name: "DNS_QPS_1000", Template: &Options{QPS: 1000}, About: "DNS latency at a fixed 1,000 queries/s (open loop, CO corrected)"},
@@ -24,6 +24,14 @@ func init() {
 		Table: kinds.Table{Order: 30, Columns: kinds.LoadColumns("Queries/s", kinds.MetricQPS, "Lost %", kinds.MetricDNSLoss,
 			perQuery, "CPU µs/query (cli+srv)")},
 	}, "q/s", load, own))
+}
+
+// checkAnswered fails a sample without a single answer.
+func checkAnswered(r any) error {
+	if d := r.(*Result); d.Responses == 0 {
+		return fmt.Errorf("no DNS answer to %d queries: %s (the server agent runs dnsmasq: is dnsmasq-base installed?)", d.Sent, d.Errors.First)
+	}
+	return nil
 }
 
 func load(d *Result) kinds.Load {

@@ -15,7 +15,7 @@ func init() {
 	perReq := kinds.PerWork{Client: kinds.MetricClientCPUReq, Server: kinds.MetricServerCPUReq,
 		Datapath: kinds.MetricDatapathCPUReq, Unit: "µs", Head: "DP CPU µs/req"}
 	kinds.Register(kinds.LoadKind(kinds.Kind{
-		Name: "http", Order: 30, PerWork: perReq,
+		Name: "http", Order: 30, PerWork: perReq, Check: checkAnswered,
 		Tests: []kinds.Test{
 			{Name: "HTTP_RPS_C64", Template: &Options{Connections: 64, KeepAlive: true}, About: "HTTP requests/s at max rate, 64 keep-alive connections"},
 			{Name: "HTTP_RPS_C256", Template: &Options{Connections: 256, KeepAlive: true}, About: "HTTP requests/s at max rate, 256 keep-alive connections"},
@@ -27,6 +27,19 @@ func init() {
 		Table: kinds.Table{Order: 20, Columns: kinds.LoadColumns("Req/s", kinds.MetricRPS, "Errors %", kinds.MetricErrors,
 			perReq, "CPU µs/req (cli+srv)")},
 	}, "req/s", load, own))
+}
+
+// checkAnswered fails a sample without a single response.
+func checkAnswered(r any) error {
+	h := r.(*Result)
+	if h.Requests > 0 {
+		return nil
+	}
+	first := ""
+	if h.Errors.First != "" {
+		first = ", first: " + h.Errors.First
+	}
+	return fmt.Errorf("no HTTP response in the %.2fs measured interval (%d errors%s)", h.Seconds, h.Errors.Total, first)
 }
 
 func load(h *Result) kinds.Load {

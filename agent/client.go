@@ -15,6 +15,7 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/nodeprobe"
 )
 
@@ -101,6 +102,21 @@ func (c *Client) RunHTTP(ctx context.Context, o httpload.Options) (*httpload.Res
 // RunDNS asks the agent to run the client side of a DNS load test.
 func (c *Client) RunDNS(ctx context.Context, o dnsload.Options) (*dnsload.Result, error) {
 	return call[dnsload.Result](ctx, c, PathDNS, o)
+}
+
+// RunKind runs a test of a registered kind without a method of its own
+// (kinds.Kind.Run) on this agent: options are the kind's, the result is
+// its NewResult.
+func (c *Client) RunKind(ctx context.Context, kind string, options any) (any, error) {
+	k, ok := kinds.Lookup(kind)
+	if !ok || k.Run == nil {
+		return nil, fmt.Errorf("agent %s: kind %q does not run through agents", c.name, kind)
+	}
+	res := k.NewResult()
+	if err := c.runCall(ctx, PathKind+kind, options, res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // call posts options to a run endpoint and decodes its result, fetching

@@ -24,6 +24,7 @@ import (
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/internal/version"
+	"github.com/cnibench/cnibench/kinds"
 )
 
 // API paths and headers of the control protocol.
@@ -32,6 +33,9 @@ const (
 	PathRun    = "/v1/run"
 	PathHTTP   = "/v1/http"
 	PathDNS    = "/v1/dns"
+	// PathKind + a kind's name runs a registered kind without an endpoint
+	// of its own (kinds.Kind.Run).
+	PathKind = "/v1/kind/"
 	// PathNodeServices is served by node-probe agents only: what the
 	// node's Service datapath holds (nodeprobe.Report).
 	PathNodeServices = "/v1/node/services"
@@ -90,7 +94,14 @@ func Serve(ctx context.Context, cfg Config) error {
 			defer stop()
 		}
 	}
-	serveErr := make(chan error, 3)
+	kindServes, err := listenKinds(cfg.Bind)
+	if err != nil {
+		cancel()
+		_ = srv.Serve(ctx)
+		_ = hsrv.Serve(ctx)
+		return err
+	}
+	serveErr := make(chan error, 3+len(kindServes))
 	// Serve returns only once the engines have closed their sockets, so an
 	// agent started right after this one (tests, a restarted pod) finds its
 	// fixed ports free.
@@ -100,6 +111,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	engines.Add(2)
 	go func() { defer engines.Done(); serveErr <- srv.Serve(ctx) }()
 	go func() { defer engines.Done(); serveErr <- hsrv.Serve(ctx) }()
+	for _, serve := range kindServes {
+		engines.Add(1)
+		go func() { defer engines.Done(); serveErr <- serve(ctx) }()
+	}
 
 	ln, err := listenControl(cfg.Control)
 	if err != nil {
@@ -107,6 +122,28 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	h := &handler{token: cfg.Token, ctx: ctx}
 	return serveControl(ctx, cancel, ln, h.routes(), serveErr)
+}
+
+// listenKinds starts the server side of the registered kinds that have
+// one (kinds.Kind.Listen); on an error it closes those already listening.
+func listenKinds(bind string) ([]func(context.Context) error, error) {
+	var serves []func(context.Context) error
+	for _, k := range kinds.All() {
+		if k.Listen == nil {
+			continue
+		}
+		serve, err := k.Listen(bind)
+		if err != nil {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			for _, s := range serves {
+				_ = s(ctx)
+			}
+			return nil, fmt.Errorf("%s server: %w", k.Name, err)
+		}
+		serves = append(serves, serve)
+	}
+	return serves, nil
 }
 
 // serveControl serves the control API on ln until ctx is done or a server
@@ -166,6 +203,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("POST "+PathRun, runHandler[engine.Options](h, "options", engine.Run))
 	mux.HandleFunc("POST "+PathHTTP, runHandler[httpload.Options](h, "HTTP options", httpload.Run))
 	mux.HandleFunc("POST "+PathDNS, runHandler[dnsload.Options](h, "DNS options", dnsload.Run))
+	mux.HandleFunc("POST "+PathKind+"{kind}", h.kindRun)
 	mux.HandleFunc("GET "+PathResult+"{id}", h.result)
 	return h.authenticate(mux)
 }
@@ -202,42 +240,78 @@ func runHandler[O any, PO interface {
 	options
 }, R any](h *handler, what string, run func(context.Context, O) (*R, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, budget, err := runRequest(r)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
+		h.serveRun(w, r, func(dec *json.Decoder) (func(context.Context) (any, error), error) {
+			var o O
+			if err := dec.Decode(&o); err != nil {
+				return nil, fmt.Errorf("bad %s: %w", what, err)
+			}
+			if err := PO(&o).Validate(); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) (any, error) { return run(ctx, o) }, nil
+		})
+	}
+}
+
+// kindRun is the run endpoint (PathKind + name) of the registered kinds
+// without one of their own: as runHandler, with the kind's options type.
+func (h *handler) kindRun(w http.ResponseWriter, r *http.Request) {
+	k, ok := kinds.Lookup(r.PathValue("kind"))
+	if !ok || k.Run == nil {
+		http.Error(w, fmt.Sprintf("no kind %q runs through this agent", r.PathValue("kind")), http.StatusNotFound)
+		return
+	}
+	h.serveRun(w, r, func(dec *json.Decoder) (func(context.Context) (any, error), error) {
+		o := k.NewOptions()
+		if err := dec.Decode(o); err != nil {
+			return nil, fmt.Errorf("bad %s options: %w", k.Name, err)
 		}
-		if e := h.results.get(id); e != nil {
-			e.reply(w, id)
-			return
+		if v, ok := o.(options); ok {
+			if err := v.Validate(); err != nil {
+				return nil, err
+			}
 		}
-		var o O
-		dec := json.NewDecoder(r.Body)
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&o); err != nil {
-			http.Error(w, "bad "+what+": "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		if err := PO(&o).Validate(); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		if !h.busy.TryLock() {
-			http.Error(w, "agent is already running a test", http.StatusConflict)
-			return
-		}
-		e, fresh := h.results.start(id)
-		if !fresh { // the same id raced in since the check above
-			h.busy.Unlock()
-			e.reply(w, id)
-			return
-		}
-		launch(h, id, e, budget, run, o)
-		select {
-		case <-e.done:
-			e.ans.write(w, id)
-		case <-r.Context().Done(): // connection gone: the run goes on, its answer waits in h.results
-		}
+		return func(ctx context.Context) (any, error) { return k.Run(ctx, o) }, nil
+	})
+}
+
+// serveRun is a run endpoint once it knows its options: decode reads them
+// strictly and returns the run, or the bad request's error.
+func (h *handler) serveRun(w http.ResponseWriter, r *http.Request, decode func(*json.Decoder) (func(context.Context) (any, error), error)) {
+	id, budget, err := runRequest(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if e := h.results.get(id); e != nil {
+		e.reply(w, id)
+		return
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	run, err := decode(dec)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !h.busy.TryLock() {
+		http.Error(w, "agent is already running a test", http.StatusConflict)
+		return
+	}
+	e, fresh := h.results.start(id)
+	if !fresh { // the same id raced in since the check above
+		h.busy.Unlock()
+		e.reply(w, id)
+		return
+	}
+	launch(h, id, e, budget, func(ctx context.Context, _ struct{}) (*any, error) {
+		v, err := run(ctx)
+		return &v, err
+	}, struct{}{})
+	select {
+	case <-e.done:
+		e.ans.write(w, id)
+	case <-r.Context().Done(): // connection gone: the run goes on, its answer waits in h.results
 	}
 }
 

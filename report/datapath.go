@@ -3,6 +3,7 @@ package report
 import (
 	"strings"
 
+	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -27,16 +28,13 @@ func hasDatapath(secs []Section) bool {
 }
 
 // datapathHead is the datapath columns' header for a kind of test.
-func datapathHead(kind string) string {
-	per := map[string]string{results.KindStream: "DP CPU s/GB", results.KindRR: "DP CPU µs/op",
-		results.KindHTTP: "DP CPU µs/req", results.KindDNS: "DP CPU µs/query"}[kind]
-	return per + "\tDP cores\tDP MiB"
+func datapathHead(pw kinds.PerWork) string {
+	return pw.Head + "\tDP cores\tDP MiB"
 }
 
-func datapathCells(sec Section, ci int, kind string) string {
-	name, _ := results.DatapathCPUMetric(kind)
+func datapathCells(sec Section, ci int, pw kinds.PerWork) string {
 	return strings.Join([]string{
-		cell(sec, ci, name, "%.2f"),
+		cell(sec, ci, pw.Datapath, "%.2f"),
 		cell(sec, ci, results.MetricDatapathCores, "%.3f"),
 		cell(sec, ci, results.MetricDatapathMemory, "%.0f"),
 	}, "\t")

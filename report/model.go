@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
-	"github.com/cnibench/cnibench/suite"
 )
 
 // Input is one results document and the label its columns carry.
@@ -107,7 +107,10 @@ type Section struct {
 	Test      string `json:"test"`
 	Placement string `json:"placement"`
 	About     string `json:"about,omitempty"`
-	Kind      string `json:"kind"`
+	Kind      string `json:"kind"` // of its samples; "" if none succeeded
+	// table is the kind of its test (results.Result.Kind), whose terminal
+	// table shows the section even when no sample succeeded.
+	table string
 	// Samples per column; nil where the column has no such result.
 	Samples  []*SampleCount `json:"samples"`
 	Metrics  []Row          `json:"metrics"`
@@ -273,8 +276,8 @@ func Build(in []Input, opt Options) (*Report, error) {
 	for _, k := range order {
 		test, placement, _ := strings.Cut(k, "\x00")
 		sec := Section{Test: test, Placement: placement}
-		if spec, err := suite.LookupTest(test); err == nil {
-			sec.About = spec.About
+		if t, ok := kinds.LookupTest(test); ok {
+			sec.About = t.About
 		}
 		series := make([]*results.Series, len(rep.Columns))
 		for ci, col := range rep.Columns {
@@ -288,6 +291,9 @@ func Build(in []Input, opt Options) (*Report, error) {
 				return nil, fmt.Errorf("%s: %w", col.Label, err)
 			}
 			series[ci] = &s
+			if sec.table == "" {
+				sec.table = r.Kind()
+			}
 			if sec.Kind == "" {
 				sec.Kind = s.Kind
 			}
@@ -334,6 +340,15 @@ func Build(in []Input, opt Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// TableKind is the kind whose terminal table shows the section: its
+// samples' kind, or its test's when none succeeded.
+func (s Section) TableKind() string {
+	if s.Kind != "" {
+		return s.Kind
+	}
+	return s.table
 }
 
 func allSkipped(scs []*SampleCount) bool {

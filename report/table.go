@@ -7,9 +7,11 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -26,22 +28,14 @@ func Table(w io.Writer, run *results.Run) error {
 
 // TableOf writes the terminal tables of a built report.
 func TableOf(w io.Writer, rep *Report) error {
-	kinds := []struct {
-		kind string
-		head string
-		row  func(sec Section, ci int) string
-	}{
-		{results.KindRR, "Rate/s\tMin µs\tP50 µs\tP90 µs\tP99 µs\tP99.9 µs\tMax µs\tCPU µs/op (cli+srv)", rrCells},
-		{results.KindHTTP, "Req/s\tP50 µs\tP90 µs\tP99 µs\tP99.9 µs\tErrors %\tCPU µs/req (cli+srv)\tFlags", httpCells},
-		{results.KindDNS, "Queries/s\tP50 µs\tP90 µs\tP99 µs\tP99.9 µs\tLost %\tCPU µs/query (cli+srv)\tFlags", dnsCells},
-		{results.KindStream, "Streams\tGbit/s\tOffered Gbit/s\tLoss %\tCPU s/GB (cli+srv)", streamCells},
-	}
+	tables := kinds.All()
+	slices.SortStableFunc(tables, func(a, b kinds.Kind) int { return a.Table.Order - b.Table.Order })
 	multi := len(rep.Columns) > 1
 	first := true
-	for _, k := range kinds {
+	for _, k := range tables {
 		var secs []Section
 		for _, s := range rep.Sections {
-			if s.Kind == k.kind || (s.Kind == "" && k.kind == guessKind(s.Test)) {
+			if s.TableKind() == k.Name {
 				secs = append(secs, s)
 			}
 		}
@@ -52,9 +46,9 @@ func TableOf(w io.Writer, rep *Report) error {
 			fmt.Fprintln(w)
 		}
 		first = false
-		head, dp := k.head, hasDatapath(secs)
+		head, dp := columnsHead(k.Table.Columns), hasDatapath(secs)
 		if dp {
-			head += "\t" + datapathHead(k.kind)
+			head += "\t" + datapathHead(k.PerWork)
 		}
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "Test\tPlacement\tSamples\t%s\t\n", head)
@@ -74,9 +68,9 @@ func TableOf(w io.Writer, rep *Report) error {
 					fmt.Fprintf(tw, "%s\t\n", strings.Repeat("-\t", ncols-1)+"-")
 					continue
 				}
-				row := k.row(sec, ci)
+				row := cells(k.Table.Columns, sec, ci)
 				if dp {
-					row += "\t" + datapathCells(sec, ci, k.kind)
+					row += "\t" + datapathCells(sec, ci, k.PerWork)
 				}
 				fmt.Fprintf(tw, "%s\t\n", row)
 			}
@@ -96,19 +90,6 @@ func TableOf(w io.Writer, rep *Report) error {
 		}
 	}
 	return nil
-}
-
-// guessKind places a section without any successful sample by its name.
-func guessKind(test string) string {
-	switch {
-	case strings.HasPrefix(test, "HTTP"):
-		return results.KindHTTP
-	case strings.HasPrefix(test, "DNS"):
-		return results.KindDNS
-	case strings.HasSuffix(test, "_RR"), strings.HasSuffix(test, "_CRR"):
-		return results.KindRR
-	}
-	return results.KindStream
 }
 
 func samplesCell(sc *SampleCount) string {
@@ -153,30 +134,38 @@ func pair(sec Section, ci int, a, b, format string) string {
 	return x + "+" + y
 }
 
-func rrCells(sec Section, ci int) string {
-	return strings.Join([]string{
-		cell(sec, ci, results.MetricRate, "%.0f"),
-		cell(sec, ci, results.MetricMin, "%.1f"),
-		cell(sec, ci, results.MetricP50, "%.1f"),
-		cell(sec, ci, results.MetricP90, "%.1f"),
-		cell(sec, ci, results.MetricP99, "%.1f"),
-		cell(sec, ci, results.MetricP999, "%.1f"),
-		cell(sec, ci, results.MetricMax, "%.1f"),
-		pair(sec, ci, results.MetricClientCPUOp, results.MetricServerCPUOp, "%.2f"),
-	}, "\t")
+// columnsHead is a kind's table header after Test, Placement and Samples.
+func columnsHead(cols []kinds.Column) string {
+	var h []string
+	for _, c := range cols {
+		h = append(h, c.Head)
+	}
+	return strings.Join(h, "\t")
 }
 
-func dnsCells(sec Section, ci int) string {
-	return strings.Join([]string{
-		cell(sec, ci, results.MetricQPS, "%.0f"),
-		cell(sec, ci, results.MetricP50, "%.1f"),
-		cell(sec, ci, results.MetricP90, "%.1f"),
-		cell(sec, ci, results.MetricP99, "%.1f"),
-		cell(sec, ci, results.MetricP999, "%.1f"),
-		cell(sec, ci, results.MetricDNSLoss, "%.2f"),
-		pair(sec, ci, results.MetricClientCPUQuery, results.MetricServerCPUQuery, "%.2f"),
-		flagsCell(sec, ci),
-	}, "\t")
+// cells is a section's row in column ci of a kind's table.
+func cells(cols []kinds.Column, sec Section, ci int) string {
+	var out []string
+	for _, c := range cols {
+		switch {
+		case c.Special == kinds.ColumnStreams:
+			out = append(out, streamsCell(sec, ci))
+		case c.Special == kinds.ColumnFlags:
+			out = append(out, flagsCell(sec, ci))
+		case c.Plus != "":
+			out = append(out, pair(sec, ci, c.Metric, c.Plus, c.Format))
+		default:
+			out = append(out, cell(sec, ci, c.Metric, c.Format))
+		}
+	}
+	return strings.Join(out, "\t")
+}
+
+func streamsCell(sec Section, ci int) string {
+	if n := sec.Samples[ci].Streams; n > 0 {
+		return fmt.Sprint(n)
+	}
+	return "-"
 }
 
 // flagsCell lists what makes an open-loop or client-bound number suspect.
@@ -193,32 +182,4 @@ func flagsCell(sec Section, ci int) string {
 		f = "-"
 	}
 	return f
-}
-
-func httpCells(sec Section, ci int) string {
-	f := flagsCell(sec, ci)
-	return strings.Join([]string{
-		cell(sec, ci, results.MetricRPS, "%.0f"),
-		cell(sec, ci, results.MetricP50, "%.1f"),
-		cell(sec, ci, results.MetricP90, "%.1f"),
-		cell(sec, ci, results.MetricP99, "%.1f"),
-		cell(sec, ci, results.MetricP999, "%.1f"),
-		cell(sec, ci, results.MetricErrors, "%.2f"),
-		pair(sec, ci, results.MetricClientCPUReq, results.MetricServerCPUReq, "%.2f"),
-		f,
-	}, "\t")
-}
-
-func streamCells(sec Section, ci int) string {
-	streams := "-"
-	if n := sec.Samples[ci].Streams; n > 0 {
-		streams = fmt.Sprint(n)
-	}
-	return strings.Join([]string{
-		streams,
-		cell(sec, ci, results.MetricThroughput, "%.2f"),
-		cell(sec, ci, results.MetricOffered, "%.2f"),
-		cell(sec, ci, results.MetricLoss, "%.2f"),
-		pair(sec, ci, results.MetricClientCPUGB, results.MetricServerCPUGB, "%.2f"),
-	}, "\t")
 }

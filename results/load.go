@@ -1,37 +1,19 @@
 package results
 
-import "github.com/cnibench/cnibench/stats"
+import "github.com/cnibench/cnibench/kinds"
 
-// loadSample is what summaries and metrics read from an HTTP or a DNS
-// sample: the two load engines report the same quantities under their own
-// names (requests or queries per second, answered requests or queries).
-type loadSample struct {
-	rate        float64        // RPS or QPS
-	latency     *stats.Latency // corrected for coordinated omission at a fixed rate
-	uncorrected *stats.Latency
-	ops         int64   // complete responses
-	seconds     float64 // measured interval
-	targetQPS   float64 // > 0: open loop
-	cpus        int     // CPUs the client could use
-	util        float64 // client CPU use, fraction of cpus
-	saturated   bool
-	missed      bool
-	missedBy    float64
-	errors      int64
-	firstError  string
-}
-
-// asLoad returns the load-engine view of a sample, if it has one.
-func asLoad(s Sample) (loadSample, bool) {
+// asLoad returns the load-engine view of an HTTP or DNS sample, for
+// Summarize (metrics read it through the kinds' Read).
+func asLoad(s Sample) (kinds.Load, bool) {
 	switch {
 	case s.HTTP != nil:
 		h := s.HTTP
-		return loadSample{h.RPS, h.Latency, h.LatencyUncorrected, h.Requests, h.Seconds, h.TargetQPS,
-			h.ClientCPUs, h.ClientCPUUtil, h.ClientSaturated, h.MissedTarget, h.MissedByPercent, h.Errors.Total, h.Errors.First}, true
+		return kinds.Load{Rate: h.RPS, Latency: h.Latency, Ops: h.Requests, Seconds: h.Seconds,
+			Saturated: h.ClientSaturated, Missed: h.MissedTarget, MissedBy: h.MissedByPercent}, true
 	case s.DNS != nil:
 		d := s.DNS
-		return loadSample{d.QPS, d.Latency, d.LatencyUncorrected, d.Responses, d.Seconds, d.TargetQPS,
-			d.ClientCPUs, d.ClientCPUUtil, d.ClientSaturated, d.MissedTarget, d.MissedByPercent, d.Errors.Total, d.Errors.First}, true
+		return kinds.Load{Rate: d.QPS, Latency: d.Latency, Ops: d.Responses, Seconds: d.Seconds,
+			Saturated: d.ClientSaturated, Missed: d.MissedTarget, MissedBy: d.MissedByPercent}, true
 	}
-	return loadSample{}, false
+	return kinds.Load{}, false
 }

@@ -5,21 +5,23 @@ import (
 	"math"
 	"slices"
 
+	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
 // Better says which way a metric improves, and so whether it gets a verdict.
-type Better string
+type Better = kinds.Better
 
 const (
-	HigherIsBetter Better = "higher"
-	LowerIsBetter  Better = "lower"
+	HigherIsBetter = kinds.HigherIsBetter
+	LowerIsBetter  = kinds.LowerIsBetter
 	// Info metrics are shown but never judged: min and max latency are one
 	// event each, the offered rate is a setting's outcome, not a quality.
-	Info Better = "info"
+	Info = kinds.Info
 )
 
-// Kinds of Result, from the kind of its samples.
+// Kinds of Result, from the kind of its samples: the names the engine
+// kinds register (package kinds), for the callers that name one.
 const (
 	KindStream = "stream" // engine stream test: throughput (and UDP loss)
 	KindRR     = "rr"     // engine request/response or connect/request/response
@@ -27,35 +29,34 @@ const (
 	KindDNS    = "dns"    // dnsload
 )
 
-// Metric names. They read as nouns ("5% higher throughput") because
-// comparisons print them that way.
+// Metric names (defined with the kinds, which name their metrics).
 const (
-	MetricThroughput     = "throughput"
-	MetricOffered        = "offered rate"
-	MetricLoss           = "loss"
-	MetricRate           = "rate"
-	MetricRPS            = "request rate"
-	MetricP50            = "p50 latency"
-	MetricP90            = "p90 latency"
-	MetricP99            = "p99 latency"
-	MetricP999           = "p99.9 latency"
-	MetricMin            = "min latency"
-	MetricMean           = "mean latency"
-	MetricMax            = "max latency"
-	MetricP99Uncorr      = "p99 latency, uncorrected"
-	MetricErrors         = "errors"
-	MetricMissedBy       = "missed target by"
-	MetricClientUtil     = "client CPU use"
-	MetricClientCPUOp    = "client CPU per op"
-	MetricServerCPUOp    = "server CPU per op"
-	MetricClientCPUGB    = "client CPU per GB"
-	MetricServerCPUGB    = "server CPU per GB"
-	MetricClientCPUReq   = "client CPU per request"
-	MetricServerCPUReq   = "server CPU per request"
-	MetricQPS            = "query rate"
-	MetricDNSLoss        = "lost queries"
-	MetricClientCPUQuery = "client CPU per query"
-	MetricServerCPUQuery = "server CPU per query"
+	MetricThroughput     = kinds.MetricThroughput
+	MetricOffered        = kinds.MetricOffered
+	MetricLoss           = kinds.MetricLoss
+	MetricRate           = kinds.MetricRate
+	MetricRPS            = kinds.MetricRPS
+	MetricP50            = kinds.MetricP50
+	MetricP90            = kinds.MetricP90
+	MetricP99            = kinds.MetricP99
+	MetricP999           = kinds.MetricP999
+	MetricMin            = kinds.MetricMin
+	MetricMean           = kinds.MetricMean
+	MetricMax            = kinds.MetricMax
+	MetricP99Uncorr      = kinds.MetricP99Uncorr
+	MetricErrors         = kinds.MetricErrors
+	MetricMissedBy       = kinds.MetricMissedBy
+	MetricClientUtil     = kinds.MetricClientUtil
+	MetricClientCPUOp    = kinds.MetricClientCPUOp
+	MetricServerCPUOp    = kinds.MetricServerCPUOp
+	MetricClientCPUGB    = kinds.MetricClientCPUGB
+	MetricServerCPUGB    = kinds.MetricServerCPUGB
+	MetricClientCPUReq   = kinds.MetricClientCPUReq
+	MetricServerCPUReq   = kinds.MetricServerCPUReq
+	MetricQPS            = kinds.MetricQPS
+	MetricDNSLoss        = kinds.MetricDNSLoss
+	MetricClientCPUQuery = kinds.MetricClientCPUQuery
+	MetricServerCPUQuery = kinds.MetricServerCPUQuery
 )
 
 // Metric is one named quantity of a Result with one value per sample that
@@ -158,19 +159,17 @@ var latencyPercentiles = []struct {
 }
 
 // Metrics turns a Result into metric series, one value per sample. A sample
-// counts as failed when it has an error or no result of a known kind. The
-// kind of a sample decides its metrics: add a case to sampleKind and a
-// collect function for a new kind (DNS).
+// counts as failed when it has an error or no result of a registered kind;
+// the kind of a sample (package kinds) reads its metrics.
 func Metrics(r Result) (Series, error) {
 	var s Series
 	c := &collector{byName: map[string]int{}}
+	var w warnings
 	var lats, uncorrected []*stats.Latency
-	saturated, missed, errs := 0, 0, int64(0)
-	missedMax, firstErr, gapMax := 0.0, "", 0.0
 	for _, smp := range r.Samples {
 		s.Samples++
-		kind := sampleKind(smp)
-		if kind == "" {
+		kind, ok := sampleKind(smp)
+		if !ok {
 			s.Failed++
 			if s.FirstError == "" {
 				s.FirstError = smp.Error
@@ -181,88 +180,23 @@ func Metrics(r Result) (Series, error) {
 			continue
 		}
 		if s.Kind == "" {
-			s.Kind = kind
+			s.Kind = kind.Name
 		}
-		var lat *stats.Latency
-		switch kind {
-		case KindStream:
-			collectStream(c, smp)
-			if e := smp.Engine; e.Errors > 0 {
-				errs += e.Errors
-				if firstErr == "" {
-					firstErr = e.ErrorMsg
-				}
-			}
-		case KindRR:
-			lat = smp.Engine.Latency
-			collectRR(c, r.Test, smp)
-			if smp.Engine.PortExhaustion {
-				s.PortExhausted++
-			}
-			if smp.Engine.Stalled {
-				s.Stalled++
-				gapMax = max(gapMax, smp.Engine.LongestGapSec)
-			}
-			if e := smp.Engine; e.Errors > 0 {
-				errs += e.Errors
-				if firstErr == "" {
-					firstErr = e.ErrorMsg
-				}
-			}
-		case KindHTTP, KindDNS:
-			ld, _ := asLoad(smp)
-			lat = ld.latency
-			if kind == KindHTTP {
-				collectHTTP(c, smp, ld)
-			} else {
-				collectDNS(c, smp, ld)
-			}
-			if ld.targetQPS > 0 && ld.uncorrected != nil {
-				uncorrected = append(uncorrected, ld.uncorrected)
-			}
-			if ld.saturated {
-				saturated++
-			}
-			if ld.missed {
-				missed++
-				missedMax = max(missedMax, ld.missedBy)
-			}
-			if ld.errors > 0 {
-				errs += ld.errors
-				if firstErr == "" {
-					firstErr = ld.firstError
-				}
-			}
+		rd := kind.Read(r.Test, smp.Measured())
+		c.reading(kind, smp, rd)
+		w.add(rd)
+		if rd.Uncorrected != nil {
+			uncorrected = append(uncorrected, rd.Uncorrected)
 		}
-		collectDatapath(c, kind, smp)
-		if lat != nil {
+		collectDatapath(c, kind.PerWork, smp, rd)
+		if lat := rd.Latency; lat != nil {
 			if err := c.latency(lat, smp.Round); err != nil {
 				return s, fmt.Errorf("%s %s round %d: %w", r.Test, r.Placement.Name(), smp.Round, err)
 			}
 			lats = append(lats, lat)
 		}
 	}
-	ok := s.Samples - s.Failed
-	s.ClientSaturated, s.MissedTarget = saturated, missed
-	if saturated > 0 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("client CPU saturated in %d of %d samples: the rate may be the client's limit, not the datapath's", saturated, ok))
-	}
-	if missed > 0 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("missed the target rate in %d of %d samples (by up to %.1f%%): latency is measured at a lower rate than asked", missed, ok, missedMax))
-	}
-	if s.PortExhausted > 0 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("client ran out of local ports (EADDRNOTAVAIL) in %d of %d samples: the rate measures ephemeral-port exhaustion, not the datapath", s.PortExhausted, ok))
-	}
-	if s.Stalled > 0 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("stalled in %d of %d samples: a flow completed no transaction for up to %.1f s", s.Stalled, ok, gapMax))
-	}
-	if errs > 0 {
-		w := fmt.Sprintf("%d errors in successful samples", errs)
-		if firstErr != "" {
-			w += " (first: " + firstErr + ")"
-		}
-		s.Warnings = append(s.Warnings, w)
-	}
+	w.flag(&s)
 	s.Metrics = c.metrics
 	slices.SortStableFunc(s.Metrics, func(a, b Metric) int { return rank(a.Name) - rank(b.Name) })
 	for i := range s.Metrics {
@@ -295,6 +229,64 @@ func Metrics(r Result) (Series, error) {
 	return s, nil
 }
 
+// warnings counts what makes successful samples suspect, over a Result.
+type warnings struct {
+	ok, saturated, missed, portExhausted, stalled int
+	errs                                          int64
+	missedMax, gapMax                             float64
+	firstErr                                      string
+}
+
+func (w *warnings) add(rd kinds.Reading) {
+	w.ok++
+	if rd.Saturated {
+		w.saturated++
+	}
+	if rd.Missed {
+		w.missed++
+		w.missedMax = max(w.missedMax, rd.MissedBy)
+	}
+	if rd.PortExhausted {
+		w.portExhausted++
+	}
+	if rd.Stalled {
+		w.stalled++
+		w.gapMax = max(w.gapMax, rd.LongestGap)
+	}
+	if rd.Errors > 0 {
+		w.errs += rd.Errors
+		if w.firstErr == "" {
+			w.firstErr = rd.FirstError
+		}
+	}
+}
+
+// flag sets the Series' counts and warnings.
+func (w *warnings) flag(s *Series) {
+	ok := w.ok
+	s.ClientSaturated, s.MissedTarget = w.saturated, w.missed
+	s.PortExhausted, s.Stalled = w.portExhausted, w.stalled
+	if w.saturated > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("client CPU saturated in %d of %d samples: the rate may be the client's limit, not the datapath's", w.saturated, ok))
+	}
+	if w.missed > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("missed the target rate in %d of %d samples (by up to %.1f%%): latency is measured at a lower rate than asked", w.missed, ok, w.missedMax))
+	}
+	if s.PortExhausted > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("client ran out of local ports (EADDRNOTAVAIL) in %d of %d samples: the rate measures ephemeral-port exhaustion, not the datapath", s.PortExhausted, ok))
+	}
+	if s.Stalled > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("stalled in %d of %d samples: a flow completed no transaction for up to %.1f s", s.Stalled, ok, w.gapMax))
+	}
+	if w.errs > 0 {
+		msg := fmt.Sprintf("%d errors in successful samples", w.errs)
+		if w.firstErr != "" {
+			msg += " (first: " + w.firstErr + ")"
+		}
+		s.Warnings = append(s.Warnings, msg)
+	}
+}
+
 func (s *Series) setMerged(name string, v float64) {
 	if m := s.Metric(name); m != nil {
 		m.Display, m.Merged = v, true
@@ -320,21 +312,13 @@ func rank(name string) int {
 	return len(metricOrder) + len(datapathMetricOrder)
 }
 
-// sampleKind tells which kind of result a sample carries; "" means failed.
-func sampleKind(s Sample) string {
-	switch {
-	case s.Error != "":
-		return ""
-	case s.HTTP != nil:
-		return KindHTTP
-	case s.DNS != nil:
-		return KindDNS
-	case s.Engine != nil && s.Engine.Latency != nil && s.Engine.Transactions > 0:
-		return KindRR
-	case s.Engine != nil:
-		return KindStream
+// sampleKind tells which registered kind a sample's result is of; false
+// means the sample failed.
+func sampleKind(s Sample) (kinds.Kind, bool) {
+	if s.Error != "" {
+		return kinds.Kind{}, false
 	}
-	return ""
+	return kinds.Of(s.Measured())
 }
 
 // collector gathers per-sample values into metrics in first-seen order.
@@ -383,14 +367,6 @@ func (c *collector) latency(l *stats.Latency, round int) error {
 	return nil
 }
 
-// p99 of one distribution, from its histogram when it carries one.
-func p99(l *stats.Latency) float64 {
-	if h, err := l.Decode(); err == nil && h.TotalCount() > 0 {
-		return float64(h.ValueAtQuantile(99)) / 1e3
-	}
-	return l.P99Us
-}
-
 // measuredShare scales a sample's cgroup CPU, which spans the whole sample
 // (warmup and setup too), to the measured interval, assuming steady load;
 // 0 when the CPU or the interval is unknown.
@@ -405,71 +381,17 @@ func measuredShare(s Sample, seconds float64) float64 {
 	return min(seconds/wall, 1)
 }
 
-func collectStream(c *collector, s Sample) {
-	e := s.Engine
-	c.add(MetricThroughput, "Gbit/s", HigherIsBetter, true, s.Round, e.ThroughputBitsSec/1e9)
-	if e.PacketsSent > 0 {
-		c.add(MetricOffered, "Gbit/s", Info, false, s.Round, e.OfferedBitsSec/1e9)
-		c.add(MetricLoss, "%", LowerIsBetter, false, s.Round, e.LossPercent).Complement = "delivered share"
-	}
-	if f := measuredShare(s, e.Seconds); f > 0 && e.BytesReceived > 0 {
-		gb := float64(e.BytesReceived) / 1e9
-		c.add(MetricClientCPUGB, "s", LowerIsBetter, false, s.Round, s.ClientCPUSec*f/gb)
-		c.add(MetricServerCPUGB, "s", LowerIsBetter, false, s.Round, s.ServerCPUSec*f/gb)
-	}
-}
-
-func collectRR(c *collector, test string, s Sample) {
-	e := s.Engine
-	unit := "trans/s"
-	if e.Test == "TCP_CRR" || test == "TCP_CRR" {
-		unit = "conn/s"
-	}
-	c.add(MetricRate, unit, HigherIsBetter, true, s.Round, e.RatePerSec)
-	if f := measuredShare(s, e.Seconds); f > 0 {
-		ops := float64(e.Transactions)
-		c.add(MetricClientCPUOp, "µs", LowerIsBetter, false, s.Round, s.ClientCPUSec*f*1e6/ops)
-		c.add(MetricServerCPUOp, "µs", LowerIsBetter, false, s.Round, s.ServerCPUSec*f*1e6/ops)
-	}
-}
-
-// collectHTTP: at a fixed QPS the rate is set by the plan, so the headline
-// is latency alone and the shortfall is a metric; at max rate, requests/s
-// leads.
-func collectHTTP(c *collector, s Sample, ld loadSample) {
-	collectLoad(c, s, ld, MetricRPS, "req/s", MetricClientCPUReq, MetricServerCPUReq)
-	h := s.HTTP
-	if n := h.Requests + h.Errors.Total; n > 0 {
-		c.add(MetricErrors, "%", LowerIsBetter, false, s.Round, 100*float64(h.Errors.Total)/float64(n)).Complement = "success share"
-	}
-}
-
-// collectDNS mirrors collectHTTP: queries answered per second lead at max
-// rate (the server's capacity), latency alone at a fixed rate; lost
-// queries (timeouts) are judged on the answered share.
-func collectDNS(c *collector, s Sample, ld loadSample) {
-	collectLoad(c, s, ld, MetricQPS, "queries/s", MetricClientCPUQuery, MetricServerCPUQuery)
-	c.add(MetricDNSLoss, "%", LowerIsBetter, false, s.Round, s.DNS.LossPercent).Complement = "answered share"
-}
-
-// collectLoad adds what HTTP and DNS samples have in common: the rate (the
-// headline only at max rate), at a fixed rate the shortfall and the
-// uncorrected p99, the client's CPU use and the CPU per answered request.
-func collectLoad(c *collector, s Sample, ld loadSample, rateName, rateUnit, clientCPU, serverCPU string) {
-	openLoop := ld.targetQPS > 0
-	c.add(rateName, rateUnit, HigherIsBetter, !openLoop, s.Round, ld.rate)
-	if openLoop {
-		c.add(MetricMissedBy, "%", LowerIsBetter, false, s.Round, ld.missedBy).Complement = "achieved share of the target rate"
-		if l := ld.uncorrected; l != nil {
-			c.add(MetricP99Uncorr, "µs", Info, false, s.Round, p99(l))
+// reading adds a sample's own metric values and its client's and
+// server's CPU per unit of work.
+func (c *collector) reading(k kinds.Kind, s Sample, rd kinds.Reading) {
+	for _, v := range rd.Values {
+		m := c.add(v.Name, v.Unit, v.Better, v.Headline, s.Round, v.V)
+		if v.Complement != "" {
+			m.Complement = v.Complement
 		}
 	}
-	if ld.cpus > 0 {
-		c.add(MetricClientUtil, "%", Info, false, s.Round, 100*ld.util)
-	}
-	if f := measuredShare(s, ld.seconds); f > 0 && ld.ops > 0 {
-		ops := float64(ld.ops)
-		c.add(clientCPU, "µs", LowerIsBetter, false, s.Round, s.ClientCPUSec*f*1e6/ops)
-		c.add(serverCPU, "µs", LowerIsBetter, false, s.Round, s.ServerCPUSec*f*1e6/ops)
+	if f := measuredShare(s, rd.Seconds); f > 0 && rd.Work > 0 && k.PerWork.Client != "" {
+		c.add(k.PerWork.Client, k.PerWork.Unit, LowerIsBetter, false, s.Round, s.ClientCPUSec*f*rd.Scale/rd.Work)
+		c.add(k.PerWork.Server, k.PerWork.Unit, LowerIsBetter, false, s.Round, s.ServerCPUSec*f*rd.Scale/rd.Work)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/sweep"
 )
 
@@ -161,6 +162,9 @@ type Result struct {
 	HTTPOptions *httpload.Options `json:"http_options,omitempty"`
 	// DNSOptions is set for DNS tests; their samples carry DNS results.
 	DNSOptions *dnsload.Options `json:"dns_options,omitempty"`
+	// KindOptions are the options of any other registered kind, written
+	// under the kind's OptionsKey (stored.go).
+	KindOptions any `json:"-"`
 	// Skipped is why the target could not run this test on this placement
 	// (e.g. other-node on a one-node cluster); it then has no samples.
 	Skipped string `json:"skipped,omitempty"`
@@ -181,6 +185,9 @@ type Sample struct {
 	HTTP *httpload.Result `json:"http,omitempty"`
 	// DNS is the result of a DNS test's sample.
 	DNS *dnsload.Result `json:"dns,omitempty"`
+	// Result is the result of any other registered kind, written under
+	// the kind's Key (stored.go).
+	Result any `json:"-"`
 	// CPU used by the client's and server's endpoint (pod or node cgroup)
 	// over the whole sample, including kernel work charged to them.
 	ClientCPUSec float64 `json:"client_cpu_sec"`
@@ -188,4 +195,37 @@ type Sample struct {
 	// DatapathUsage is the CPU and memory of the datapath components on
 	// the run's nodes during the sample (k8s target; nil when not read).
 	DatapathUsage *DatapathUsage `json:"datapath_usage,omitempty"`
+}
+
+// Measured is the sample's result, whichever engine kind produced it (nil
+// for a failed sample): what package kinds reads metrics from.
+func (s Sample) Measured() any {
+	switch {
+	case s.HTTP != nil:
+		return s.HTTP
+	case s.DNS != nil:
+		return s.DNS
+	case s.Engine != nil:
+		return s.Engine
+	}
+	return s.Result
+}
+
+// Kind is the engine kind of the result's test, as the test catalogue
+// (package kinds) decides it. A test no longer in the catalogue is placed
+// by its options: HTTP or DNS options, else the engine test it ran.
+func (r Result) Kind() string {
+	if t, ok := kinds.LookupTest(r.Test); ok {
+		return t.Kind
+	}
+	switch {
+	case r.HTTPOptions != nil:
+		return KindHTTP
+	case r.DNSOptions != nil:
+		return KindDNS
+	}
+	if t, ok := kinds.LookupTest(string(r.Options.Test)); ok {
+		return t.Kind
+	}
+	return KindStream
 }

@@ -44,20 +44,20 @@ func Summarize(r Result) (Summary, error) {
 		s.Samples++
 		if ld, ok := asLoad(smp); ok && smp.Error == "" {
 			s.IsRequestReply = true
-			rate = append(rate, ld.rate)
-			if ld.latency != nil {
-				lats = append(lats, ld.latency)
+			rate = append(rate, ld.Rate)
+			if ld.Latency != nil {
+				lats = append(lats, ld.Latency)
 			}
-			ops += ld.ops
-			f := measuredShare(smp, ld.seconds)
+			ops += ld.Ops
+			f := measuredShare(smp, ld.Seconds)
 			ccpu += smp.ClientCPUSec * f
 			scpu += smp.ServerCPUSec * f
-			if ld.saturated {
+			if ld.Saturated {
 				s.ClientSaturated++
 			}
-			if ld.missed {
+			if ld.Missed {
 				s.MissedTarget++
-				missed = append(missed, ld.missedBy)
+				missed = append(missed, ld.MissedBy)
 			}
 			continue
 		}

@@ -11,65 +11,62 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/kinds"
+	"github.com/cnibench/cnibench/results"
 )
 
-// Kinds of test: which engine runs it.
-const (
-	KindEngine = "engine" // engine.Run: stream, RR and CRR tests
-	KindHTTP   = "http"   // httpload.Run against the agent's HTTP server
-	KindDNS    = "dns"    // dnsload.Run against the server agent's dnsmasq
-)
-
-// TestSpec is one named test of the suite: an engine with its settings.
+// TestSpec is one named test of the suite: its engine kind (package
+// kinds, where each engine registers its tests) with its settings.
 type TestSpec struct {
-	Name   string
-	Kind   string      // KindEngine ("" means the same) or KindHTTP
-	Engine engine.Test // KindEngine: which engine test
-	Multi  bool        // KindEngine: runs Plan.Streams flows instead of one
-	// HTTP is the KindHTTP client template (connections, keep-alive, QPS);
-	// the plan fills in host, duration and warmup.
+	Name string
+	// Kind is the registered kind ("stream", "rr", "http", "dns"): it
+	// decides the test's engine, metrics and report table.
+	Kind   string
+	Engine engine.Test // stream and rr kinds: which engine test
+	Multi  bool        // runs Plan.Streams flows instead of one
+	// HTTP is the http kind's client template (connections, keep-alive,
+	// QPS); the plan fills in host, duration and warmup.
 	HTTP *httpload.Options
-	// DNS is the KindDNS client template (rate, outstanding queries).
+	// DNS is the dns kind's client template (rate, outstanding queries).
 	DNS   *dnsload.Options
 	About string
+	// Template is the kind's own template (kinds.Test.Template), which a
+	// kind that runs through the registry builds its options from.
+	Template any
 }
 
 // IsHTTP tells whether the test runs the HTTP engine.
-func (t TestSpec) IsHTTP() bool { return t.Kind == KindHTTP }
+func (t TestSpec) IsHTTP() bool { return t.Kind == results.KindHTTP }
 
 // IsDNS tells whether the test runs the DNS engine.
-func (t TestSpec) IsDNS() bool { return t.Kind == KindDNS }
+func (t TestSpec) IsDNS() bool { return t.Kind == results.KindDNS }
 
-// Catalogue lists every suite test, in the order reports show them. Names
-// follow cilium connectivity perf (netperf's names, *_MULTI for N flows).
-var Catalogue = []TestSpec{
-	{Name: "TCP_STREAM", Engine: engine.TCPStream, About: "TCP throughput, 1 stream (receiver's goodput)"},
-	{Name: "TCP_STREAM_MULTI", Engine: engine.TCPStream, Multi: true, About: "TCP throughput, N streams"},
-	{Name: "UDP_STREAM", Engine: engine.UDPStream, About: "UDP delivered goodput and loss, 1 flow"},
-	{Name: "UDP_STREAM_MULTI", Engine: engine.UDPStream, Multi: true, About: "UDP delivered goodput and loss, N flows"},
-	{Name: "TCP_RR", Engine: engine.TCPRR, About: "TCP request/response rate and latency"},
-	{Name: "UDP_RR", Engine: engine.UDPRR, About: "UDP request/response rate and latency"},
-	{Name: "TCP_CRR", Engine: engine.TCPCRR, About: "new TCP connection per request: rate and latency"},
-	// HTTP, as the TKE and EKS reports measure it: max RPS over keep-alive
-	// connections (c64, c256) and with a new connection per request, and
-	// latency at fixed rates (open loop, corrected for coordinated
-	// omission). HTTP_QPS_1000, HTTP_QPS_5000 and HTTP_RPS_C64 (max) make
-	// the QPS ladder.
-	{Name: "HTTP_RPS_C64", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 64, KeepAlive: true}, About: "HTTP requests/s at max rate, 64 keep-alive connections"},
-	{Name: "HTTP_RPS_C256", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 256, KeepAlive: true}, About: "HTTP requests/s at max rate, 256 keep-alive connections"},
-	{Name: "HTTP_RPS_SHORT_C64", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 64}, About: "HTTP requests/s, a new connection per request, 64 concurrent"},
-	{Name: "HTTP_QPS_1000", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 64, KeepAlive: true, QPS: 1000}, About: "HTTP latency at a fixed 1,000 requests/s (open loop, CO corrected)"},
-	{Name: "HTTP_QPS_5000", Kind: KindHTTP, HTTP: &httpload.Options{Connections: 64, KeepAlive: true, QPS: 5000}, About: "HTTP latency at a fixed 5,000 requests/s (open loop, CO corrected)"},
-	// DNS against dnsmasq in the server pod, 1,000 Service-like names:
-	// capacity (closed loop, 100 queries in flight) and latency at a fixed
-	// 1,000 queries/s (open loop, CO corrected).
-	{Name: "DNS_QPS_MAX", Kind: KindDNS, DNS: &dnsload.Options{}, About: "DNS queries/s a dnsmasq server answers (closed loop, 100 in flight)"},
-	{Name: "DNS_QPS_1000", Kind: KindDNS, DNS: &dnsload.Options{QPS: 1000}, About: "DNS latency at a fixed 1,000 queries/s (open loop, CO corrected)"},
+// Catalogue lists every suite test, in the order reports show them: the
+// tests the engine kinds register. Names follow cilium connectivity perf
+// (netperf's names, *_MULTI for N flows).
+var Catalogue = catalogue()
+
+func catalogue() []TestSpec {
+	var out []TestSpec
+	for _, t := range kinds.Tests() {
+		spec := TestSpec{Name: t.Name, Kind: t.Kind, Multi: t.Multi, About: t.About, Template: t.Template}
+		switch v := t.Template.(type) {
+		case engine.Test:
+			spec.Engine = v
+		case *httpload.Options:
+			spec.HTTP = v
+		case *dnsload.Options:
+			spec.DNS = v
+		}
+		out = append(out, spec)
+	}
+	return out
 }
 
-// LookupTest finds a test by name, case-insensitively.
+// LookupTest finds a test by name, case-insensitively, among the tests
+// registered now (a kind registered after init, as in tests, included).
 func LookupTest(name string) (TestSpec, error) {
-	for _, t := range Catalogue {
+	for _, t := range catalogue() {
 		if strings.EqualFold(t.Name, strings.TrimSpace(name)) {
 			return t, nil
 		}
@@ -80,7 +77,7 @@ func LookupTest(name string) (TestSpec, error) {
 // TestNames lists the catalogue's names.
 func TestNames() []string {
 	var n []string
-	for _, t := range Catalogue {
+	for _, t := range catalogue() {
 		n = append(n, t.Name)
 	}
 	return n

@@ -10,6 +10,7 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -129,7 +130,10 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	var out *engine.Result
 	var hout *httpload.Result
 	var dout *dnsload.Result
+	var kout any
 	switch {
+	case res.KindOptions != nil:
+		kout, err = client.RunKind(rctx, res.Kind(), res.KindOptions)
 	case res.DNSOptions != nil:
 		dout, err = client.RunDNS(rctx, *res.DNSOptions)
 	case res.HTTPOptions != nil:
@@ -146,15 +150,12 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 		s.Error = err.Error()
 		return s
 	}
-	if hout != nil && hout.Requests == 0 {
-		s.Error = fmt.Sprintf("no HTTP response in the %.2fs measured interval (%d errors%s)", hout.Seconds, hout.Errors.Total, firstErr(hout.Errors.First))
-		return s
+	s.Engine, s.HTTP, s.DNS, s.Result = out, hout, dout, kout
+	if k, ok := kinds.Of(s.Measured()); ok && k.Check != nil {
+		if err := k.Check(s.Measured()); err != nil {
+			return results.Sample{Round: round, Start: s.Start, End: s.End, Error: err.Error()}
+		}
 	}
-	if dout != nil && dout.Responses == 0 {
-		s.Error = fmt.Sprintf("no DNS answer to %d queries: %s (the server agent runs dnsmasq: is dnsmasq-base installed?)", dout.Sent, dout.Errors.First)
-		return s
-	}
-	s.Engine, s.HTTP, s.DNS = out, hout, dout
 	s.DatapathUsage = usage
 	if cerr0 == nil && cerr1 == nil {
 		s.ClientCPUSec = c1 - c0
@@ -192,19 +193,17 @@ func (r *Runner) progress(format string, a ...any) {
 	}
 }
 
-// firstErr formats an engine's first error message for a sample error.
-func firstErr(msg string) string {
-	if msg == "" {
-		return ""
-	}
-	return ", first: " + msg
-}
-
 // newResult is the empty Result of one test on one placement: the options
 // of the test's engine kind aimed at the placement's server.
 func (p *Plan) newResult(spec TestSpec, pl results.Placement, scenario string) results.Result {
 	res := results.Result{Scenario: scenario, Test: spec.Name, Placement: pl}
+	k, _ := kinds.Lookup(spec.Kind)
 	switch {
+	case k.Options != nil:
+		t := kinds.Test{Name: spec.Name, Kind: spec.Kind, About: spec.About, Multi: spec.Multi, Template: spec.Template}
+		res.Options = engine.Options{Test: engine.Test(spec.Name), Host: pl.ServerAddr, Duration: p.Duration, Warmup: p.Warmup}
+		res.KindOptions = k.Options(t, pl.ServerAddr, kinds.Plan{Duration: time.Duration(p.Duration), Warmup: time.Duration(p.Warmup),
+			Streams: p.Streams, Mode: string(p.Mode)})
 	case spec.IsDNS():
 		res.Options = engine.Options{Test: "DNS", Host: pl.ServerAddr, Duration: p.Duration, Warmup: p.Warmup}
 		res.DNSOptions = p.DNSOptions(spec, pl.ServerAddr)

@@ -19,8 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/cnibench/cnibench/engine"
-	"github.com/cnibench/cnibench/engine/httpload"
+	enginekinds "github.com/cnibench/cnibench/kinds"
 )
 
 // ImageOptions describe the agent image.
@@ -259,14 +258,12 @@ func binaryLayer(bin []byte, mtime time.Time) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// exposedPorts are the image's EXPOSE: the control port and the engines'
+// (deploy/Dockerfile says the same; a test checks it).
 func exposedPorts() map[string]struct{} {
-	ports := map[string]struct{}{fmt.Sprintf("%d/tcp", ControlPort): {}, fmt.Sprintf("%d/tcp", httpload.DefaultPort): {}}
-	for _, t := range engine.Tests {
-		proto := "tcp"
-		if t == engine.UDPStream || t == engine.UDPRR {
-			proto = "udp"
-		}
-		ports[fmt.Sprintf("%d/%s", engine.DefaultPort[t], proto)] = struct{}{}
+	ports := map[string]struct{}{fmt.Sprintf("%d/tcp", ControlPort): {}}
+	for _, p := range enginekinds.ExposedPorts() {
+		ports[p.String()] = struct{}{}
 	}
 	return ports
 }

@@ -13,8 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cnibench/cnibench/engine"
-	"github.com/cnibench/cnibench/engine/httpload"
+	enginekinds "github.com/cnibench/cnibench/kinds"
 )
 
 // Names of the objects of a run (one run per namespace at a time: the
@@ -129,25 +128,17 @@ func (r Resources) requirements() (corev1.ResourceRequirements, error) {
 	}, nil
 }
 
-// dataPorts are the ports the agent's engines listen on.
+// dataPorts are the ports the agent's engines listen on (kinds.ExposedPorts).
 func dataPorts() []corev1.ContainerPort {
 	var ports []corev1.ContainerPort
-	for _, t := range engine.Tests {
+	for _, p := range enginekinds.ExposedPorts() {
 		proto := corev1.ProtocolTCP
-		if t == engine.UDPStream || t == engine.UDPRR {
+		if p.Proto == "udp" {
 			proto = corev1.ProtocolUDP
 		}
-		ports = append(ports, corev1.ContainerPort{Name: portName(t), ContainerPort: int32(engine.DefaultPort[t]), Protocol: proto})
+		ports = append(ports, corev1.ContainerPort{Name: p.Name, ContainerPort: int32(p.Number), Protocol: proto})
 	}
-	return append(ports, corev1.ContainerPort{Name: "http", ContainerPort: httpload.DefaultPort, Protocol: corev1.ProtocolTCP})
-}
-
-// portName is a port's IANA-style name (at most 15 characters).
-func portName(t engine.Test) string {
-	return map[engine.Test]string{
-		engine.TCPStream: "tcp-stream", engine.UDPStream: "udp-stream",
-		engine.TCPRR: "tcp-rr", engine.UDPRR: "udp-rr", engine.TCPCRR: "tcp-crr",
-	}[t]
+	return ports
 }
 
 func agentPod(l Layout, spec endpointSpec, node string, res corev1.ResourceRequirements) *corev1.Pod {

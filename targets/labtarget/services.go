@@ -11,10 +11,8 @@ import (
 	"github.com/cnibench/cnibench/datapath"
 	_ "github.com/cnibench/cnibench/datapath/all" // registers every datapath OpenDatapaths opens by name
 	"github.com/cnibench/cnibench/datapath/ebpf"
-	"github.com/cnibench/cnibench/engine"
-	"github.com/cnibench/cnibench/engine/dnsload"
-	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/suite"
 )
@@ -89,32 +87,23 @@ func placementServices(l *lab.Lab, placements []string) ([]datapath.Service, err
 }
 
 // TestServices is the Spec of one test Service: one ClusterIP with a port
-// per engine, each backed by the same port on every server pod, as a
+// per data port of the engine kinds (kinds.Ports), each backed by the same port on every server pod, as a
 // Deployment behind a multi-port Service.
 func TestServices(name string, vip netip.Addr, backends []lab.Pod) ([]datapath.Service, error) {
-	ports := []struct {
-		name  string
-		port  int
-		proto datapath.Protocol
-	}{
-		{"tcp-stream", engine.DefaultPort[engine.TCPStream], datapath.TCP},
-		{"udp-stream", engine.DefaultPort[engine.UDPStream], datapath.UDP},
-		{"tcp-rr", engine.DefaultPort[engine.TCPRR], datapath.TCP},
-		{"udp-rr", engine.DefaultPort[engine.UDPRR], datapath.UDP},
-		{"tcp-crr", engine.DefaultPort[engine.TCPCRR], datapath.TCP},
-		{"http", httpload.DefaultPort, datapath.TCP},
-		{"dns", dnsload.DefaultPort, datapath.UDP},
-	}
 	var svcs []datapath.Service
-	for _, p := range ports {
-		s := datapath.Service{Namespace: "cnibench", Name: name, PortName: p.name,
-			VIP: vip, Port: uint16(p.port), Protocol: p.proto}
+	for _, p := range kinds.Ports() {
+		proto := datapath.TCP
+		if p.Proto == "udp" {
+			proto = datapath.UDP
+		}
+		s := datapath.Service{Namespace: "cnibench", Name: name, PortName: p.Name,
+			VIP: vip, Port: uint16(p.Number), Protocol: proto}
 		for _, b := range backends {
 			ip, err := netip.ParseAddr(b.IP)
 			if err != nil {
 				return nil, fmt.Errorf("server pod %s: %w", b.Name, err)
 			}
-			s.Endpoints = append(s.Endpoints, datapath.Endpoint{IP: ip, Port: uint16(p.port)})
+			s.Endpoints = append(s.Endpoints, datapath.Endpoint{IP: ip, Port: uint16(p.Number)})
 		}
 		svcs = append(svcs, s)
 	}

@@ -1,0 +1,61 @@
+package httpload
+
+import (
+	"fmt"
+
+	"github.com/cnibench/cnibench/kinds"
+)
+
+// The HTTP kind, as the TKE and EKS reports measure it: max RPS over
+// keep-alive connections (c64, c256) and with a new connection per request,
+// and latency at fixed rates (open loop, corrected for coordinated
+// omission). HTTP_QPS_1000, HTTP_QPS_5000 and HTTP_RPS_C64 (max) make the
+// QPS ladder. A test's Template is its *Options.
+func init() {
+	perReq := kinds.PerWork{Client: kinds.MetricClientCPUReq, Server: kinds.MetricServerCPUReq,
+		Datapath: kinds.MetricDatapathCPUReq, Unit: "µs", Head: "DP CPU µs/req"}
+	kinds.Register(kinds.LoadKind(kinds.Kind{
+		Name: "http", Order: 30, PerWork: perReq, Check: checkAnswered,
+		Tests: []kinds.Test{
+			{Name: "HTTP_RPS_C64", Template: &Options{Connections: 64, KeepAlive: true}, About: "HTTP requests/s at max rate, 64 keep-alive connections"},
+			{Name: "HTTP_RPS_C256", Template: &Options{Connections: 256, KeepAlive: true}, About: "HTTP requests/s at max rate, 256 keep-alive connections"},
+			{Name: "HTTP_RPS_SHORT_C64", Template: &Options{Connections: 64}, About: "HTTP requests/s, a new connection per request, 64 concurrent"},
+			{Name: "HTTP_QPS_1000", Template: &Options{Connections: 64, KeepAlive: true, QPS: 1000}, About: "HTTP latency at a fixed 1,000 requests/s (open loop, CO corrected)"},
+			{Name: "HTTP_QPS_5000", Template: &Options{Connections: 64, KeepAlive: true, QPS: 5000}, About: "HTTP latency at a fixed 5,000 requests/s (open loop, CO corrected)"},
+		},
+		Ports: []kinds.Port{{Name: "http", Number: DefaultPort, Proto: "tcp", Exposed: true}},
+		Table: kinds.Table{Order: 20, Columns: kinds.LoadColumns("Req/s", kinds.MetricRPS, "Errors %", kinds.MetricErrors,
+			perReq, "CPU µs/req (cli+srv)")},
+	}, "req/s", load, own))
+}
+
+// checkAnswered fails a sample without a single response.
+func checkAnswered(r any) error {
+	h := r.(*Result)
+	if h.Requests > 0 {
+		return nil
+	}
+	first := ""
+	if h.Errors.First != "" {
+		first = ", first: " + h.Errors.First
+	}
+	return fmt.Errorf("no HTTP response in the %.2fs measured interval (%d errors%s)", h.Seconds, h.Errors.Total, first)
+}
+
+func load(h *Result) kinds.Load {
+	return kinds.Load{Rate: h.RPS, RateName: kinds.MetricRPS, RateUnit: "req/s", Latency: h.Latency, Uncorrected: h.LatencyUncorrected,
+		Ops: h.Requests, Seconds: h.Seconds, TargetQPS: h.TargetQPS, CPUs: h.ClientCPUs, Util: h.ClientCPUUtil,
+		Saturated: h.ClientSaturated, Missed: h.MissedTarget, MissedBy: h.MissedByPercent, Errors: h.Errors.Total, FirstError: h.Errors.First}
+}
+
+// own is the share of failed requests, judged on the successful share.
+func own(h *Result) (vs []kinds.Value, line string) {
+	if n := h.Requests + h.Errors.Total; n > 0 {
+		vs = append(vs, kinds.Value{Name: kinds.MetricErrors, Unit: "%", Better: kinds.LowerIsBetter,
+			V: 100 * float64(h.Errors.Total) / float64(n), Complement: "success share"})
+	}
+	if h.Errors.Total > 0 {
+		line = fmt.Sprintf("  %d errors", h.Errors.Total)
+	}
+	return vs, line
+}

@@ -1,0 +1,232 @@
+// Package kinds is the registry of engine kinds: each kind of test (stream,
+// request/response, HTTP, DNS, ...) registers here, from its engine's
+// package, what the rest of cnibench needs to know about it: its tests (the
+// suite catalogue), its data ports, how a sample's result turns into
+// metrics, its progress line and its report table. results, report and
+// suite read the registry instead of switching on kinds, so a new kind is
+// its package and one Register call.
+//
+// The package imports nothing of cnibench but stats, so the renderer and
+// the results document stay light.
+package kinds
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Kind is one registered kind of test.
+type Kind struct {
+	// Name is the kind's name in results and reports ("stream", "rr",
+	// "http", "dns").
+	Name string
+	// Order places the kind in the catalogue (lower first).
+	Order int
+	// Tests are the kind's suite tests, in catalogue order.
+	Tests []Test
+	// Ports are the data ports its servers listen on.
+	Ports []Port
+	// Owns tells whether a sample's result (a pointer to the engine's
+	// result type) is of this kind; several kinds may share one engine
+	// and tell its results apart (stream and rr).
+	Owns func(result any) bool
+	// Read turns one successful sample's result into metrics (test is the
+	// suite test's name).
+	Read func(test string, result any) Reading
+	// PerWork names the CPU-per-unit-of-work metrics of the kind.
+	PerWork PerWork
+	// Line is the one-line progress summary of a successful sample.
+	Line func(result any) string
+	// Check, if set, fails a sample whose result measured nothing (no
+	// answer at all), with why; its numbers would otherwise read as 0.
+	Check func(result any) error
+	// Table is the kind's terminal table in reports.
+	Table Table
+	// Storage of a kind without a typed field in results (every kind but
+	// the four built-in ones, whose fields predate the registry): Key
+	// names a sample's result in results.json ("toy"), OptionsKey a
+	// Result's options ("toy_options"); NewResult and NewOptions return
+	// the pointers to decode them into.
+	Key, OptionsKey       string
+	NewResult, NewOptions func() any
+	// Running a kind without typed paths of its own (the built-in kinds
+	// have theirs in suite and agent): Options builds a test's options
+	// (a pointer, stored in results.Result.KindOptions) for one server
+	// address; Run is the client side, run by the client's agent; Listen,
+	// if set, starts the server side in every agent and returns its serve
+	// loop, which returns once ctx is done and its sockets are closed.
+	Options func(t Test, host string, p Plan) any
+	Run     func(ctx context.Context, options any) (any, error)
+	Listen  func(bind string) (serve func(context.Context) error, err error)
+}
+
+// Plan is what a test's options take from the suite's plan.
+type Plan struct {
+	Duration, Warmup time.Duration
+	Streams          int    // flows of Multi tests
+	Mode             string // request/response: "blocking" or "busy-poll"
+}
+
+// Test is one named suite test: its kind, what it measures and the
+// options template its kind's engine runs (the plan fills in the server,
+// durations and the like).
+type Test struct {
+	Name  string
+	Kind  string
+	About string
+	// Multi: the test runs the plan's N flows instead of one.
+	Multi bool
+	// Template is the kind's own value for this test (an engine test name,
+	// an options struct with the test's settings).
+	Template any
+}
+
+// Port is one data port a kind's server listens on.
+type Port struct {
+	Name   string // e.g. "tcp-rr": Service port names on targets
+	Number int
+	Proto  string // "tcp" or "udp"
+	// Exposed: the agent's own server listens on it, so the agent image
+	// (EXPOSE) and pod (containerPort) declare it; false for a server the
+	// agent runs as another program (dnsmasq).
+	Exposed bool
+}
+
+// String is "5201/tcp", as Dockerfiles and container runtimes write it.
+func (p Port) String() string { return fmt.Sprintf("%d/%s", p.Number, p.Proto) }
+
+var (
+	mu    sync.RWMutex
+	kinds = map[string]Kind{}
+)
+
+// Register adds a kind; it panics on a duplicate or incomplete kind or a
+// test name taken by another kind, which are programming errors found at
+// init.
+func Register(k Kind) {
+	mu.Lock()
+	defer mu.Unlock()
+	if k.Name == "" || k.Owns == nil || k.Read == nil || k.Line == nil {
+		panic(fmt.Sprintf("kinds: kind %q needs a name, Owns, Read and Line", k.Name))
+	}
+	if (k.Key == "") != (k.NewResult == nil) || (k.OptionsKey == "") != (k.NewOptions == nil) {
+		panic("kinds: kind " + k.Name + " needs a key with each New function")
+	}
+	if (k.Run != nil || k.Options != nil) && (k.Run == nil || k.Options == nil || k.Key == "" || k.OptionsKey == "") {
+		panic("kinds: kind " + k.Name + " runs through the registry: it needs Options, Run and both keys")
+	}
+	for _, o := range kinds {
+		if k.Key != "" && (k.Key == o.Key || k.Key == o.OptionsKey) || k.OptionsKey != "" && (k.OptionsKey == o.Key || k.OptionsKey == o.OptionsKey) {
+			panic("kinds: kinds " + o.Name + " and " + k.Name + " share a results key")
+		}
+	}
+	if _, dup := kinds[k.Name]; dup {
+		panic("kinds: kind " + k.Name + " registered twice")
+	}
+	for i, t := range k.Tests {
+		if t.Kind != "" && t.Kind != k.Name {
+			panic(fmt.Sprintf("kinds: test %s of kind %s says kind %s", t.Name, k.Name, t.Kind))
+		}
+		k.Tests[i].Kind = k.Name
+		for _, o := range kinds {
+			if slices.ContainsFunc(o.Tests, func(u Test) bool { return strings.EqualFold(u.Name, t.Name) }) {
+				panic("kinds: test " + t.Name + " registered by " + o.Name + " and " + k.Name)
+			}
+		}
+	}
+	kinds[k.Name] = k
+}
+
+// Lookup returns a registered kind.
+func Lookup(name string) (Kind, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// All returns every kind in catalogue order.
+func All() []Kind {
+	mu.RLock()
+	defer mu.RUnlock()
+	var out []Kind
+	for _, k := range kinds {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b Kind) int {
+		if a.Order != b.Order {
+			return a.Order - b.Order
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// Tests is the catalogue: every kind's tests, kinds in catalogue order.
+func Tests() []Test {
+	var out []Test
+	for _, k := range All() {
+		out = append(out, k.Tests...)
+	}
+	return out
+}
+
+// LookupTest finds a test by name, case-insensitively.
+func LookupTest(name string) (Test, bool) {
+	for _, t := range Tests() {
+		if strings.EqualFold(t.Name, strings.TrimSpace(name)) {
+			return t, true
+		}
+	}
+	return Test{}, false
+}
+
+// Of returns the kind owning a sample's result; ok is false for nil or a
+// result no kind owns.
+func Of(result any) (Kind, bool) {
+	if result == nil {
+		return Kind{}, false
+	}
+	for _, k := range All() {
+		if k.Owns(result) {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// ExposedPorts lists the data ports the agent image and pod declare.
+func ExposedPorts() []Port {
+	var out []Port
+	for _, p := range Ports() {
+		if p.Exposed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Stored returns the kinds that store their results under their own keys.
+func Stored() []Kind {
+	var out []Kind
+	for _, k := range All() {
+		if k.Key != "" || k.OptionsKey != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Ports lists every kind's data ports, in catalogue order: the one list
+// of ports that Services, pods, images and firewalls derive from.
+func Ports() []Port {
+	var out []Port
+	for _, k := range All() {
+		out = append(out, k.Ports...)
+	}
+	return out
+}

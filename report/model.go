@@ -225,8 +225,39 @@ func Build(in []Input, opt Options) (*Report, error) {
 	}
 	opt = opt.withDefaults()
 	rep := &Report{Options: opt, WinnerRule: WinnerRule}
-	var colResults []map[string]results.Result
-	var order []string // section keys in first-seen order
+	colResults, order := buildColumns(rep, in)
+	if len(rep.Columns) == 0 {
+		return nil, fmt.Errorf("report: the results hold no scenario")
+	}
+	rep.Baseline = rep.Columns[0].Label
+	rep.Title = title(rep)
+	rep.Warnings = runWarnings(rep, opt)
+
+	for _, k := range order {
+		sec, err := buildSection(rep, k, colResults, opt)
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range sec.Metrics {
+			if row.Headline {
+				rep.Glance = append(rep.Glance, GlanceRow{Test: sec.Test, Placement: sec.Placement, Row: row})
+			}
+		}
+		rep.Sections = append(rep.Sections, sec)
+	}
+	if len(in) == 1 {
+		var err error
+		if rep.ServiceScale, err = buildServiceScale(in[0].Run, opt); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// buildColumns adds the runs and a column per run × scenario to rep, and
+// returns each column's results by section key and the section keys in
+// first-seen order.
+func buildColumns(rep *Report, in []Input) (colResults []map[string]results.Result, order []string) {
 	seen := map[string]bool{}
 	labels := map[string]int{}
 	for ri, input := range in {
@@ -266,80 +297,65 @@ func Build(in []Input, opt Options) (*Report, error) {
 			colResults = append(colResults, m)
 		}
 	}
-	if len(rep.Columns) == 0 {
-		return nil, fmt.Errorf("report: the results hold no scenario")
-	}
-	rep.Baseline = rep.Columns[0].Label
-	rep.Title = title(rep)
-	rep.Warnings = runWarnings(rep, opt)
+	return colResults, order
+}
 
-	for _, k := range order {
-		test, placement, _ := strings.Cut(k, "\x00")
-		sec := Section{Test: test, Placement: placement}
-		if t, ok := kinds.LookupTest(test); ok {
-			sec.About = t.About
-		}
-		series := make([]*results.Series, len(rep.Columns))
-		for ci, col := range rep.Columns {
-			r, ok := colResults[ci][k]
-			if !ok {
-				sec.Samples = append(sec.Samples, nil)
-				continue
-			}
-			s, err := results.Metrics(r)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", col.Label, err)
-			}
-			series[ci] = &s
-			if sec.table == "" {
-				sec.table = r.Kind()
-			}
-			if sec.Kind == "" {
-				sec.Kind = s.Kind
-			}
-			sc := &SampleCount{OK: s.Samples - s.Failed, Failed: s.Failed, FirstError: squash(s.FirstError),
-				Streams: r.Options.Streams, ClientSaturated: s.ClientSaturated, MissedTarget: s.MissedTarget,
-				PortExhausted: s.PortExhausted, Stalled: s.Stalled}
-			if r.HTTPOptions != nil {
-				sc.Streams = 0
-			}
-			if planned := rep.Runs[col.Run].Plan.Rounds; planned > s.Samples && r.Skipped == "" {
-				sc.NotTaken = planned - s.Samples
-			}
-			sec.Samples = append(sec.Samples, sc)
-			prefix := ""
-			if len(rep.Columns) > 1 {
-				prefix = col.Label + ": "
-			}
-			sc.Skipped = squash(r.Skipped) // shown with the samples, no warning needed
-			if sc.Failed > 0 {
-				sec.Warnings = append(sec.Warnings, fmt.Sprintf("%s%d of %d samples failed (first: %s)", prefix, sc.Failed, s.Samples, sc.FirstError))
-			}
-			if sc.NotTaken > 0 {
-				sec.Warnings = append(sec.Warnings, fmt.Sprintf("%s%d planned samples were never taken", prefix, sc.NotTaken))
-			}
-			for _, w := range s.Warnings {
-				sec.Warnings = append(sec.Warnings, prefix+squash(w))
-			}
-		}
-		sec.Metrics = rows(series, rep.Columns, opt)
-		if sec.Kind == "" && !allSkipped(sec.Samples) {
-			sec.Warnings = append(sec.Warnings, "no successful sample in any column")
-		}
-		for _, row := range sec.Metrics {
-			if row.Headline {
-				rep.Glance = append(rep.Glance, GlanceRow{Test: test, Placement: placement, Row: row})
-			}
-		}
-		rep.Sections = append(rep.Sections, sec)
+// buildSection is one (test, placement) section: each column's sample
+// counts and warnings, and the metric rows with their verdicts.
+func buildSection(rep *Report, k string, colResults []map[string]results.Result, opt Options) (Section, error) {
+	test, placement, _ := strings.Cut(k, "\x00")
+	sec := Section{Test: test, Placement: placement}
+	if t, ok := kinds.LookupTest(test); ok {
+		sec.About = t.About
 	}
-	if len(in) == 1 {
-		var err error
-		if rep.ServiceScale, err = buildServiceScale(in[0].Run, opt); err != nil {
-			return nil, err
+	series := make([]*results.Series, len(rep.Columns))
+	for ci, col := range rep.Columns {
+		r, ok := colResults[ci][k]
+		if !ok {
+			sec.Samples = append(sec.Samples, nil)
+			continue
+		}
+		s, err := results.Metrics(r)
+		if err != nil {
+			return sec, fmt.Errorf("%s: %w", col.Label, err)
+		}
+		series[ci] = &s
+		if sec.table == "" {
+			sec.table = r.Kind()
+		}
+		if sec.Kind == "" {
+			sec.Kind = s.Kind
+		}
+		sc := &SampleCount{OK: s.Samples - s.Failed, Failed: s.Failed, FirstError: squash(s.FirstError),
+			Streams: r.Options.Streams, ClientSaturated: s.ClientSaturated, MissedTarget: s.MissedTarget,
+			PortExhausted: s.PortExhausted, Stalled: s.Stalled}
+		if r.HTTPOptions != nil {
+			sc.Streams = 0
+		}
+		if planned := rep.Runs[col.Run].Plan.Rounds; planned > s.Samples && r.Skipped == "" {
+			sc.NotTaken = planned - s.Samples
+		}
+		sec.Samples = append(sec.Samples, sc)
+		prefix := ""
+		if len(rep.Columns) > 1 {
+			prefix = col.Label + ": "
+		}
+		sc.Skipped = squash(r.Skipped) // shown with the samples, no warning needed
+		if sc.Failed > 0 {
+			sec.Warnings = append(sec.Warnings, fmt.Sprintf("%s%d of %d samples failed (first: %s)", prefix, sc.Failed, s.Samples, sc.FirstError))
+		}
+		if sc.NotTaken > 0 {
+			sec.Warnings = append(sec.Warnings, fmt.Sprintf("%s%d planned samples were never taken", prefix, sc.NotTaken))
+		}
+		for _, w := range s.Warnings {
+			sec.Warnings = append(sec.Warnings, prefix+squash(w))
 		}
 	}
-	return rep, nil
+	sec.Metrics = rows(series, rep.Columns, opt)
+	if sec.Kind == "" && !allSkipped(sec.Samples) {
+		sec.Warnings = append(sec.Warnings, "no successful sample in any column")
+	}
+	return sec, nil
 }
 
 // TableKind is the kind whose terminal table shows the section: its

@@ -46,31 +46,43 @@ func (o Options) Resolve() (*Plan, error) {
 		Streams:  prof.Streams,
 		Mode:     engine.Blocking,
 	}}
+	if err := o.resolveNumbers(p); err != nil {
+		return nil, err
+	}
+	if err := o.resolveLists(p, prof); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// resolveNumbers checks the counts, durations and mode, overriding the
+// profile's where they are given.
+func (o Options) resolveNumbers(p *Plan) error {
 	switch {
 	case o.Rounds < 0:
-		return nil, fmt.Errorf("--rounds must be at least 1, got %d", o.Rounds)
+		return fmt.Errorf("--rounds must be at least 1, got %d", o.Rounds)
 	case o.Rounds > 0:
 		p.Rounds = o.Rounds
 	}
 	switch {
 	case o.Streams < 0:
-		return nil, fmt.Errorf("--streams must be at least 1, got %d", o.Streams)
+		return fmt.Errorf("--streams must be at least 1, got %d", o.Streams)
 	case o.Streams > 1024:
-		return nil, fmt.Errorf("--streams must be at most 1024, got %d", o.Streams)
+		return fmt.Errorf("--streams must be at most 1024, got %d", o.Streams)
 	case o.Streams > 0:
 		p.Streams = o.Streams
 	}
 	switch {
 	case o.Duration < 0:
-		return nil, fmt.Errorf("--duration must be positive, got %s", o.Duration)
+		return fmt.Errorf("--duration must be positive, got %s", o.Duration)
 	case o.Duration > 0 && o.Duration < 100*time.Millisecond:
-		return nil, fmt.Errorf("--duration must be at least 100ms, got %s", o.Duration)
+		return fmt.Errorf("--duration must be at least 100ms, got %s", o.Duration)
 	case o.Duration > 0:
 		p.Duration = engine.Duration(o.Duration)
 	}
 	switch {
 	case o.Warmup < 0:
-		return nil, fmt.Errorf("--warmup must not be negative, got %s", o.Warmup)
+		return fmt.Errorf("--warmup must not be negative, got %s", o.Warmup)
 	case o.Warmup > 0:
 		p.Warmup = engine.Duration(o.Warmup)
 	}
@@ -79,9 +91,15 @@ func (o Options) Resolve() (*Plan, error) {
 	case engine.Blocking, engine.BusyPoll:
 		p.Mode = o.Mode
 	default:
-		return nil, fmt.Errorf("--mode %q: want blocking or busy-poll", o.Mode)
+		return fmt.Errorf("--mode %q: want blocking or busy-poll", o.Mode)
 	}
 
+	return nil
+}
+
+// resolveLists resolves the tests and placements (the profile's where none
+// are given), dropping repeats.
+func (o Options) resolveLists(p *Plan, prof Profile) error {
 	tests := o.Tests
 	if len(tests) == 0 {
 		tests = prof.Tests
@@ -90,7 +108,7 @@ func (o Options) Resolve() (*Plan, error) {
 	for _, name := range tests {
 		spec, err := LookupTest(name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !seen[spec.Name] {
 			seen[spec.Name] = true
@@ -106,14 +124,14 @@ func (o Options) Resolve() (*Plan, error) {
 	for _, name := range placements {
 		pl, err := LookupPlacement(name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !seen[pl] {
 			seen[pl] = true
 			p.Placements = append(p.Placements, pl)
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // EngineOptions builds the engine options of one test on one server address.

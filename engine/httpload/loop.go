@@ -400,6 +400,7 @@ const (
 
 // feed consumes buffered bytes of the response. eof says the peer closed
 // the connection after what is buffered.
+// Long on purpose: one state machine on the hot path; its states read best side by side, and calls per byte would cost throughput.
 func (p *respParser) feed(rd *reader, eof bool) (bool, error) {
 	short := func() (bool, error) {
 		if eof {

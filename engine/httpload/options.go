@@ -106,6 +106,7 @@ func (o *Options) Validate() error {
 	return err
 }
 
+// Long on purpose: a flat list of independent checks, one per field, each with its own message.
 func (o *Options) validate() (target, error) {
 	var t target
 	if o.URL != "" {

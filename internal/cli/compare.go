@@ -46,30 +46,9 @@ at least 3 rounds per side): a gate that cannot see must not pass silently.
 Exit status: 0 no regression (or plain comparison), 1 error, 3 regression.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var formats []string
-			if cmd.Flags().Changed("format") || out != "" {
-				f := format
-				if !cmd.Flags().Changed("format") {
-					f = "md,html"
-				}
-				var err error
-				if formats, err = report.ParseFormats(f); err != nil {
-					return err
-				}
-			}
-			if out == "" && len(formats) > 1 {
-				return fmt.Errorf("--format %s: several formats need --out DIR (stdout takes one)", format)
-			}
-			var pct float64
-			if regress != "" {
-				var err error
-				pct, err = strconv.ParseFloat(strings.TrimSuffix(regress, "%"), 64)
-				if err != nil || pct < 0 {
-					return fmt.Errorf("--fail-if-regress %q: want a percentage ≥ 0, e.g. 5", regress)
-				}
-				if len(args) != 2 {
-					return fmt.Errorf("--fail-if-regress takes exactly two runs, BASE and NEW; got %d", len(args))
-				}
+			c := &compareFlags{out: out, format: format, regress: regress}
+			if err := c.parse(cmd, len(args)); err != nil {
+				return err
 			}
 			var in []report.Input
 			for _, a := range args {
@@ -80,60 +59,13 @@ Exit status: 0 no regression (or plain comparison), 1 error, 3 regression.`,
 				in = append(in, report.Input{Run: run, Label: runLabel(a, run)})
 			}
 			uniqueLabels(in)
-			rep, err := report.Build(in, report.Options{})
-			if err != nil {
+			if err := c.render(cmd, in); err != nil {
 				return err
-			}
-			switch {
-			case out != "":
-				if err := os.MkdirAll(out, 0o755); err != nil {
-					return fmt.Errorf("--out %s: %v", out, err)
-				}
-				paths, err := report.Write(out, rep, formats)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", strings.Join(paths, ", "))
-			case regress == "":
-				render := report.Markdown
-				if len(formats) == 1 {
-					switch formats[0] {
-					case report.FormatHTML:
-						render = report.HTML
-					case report.FormatJSON:
-						render = report.JSON
-					}
-				}
-				if err := render(cmd.OutOrStdout(), rep); err != nil {
-					return err
-				}
 			}
 			if regress == "" {
 				return nil
 			}
-			chk, err := report.Regressions(in[0].Run, in[1].Run, pct, report.Options{})
-			if err != nil {
-				return err
-			}
-			w := cmd.ErrOrStderr()
-			for _, u := range chk.Unpaired {
-				fmt.Fprintf(w, "note: %s\n", u)
-			}
-			if chk.TooFew > 0 {
-				fmt.Fprintf(w, "note: %d metric comparisons had too few rounds for a verdict\n", chk.TooFew)
-			}
-			if chk.Judged == 0 {
-				return fmt.Errorf("--fail-if-regress: no metric could be judged between %s and %s (a verdict needs at least 3 rounds per side)", in[0].Label, in[1].Label)
-			}
-			for _, r := range chk.Regressions {
-				fmt.Fprintf(cmd.OutOrStdout(), "REGRESSION %s\n", r)
-			}
-			if len(chk.Regressions) > 0 {
-				fmt.Fprintf(w, "%d of %d judged metrics regressed by more than %g%%\n", len(chk.Regressions), chk.Judged, pct)
-				return exitError(ExitRegression)
-			}
-			fmt.Fprintf(w, "no regression beyond %g%% in %d judged metrics\n", pct, chk.Judged)
-			return nil
+			return c.gate(cmd, in)
 		},
 	}
 	f := cmd.Flags()
@@ -184,4 +116,99 @@ func uniqueLabels(in []report.Input) {
 			in[i].Label = fmt.Sprintf("%s#%d", in[i].Label, n)
 		}
 	}
+}
+
+// compareFlags are compare's flags, parsed.
+type compareFlags struct {
+	out, format, regress string
+	formats              []string // with --format or --out
+	pct                  float64  // --fail-if-regress
+}
+
+// parse checks the flags against each other and the number of runs.
+func (c *compareFlags) parse(cmd *cobra.Command, runs int) error {
+	if cmd.Flags().Changed("format") || c.out != "" {
+		f := c.format
+		if !cmd.Flags().Changed("format") {
+			f = "md,html"
+		}
+		var err error
+		if c.formats, err = report.ParseFormats(f); err != nil {
+			return err
+		}
+	}
+	if c.out == "" && len(c.formats) > 1 {
+		return fmt.Errorf("--format %s: several formats need --out DIR (stdout takes one)", c.format)
+	}
+	if c.regress != "" {
+		var err error
+		c.pct, err = strconv.ParseFloat(strings.TrimSuffix(c.regress, "%"), 64)
+		if err != nil || c.pct < 0 {
+			return fmt.Errorf("--fail-if-regress %q: want a percentage ≥ 0, e.g. 5", c.regress)
+		}
+		if runs != 2 {
+			return fmt.Errorf("--fail-if-regress takes exactly two runs, BASE and NEW; got %d", runs)
+		}
+	}
+	return nil
+}
+
+// render writes the report into --out, or prints it in its one format
+// (not with the gate alone, which prints only its verdict lines).
+func (c *compareFlags) render(cmd *cobra.Command, in []report.Input) error {
+	rep, err := report.Build(in, report.Options{})
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.out != "":
+		if err := os.MkdirAll(c.out, 0o755); err != nil {
+			return fmt.Errorf("--out %s: %v", c.out, err)
+		}
+		paths, err := report.Write(c.out, rep, c.formats)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", strings.Join(paths, ", "))
+	case c.regress == "":
+		render := report.Markdown
+		if len(c.formats) == 1 {
+			switch c.formats[0] {
+			case report.FormatHTML:
+				render = report.HTML
+			case report.FormatJSON:
+				render = report.JSON
+			}
+		}
+		return render(cmd.OutOrStdout(), rep)
+	}
+	return nil
+}
+
+// gate is --fail-if-regress: a line per significant regression beyond the
+// threshold and exit 3, or an error when nothing could be judged.
+func (c *compareFlags) gate(cmd *cobra.Command, in []report.Input) error {
+	chk, err := report.Regressions(in[0].Run, in[1].Run, c.pct, report.Options{})
+	if err != nil {
+		return err
+	}
+	w := cmd.ErrOrStderr()
+	for _, u := range chk.Unpaired {
+		fmt.Fprintf(w, "note: %s\n", u)
+	}
+	if chk.TooFew > 0 {
+		fmt.Fprintf(w, "note: %d metric comparisons had too few rounds for a verdict\n", chk.TooFew)
+	}
+	if chk.Judged == 0 {
+		return fmt.Errorf("--fail-if-regress: no metric could be judged between %s and %s (a verdict needs at least 3 rounds per side)", in[0].Label, in[1].Label)
+	}
+	for _, r := range chk.Regressions {
+		fmt.Fprintf(cmd.OutOrStdout(), "REGRESSION %s\n", r)
+	}
+	if len(chk.Regressions) > 0 {
+		fmt.Fprintf(w, "%d of %d judged metrics regressed by more than %g%%\n", len(chk.Regressions), chk.Judged, c.pct)
+		return exitError(ExitRegression)
+	}
+	fmt.Fprintf(w, "no regression beyond %g%% in %d judged metrics\n", c.pct, chk.Judged)
+	return nil
 }

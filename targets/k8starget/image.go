@@ -45,6 +45,7 @@ type ImageInfo struct {
 // nobody. The tarball is in `docker save` layout (manifest.json with the
 // tag), which `ctr image import`, `docker load`, `podman load`, `kind load
 // image-archive` and `crane push` all read.
+// Long on purpose: the image's build steps in order (binary check, layer, config, manifest, archive), each short.
 func BuildImage(o ImageOptions) (*ImageInfo, error) {
 	arch, err := staticLinuxBinary(o.Binary)
 	if err != nil {
@@ -133,6 +134,7 @@ func BuildImage(o ImageOptions) (*ImageInfo, error) {
 // as `docker save` does since Docker 25: OCI readers (ctr import, skopeo)
 // use index.json and keep the OCI manifest and its digest; docker load
 // and crane use manifest.json.
+// Long on purpose: the tarball's entries in file order, as the OCI layout and docker-save formats list them.
 func writeArchive(w io.Writer, tag name.Tag, img v1.Image, mtime time.Time) error {
 	manifest, err := img.RawManifest()
 	if err != nil {

@@ -284,6 +284,7 @@ func (v *SyncVerifier) eachProbe(fn func(NodeProbe) error) error {
 // wait polls every probe until its node holds baseline + want, or the
 // timeout passes (an error naming the node, what it holds and what was
 // expected). writesDone is when the step's API writes ended.
+// Long on purpose: one poll loop whose exits (all synced, timeout, cancel, a node's error) share its counters.
 func (v *SyncVerifier) wait(ctx context.Context, writesDone time.Time, want datapath.Counts) (*sweep.Sync, error) {
 	v.defaults()
 	res := &sweep.Sync{Mode: v.Mode}

@@ -103,32 +103,11 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 	for _, p := range ready {
 		t.pods[p.Labels[LabelEndpoint]] = p
 	}
-	for _, ep := range t.layout.Services {
-		svc, err := cs.CoreV1().Services(cfg.Namespace).Get(ctx, ServiceName(ep), metav1.GetOptions{})
-		if err != nil {
-			return t, fmt.Errorf("read Service %s: %w", ServiceName(ep), err)
-		}
-		if ip := svc.Spec.ClusterIP; ip == "" || ip == corev1.ClusterIPNone {
-			return t, fmt.Errorf("service %s/%s has no ClusterIP", cfg.Namespace, svc.Name)
-		}
-		t.services[ep] = svc.Spec.ClusterIP
+	if err := t.readServices(ctx); err != nil {
+		return t, err
 	}
-	// The control API: reach each agent and check that it answers with
-	// this run's token.
-	for _, ep := range t.layout.Endpoints {
-		p := t.pods[ep]
-		control, err := access.Control(ctx, p)
-		if err != nil {
-			return t, err
-		}
-		c, err := agent.NewClient(ep, control, t.layout.Token)
-		if err != nil {
-			return t, err
-		}
-		if err := c.WaitReady(ctx, agentReadyTimeout); err != nil {
-			return t, fmt.Errorf("pod %s/%s (%s, %s access): %w", cfg.Namespace, p.Name, p.Status.PodIP, cfg.Access, err)
-		}
-		t.agents[ep] = c
+	if err := t.connectAgents(ctx); err != nil {
+		return t, err
 	}
 	t.readSysctls(ctx)
 	if err := t.openProbes(ctx); err != nil {
@@ -144,6 +123,44 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 	return t, nil
 }
 
+// readServices reads the ClusterIP of every test Service the run made.
+func (t *Target) readServices(ctx context.Context) error {
+	cfg, cs := t.cfg, t.cs
+	for _, ep := range t.layout.Services {
+		svc, err := cs.CoreV1().Services(cfg.Namespace).Get(ctx, ServiceName(ep), metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("read Service %s: %w", ServiceName(ep), err)
+		}
+		if ip := svc.Spec.ClusterIP; ip == "" || ip == corev1.ClusterIPNone {
+			return fmt.Errorf("service %s/%s has no ClusterIP", cfg.Namespace, svc.Name)
+		}
+		t.services[ep] = svc.Spec.ClusterIP
+	}
+	return nil
+}
+
+// connectAgents reaches each agent's control API and checks that it
+// answers with this run's token.
+func (t *Target) connectAgents(ctx context.Context) error {
+	cfg := t.cfg
+	for _, ep := range t.layout.Endpoints {
+		p := t.pods[ep]
+		control, err := t.access.Control(ctx, p)
+		if err != nil {
+			return err
+		}
+		c, err := agent.NewClient(ep, control, t.layout.Token)
+		if err != nil {
+			return err
+		}
+		if err := c.WaitReady(ctx, agentReadyTimeout); err != nil {
+			return fmt.Errorf("pod %s/%s (%s, %s access): %w", cfg.Namespace, p.Name, p.Status.PodIP, cfg.Access, err)
+		}
+		t.agents[ep] = c
+	}
+	return nil
+}
+
 // Plan is what a run would create, before anything is created: the
 // layout, the placements it must skip and the provenance read so far.
 type Plan struct {
@@ -156,6 +173,7 @@ type Plan struct {
 // leftovers (removing them with cfg.Force), detects the CNI, picks the
 // nodes and decides which placements can run. It creates nothing, except
 // that cfg.Force deletes an earlier run's objects.
+// Long on purpose: the read-only checks before anything is created, in the order their errors should surface.
 func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

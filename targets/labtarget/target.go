@@ -95,21 +95,8 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 			t.Close()
 		}
 	}()
-	l, err := lab.Load(cfg.Lab.StateDir, cfg.Lab.Name)
-	switch {
-	case err == nil:
-		t.progress("using the running lab %q (%d nodes); it is left running afterwards\n", l.Config.Name, len(l.Nodes))
-	case errors.Is(err, lab.ErrNotFound):
-		t.progress("bringing up lab %q: %d nodes × %d pods ...", cfg.Lab.Name, cfg.Lab.Nodes, cfg.Lab.PodsPerNode)
-		start := time.Now()
-		l, err = lab.Up(ctx, cfg.Lab)
-		if err != nil {
-			t.progress(" failed\n")
-			return t, err
-		}
-		t.created = true
-		t.progress(" done in %s\n", time.Since(start).Round(time.Millisecond))
-	default:
+	l, err := t.useOrBringUp(ctx)
+	if err != nil {
 		return t, err
 	}
 	t.lab = l
@@ -132,32 +119,9 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 	if longest := filepath.Join(t.dir, "node15-pod31.sock"); len(longest) > 107 {
 		return t, fmt.Errorf("--state-dir %s is too long for agent sockets (%d bytes, max 107 for %s): use a shorter one", cfg.Lab.StateDir, len(longest), longest)
 	}
-	// An endpoint that is a client in any placement is pinned as a client.
-	isClient := map[string]bool{}
-	var order []string
-	for _, name := range cfg.Placements {
-		eps, ok := placementEndpoints[name]
-		if !ok {
-			return t, fmt.Errorf("placement %s is not available on the lab target", name)
-		}
-		if suite.IsServicePlacement(name) && l.Config.ServiceDatapath == "" {
-			return t, fmt.Errorf("placement %s needs a Service datapath: use --service-datapath or a scenario such as iptables or ebpf", name)
-		}
-		for i, group := range eps {
-			members, err := t.members(l, group)
-			if err != nil {
-				return t, fmt.Errorf("placement %s: %w", name, err)
-			}
-			for _, ep := range members {
-				if _, err := l.Endpoint(ep); err != nil {
-					return t, fmt.Errorf("placement %s needs %s: %w", name, ep, err)
-				}
-				if _, seen := isClient[ep]; !seen {
-					order = append(order, ep)
-				}
-				isClient[ep] = isClient[ep] || i == 0
-			}
-		}
+	order, isClient, err := t.endpoints(l)
+	if err != nil {
+		return t, err
 	}
 	t.progress("starting %d agents ...", len(order))
 	for _, ep := range order {
@@ -176,6 +140,62 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 		return t, err
 	}
 	return t, nil
+}
+
+// useOrBringUp loads the running lab, or brings one up for the run (and
+// remembers to take it down at Close).
+func (t *Target) useOrBringUp(ctx context.Context) (*lab.Lab, error) {
+	cfg := t.cfg
+	l, err := lab.Load(cfg.Lab.StateDir, cfg.Lab.Name)
+	switch {
+	case err == nil:
+		t.progress("using the running lab %q (%d nodes); it is left running afterwards\n", l.Config.Name, len(l.Nodes))
+	case errors.Is(err, lab.ErrNotFound):
+		t.progress("bringing up lab %q: %d nodes × %d pods ...", cfg.Lab.Name, cfg.Lab.Nodes, cfg.Lab.PodsPerNode)
+		start := time.Now()
+		l, err = lab.Up(ctx, cfg.Lab)
+		if err != nil {
+			t.progress(" failed\n")
+			return nil, err
+		}
+		t.created = true
+		t.progress(" done in %s\n", time.Since(start).Round(time.Millisecond))
+	default:
+		return nil, err
+	}
+	return l, nil
+}
+
+// endpoints lists, in start order, the endpoints the run's placements
+// need, and which of them are clients (an endpoint that is a client in any
+// placement is pinned as a client).
+func (t *Target) endpoints(l *lab.Lab) (order []string, isClient map[string]bool, err error) {
+	isClient = map[string]bool{}
+	for _, name := range t.cfg.Placements {
+		eps, ok := placementEndpoints[name]
+		if !ok {
+			return nil, nil, fmt.Errorf("placement %s is not available on the lab target", name)
+		}
+		if suite.IsServicePlacement(name) && l.Config.ServiceDatapath == "" {
+			return nil, nil, fmt.Errorf("placement %s needs a Service datapath: use --service-datapath or a scenario such as iptables or ebpf", name)
+		}
+		for i, group := range eps {
+			members, err := t.members(l, group)
+			if err != nil {
+				return nil, nil, fmt.Errorf("placement %s: %w", name, err)
+			}
+			for _, ep := range members {
+				if _, err := l.Endpoint(ep); err != nil {
+					return nil, nil, fmt.Errorf("placement %s needs %s: %w", name, ep, err)
+				}
+				if _, seen := isClient[ep]; !seen {
+					order = append(order, ep)
+				}
+				isClient[ep] = isClient[ep] || i == 0
+			}
+		}
+	}
+	return order, isClient, nil
 }
 
 // members expands an endpoint group of placementEndpoints: "node1-pods"

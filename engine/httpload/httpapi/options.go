@@ -103,6 +103,15 @@ func (o *Options) Validate() error {
 // ValidateTarget is Validate that also returns the parsed destination,
 // for the client that connects to it.
 func (o *Options) ValidateTarget() (Target, error) {
+	t, err := o.target()
+	if err != nil {
+		return t, err
+	}
+	return t, o.validateRest()
+}
+
+// target parses the destination: URL, or Host, Port and Path.
+func (o *Options) target() (Target, error) {
 	var t Target
 	if o.URL != "" {
 		u, err := url.Parse(o.URL)
@@ -160,30 +169,34 @@ func (o *Options) ValidateTarget() (Target, error) {
 		}
 	}
 	t.Display = "http://" + t.HostPort + t.Path
+	return t, nil
+}
 
+// validateRest checks and defaults every field but the destination.
+func (o *Options) validateRest() error {
 	if o.Duration <= 0 {
-		return t, fmt.Errorf("httpload: duration must be positive, got %s", time.Duration(o.Duration))
+		return fmt.Errorf("httpload: duration must be positive, got %s", time.Duration(o.Duration))
 	}
 	if o.Warmup < 0 {
-		return t, fmt.Errorf("httpload: warmup must not be negative, got %s", time.Duration(o.Warmup))
+		return fmt.Errorf("httpload: warmup must not be negative, got %s", time.Duration(o.Warmup))
 	}
 	if o.Connections == 0 {
 		o.Connections = DefaultConnections
 	}
 	if o.Connections < 1 || o.Connections > maxConnections {
-		return t, fmt.Errorf("httpload: connections must be in 1..%d, got %d", maxConnections, o.Connections)
+		return fmt.Errorf("httpload: connections must be in 1..%d, got %d", maxConnections, o.Connections)
 	}
 	if o.QPS < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0) {
-		return t, fmt.Errorf("httpload: qps must be 0 (max rate) or a positive rate, got %v", o.QPS)
+		return fmt.Errorf("httpload: qps must be 0 (max rate) or a positive rate, got %v", o.QPS)
 	}
 	if o.RequestSize < 0 || o.RequestSize > MaxBodySize {
-		return t, fmt.Errorf("httpload: request size must be in 0..%d, got %d", MaxBodySize, o.RequestSize)
+		return fmt.Errorf("httpload: request size must be in 0..%d, got %d", MaxBodySize, o.RequestSize)
 	}
 	if o.Threads < 0 || o.Threads > 1024 {
-		return t, fmt.Errorf("httpload: threads must be in 0..1024, got %d", o.Threads)
+		return fmt.Errorf("httpload: threads must be in 0..1024, got %d", o.Threads)
 	}
 	if o.Timeout < 0 {
-		return t, fmt.Errorf("httpload: timeout must not be negative, got %s", time.Duration(o.Timeout))
+		return fmt.Errorf("httpload: timeout must not be negative, got %s", time.Duration(o.Timeout))
 	}
 	if o.Timeout == 0 {
 		o.Timeout = engineapi.Duration(DefaultTimeout)
@@ -191,14 +204,14 @@ func (o *Options) ValidateTarget() (Target, error) {
 	for _, h := range o.Headers {
 		name, _, ok := strings.Cut(h, ":")
 		if !ok || name == "" || strings.ContainsAny(h, "\r\n") || strings.ContainsAny(name, " \t") {
-			return t, fmt.Errorf("httpload: bad header %q (want \"Name: value\")", h)
+			return fmt.Errorf("httpload: bad header %q (want \"Name: value\")", h)
 		}
 		switch strings.ToLower(name) {
 		case "host", "content-length", "connection", "transfer-encoding":
-			return t, fmt.Errorf("httpload: header %q is set by the engine", name)
+			return fmt.Errorf("httpload: header %q is set by the engine", name)
 		}
 	}
-	return t, nil
+	return nil
 }
 
 func unwrapURLErr(err error) error {

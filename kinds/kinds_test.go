@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/cnibench/cnibench/engine" // registers stream and rr, as cmd/cnibench links it
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/kinds"
@@ -16,7 +17,7 @@ import (
 	"github.com/cnibench/cnibench/results"
 )
 
-// The built-in kinds (registered by the engine packages results imports)
+// The built-in kinds (registered by the engine packages this test links)
 // keep the catalogue and the ports they had before the registry.
 func TestBuiltinKinds(t *testing.T) {
 	var names, ports []string

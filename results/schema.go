@@ -7,9 +7,9 @@ package results
 import (
 	"time"
 
-	"github.com/cnibench/cnibench/engine"
-	"github.com/cnibench/cnibench/engine/dnsload"
-	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/engine/dnsload/dnsapi"
+	"github.com/cnibench/cnibench/engine/engineapi"
+	"github.com/cnibench/cnibench/engine/httpload/httpapi"
 	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/sweep"
 )
@@ -122,18 +122,18 @@ type Scenario struct {
 
 // Plan is what was asked for, after defaults were filled in.
 type Plan struct {
-	Profile    string          `json:"profile"`
-	Tests      []string        `json:"tests"`
-	Placements []string        `json:"placements"`
-	Rounds     int             `json:"rounds"`
-	Duration   engine.Duration `json:"duration"`
-	Warmup     engine.Duration `json:"warmup"`
+	Profile    string             `json:"profile"`
+	Tests      []string           `json:"tests"`
+	Placements []string           `json:"placements"`
+	Rounds     int                `json:"rounds"`
+	Duration   engineapi.Duration `json:"duration"`
+	Warmup     engineapi.Duration `json:"warmup"`
 	// Order of one round: every scenario, test and placement, scenarios
 	// innermost so that A and B alternate (A B A B, not A A B B) and drift
 	// on a shared machine hits them alike.
-	Order   string      `json:"order"`
-	Streams int         `json:"streams"` // the N of the *_MULTI tests
-	Mode    engine.Mode `json:"mode"`
+	Order   string         `json:"order"`
+	Streams int            `json:"streams"` // the N of the *_MULTI tests
+	Mode    engineapi.Mode `json:"mode"`
 }
 
 // Placement is one cell of the placement matrix, as in cilium connectivity
@@ -153,15 +153,15 @@ func (p Placement) Name() string { return p.Path + "/" + p.Node }
 
 // Result is one test on one placement, with every sample taken.
 type Result struct {
-	Scenario  string         `json:"scenario"`
-	Test      string         `json:"test"` // suite test name, e.g. TCP_STREAM_MULTI
-	Placement Placement      `json:"placement"`
-	Options   engine.Options `json:"options"`
+	Scenario  string            `json:"scenario"`
+	Test      string            `json:"test"` // suite test name, e.g. TCP_STREAM_MULTI
+	Placement Placement         `json:"placement"`
+	Options   engineapi.Options `json:"options"`
 	// HTTPOptions is set for HTTP tests (Options then only names the test
 	// kind); their samples carry HTTP results.
-	HTTPOptions *httpload.Options `json:"http_options,omitempty"`
+	HTTPOptions *httpapi.Options `json:"http_options,omitempty"`
 	// DNSOptions is set for DNS tests; their samples carry DNS results.
-	DNSOptions *dnsload.Options `json:"dns_options,omitempty"`
+	DNSOptions *dnsapi.Options `json:"dns_options,omitempty"`
 	// KindOptions are the options of any other registered kind, written
 	// under the kind's OptionsKey (stored.go).
 	KindOptions any `json:"-"`
@@ -176,15 +176,15 @@ type Result struct {
 
 // Sample is one measurement (one round of one test on one placement).
 type Sample struct {
-	Round  int            `json:"round"`
-	Start  time.Time      `json:"start"`
-	End    time.Time      `json:"end"`
-	Error  string         `json:"error,omitempty"`
-	Engine *engine.Result `json:"engine,omitempty"`
+	Round  int               `json:"round"`
+	Start  time.Time         `json:"start"`
+	End    time.Time         `json:"end"`
+	Error  string            `json:"error,omitempty"`
+	Engine *engineapi.Result `json:"engine,omitempty"`
 	// HTTP is the result of an HTTP test's sample (Engine is then nil).
-	HTTP *httpload.Result `json:"http,omitempty"`
+	HTTP *httpapi.Result `json:"http,omitempty"`
 	// DNS is the result of a DNS test's sample.
-	DNS *dnsload.Result `json:"dns,omitempty"`
+	DNS *dnsapi.Result `json:"dns,omitempty"`
 	// Result is the result of any other registered kind, written under
 	// the kind's Key (stored.go).
 	Result any `json:"-"`

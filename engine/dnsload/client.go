@@ -42,11 +42,11 @@ func (r *run) inWindow(t int64) bool { return t >= r.measFrom && t < r.measTo }
 // Result.Errors, not returned. Cancelling ctx stops every loop and
 // returns an error wrapping ctx.Err() within milliseconds.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	addr, err := o.validate()
+	addr, err := o.ValidateAddr()
 	if err != nil {
 		return nil, err
 	}
-	names := o.names()
+	names := o.QueryNames()
 	qs, err := buildQueries(names)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/dnsload/dnsapi"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -277,7 +278,7 @@ func TestOptionErrors(t *testing.T) {
 		{Options{Server: "127.0.0.1"}, "duration must be positive"},
 		{Options{Server: "127.0.0.1", Duration: ms(1), Warmup: -1}, "warmup must not be negative"},
 		{Options{Server: "127.0.0.1", Duration: ms(1), QPS: -5}, "qps must be 0"},
-		{Options{Server: "127.0.0.1", Duration: ms(1), Outstanding: maxOutstanding + 1}, "outstanding must be in 1..16384"},
+		{Options{Server: "127.0.0.1", Duration: ms(1), Outstanding: dnsapi.MaxOutstanding + 1}, "outstanding must be in 1..16384"},
 		{Options{Server: "127.0.0.1", Duration: ms(1), Timeout: -1}, "timeout must not be negative"},
 		{Options{Server: "127.0.0.1", Duration: ms(1), Threads: -1}, "threads must be in"},
 		{Options{Server: "127.0.0.1", Duration: ms(1), NameFormat: "svc"}, "exactly one %d"},

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/dnsload/dnsapi"
+	"github.com/cnibench/cnibench/engine/engineapi"
 )
 
 // ServiceRange holds the addresses the server's names resolve to: the
@@ -61,7 +62,7 @@ type ServerSpec struct {
 	// /usr/sbin/dnsmasq.
 	Binary string `json:"binary,omitempty"`
 	// ReadyTimeout bounds Start's wait for the first answer. 0: 5s.
-	ReadyTimeout engine.Duration `json:"ready_timeout,omitempty"`
+	ReadyTimeout engineapi.Duration `json:"ready_timeout,omitempty"`
 }
 
 // Validate fills defaults and reports the first bad field as a one-line
@@ -97,7 +98,7 @@ func (s *ServerSpec) Validate() error {
 	if s.NameFormat == "" {
 		s.NameFormat = DefaultNameFormat
 	}
-	if err := checkFormat(s.NameFormat); err != nil {
+	if err := dnsapi.CheckNameFormat(s.NameFormat); err != nil {
 		return err
 	}
 	for _, i := range []int{0, s.Names - 1} {
@@ -122,7 +123,7 @@ func (s *ServerSpec) Validate() error {
 		return fmt.Errorf("dnsload: server ready timeout must not be negative, got %s", time.Duration(s.ReadyTimeout))
 	}
 	if s.ReadyTimeout == 0 {
-		s.ReadyTimeout = engine.Duration(5 * time.Second)
+		s.ReadyTimeout = engineapi.Duration(5 * time.Second)
 	}
 	return nil
 }

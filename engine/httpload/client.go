@@ -71,17 +71,17 @@ type worker struct {
 // stops every loop and returns an error wrapping ctx.Err() within
 // milliseconds.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	t, err := o.validate()
+	t, err := o.ValidateTarget()
 	if err != nil {
 		return nil, err
 	}
 	r := &run{o: o, t: t, timeout: int64(o.Timeout)}
-	ip, err := resolve(ctx, t.host)
+	ip, err := resolve(ctx, t.Host)
 	if err != nil {
-		return nil, fmt.Errorf("httpload: resolve %s: %v", t.host, rootErr(err))
+		return nil, fmt.Errorf("httpload: resolve %s: %v", t.Host, rootErr(err))
 	}
-	r.raddr = &net.TCPAddr{IP: ip, Port: t.port}
-	r.family, _ = sockaddr(ip, t.port)
+	r.raddr = &net.TCPAddr{IP: ip, Port: t.Port}
+	r.family, _ = sockaddr(ip, t.Port)
 	addr := r.raddr.String()
 	r.req = buildRequest(&o, t)
 	if o.QPS > 0 {
@@ -93,7 +93,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	pc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("httpload %s: %w", t.display, ctx.Err())
+			return nil, fmt.Errorf("httpload %s: %w", t.Display, ctx.Err())
 		}
 		return nil, fmt.Errorf("httpload: cannot connect to %s: %v", addr, rootErr(err))
 	}
@@ -143,7 +143,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for _, l := range r.loops {
 		loops.Run = append(loops.Run, l.run)
 	}
-	w, err := window.Measure(ctx, r.base, time.Duration(o.Warmup), time.Duration(o.Duration), loops, "httpload "+t.display)
+	w, err := window.Measure(ctx, r.base, time.Duration(o.Warmup), time.Duration(o.Duration), loops, "httpload "+t.Display)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func sockaddr(ip net.IP, port int) (int, unix.Sockaddr) {
 func (r *run) result(w window.Window) (*Result, error) {
 	o := r.o
 	res := &Result{
-		Options: o, URL: r.t.display, Address: r.raddr.String(),
+		Options: o, URL: r.t.Display, Address: r.raddr.String(),
 		Mode: "max-rate", Start: w.Start, End: w.End,
 		Seconds: time.Duration(o.Duration).Seconds(),
 		Conns:   o.Connections, StatusCodes: map[int]int64{},
@@ -228,7 +228,7 @@ func buildRequest(o *Options, t target) []byte {
 	if o.RequestSize > 0 {
 		method = "POST"
 	}
-	b.WriteString(method + " " + t.path + " HTTP/1.1\r\nHost: " + t.hostHdr + "\r\nUser-Agent: cnibench\r\n")
+	b.WriteString(method + " " + t.Path + " HTTP/1.1\r\nHost: " + t.HostHeader + "\r\nUser-Agent: cnibench\r\n")
 	if !o.KeepAlive {
 		b.WriteString("Connection: close\r\n")
 	}

@@ -185,10 +185,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // coordinator drives one Run's flows through its phases: setup, warmup,
 // measured interval, stop, and the result.
 type coordinator struct {
-	ctx  context.Context
-	rc   *runCtx
-	eng  engine
-	done chan struct{} // closed when every flow's goroutine has returned
+	ctx   context.Context
+	rc    *runCtx
+	eng   engine
+	done  chan struct{} // closed when every flow's goroutine has returned
+	phase string        // for errors: where a cancelled run was
 }
 
 // startFlows starts one goroutine per flow, each on its own OS thread
@@ -225,13 +226,16 @@ func (c *coordinator) fail(err error) (*Result, error) {
 	return nil, err
 }
 
+// ctxErr is the error of a cancelled run, naming the phase it was in (a
+// deadline hit while connecting is not one hit while stopping).
 func (c *coordinator) ctxErr() error {
-	return fmt.Errorf("%s %s: %w", c.rc.o.Test, c.rc.addr, c.ctx.Err())
+	return fmt.Errorf("%s %s: %s: %w", c.rc.o.Test, c.rc.addr, c.phase, c.ctx.Err())
 }
 
 // awaitSetup waits until every flow is connected (or the first failure).
 func (c *coordinator) awaitSetup() error {
-	for range c.rc.o.Streams {
+	for i := range c.rc.o.Streams {
+		c.phase = fmt.Sprintf("setup (%d of %d flows ready)", i, c.rc.o.Streams)
 		select {
 		case err := <-c.rc.readyCh:
 			if err != nil {
@@ -252,10 +256,12 @@ func (c *coordinator) measure() (cpu0, cpu1 cpuuse.Times, err error) {
 	rc.measStart = t0.Add(time.Duration(rc.o.Warmup))
 	rc.measEnd = rc.measStart.Add(time.Duration(rc.o.Duration))
 	close(rc.goCh)
+	c.phase = "warmup"
 	if !c.sleepUntil(rc.measStart) {
 		return cpu0, cpu1, c.ctxErr()
 	}
 	cpu0 = cpuuse.Process()
+	c.phase = "measured interval"
 	if !c.sleepUntil(rc.measEnd) {
 		return cpu0, cpu1, c.ctxErr()
 	}
@@ -281,6 +287,7 @@ func (c *coordinator) sleepUntil(t time.Time) bool {
 // the engine's own finish (e.g. UDP_STREAM's server report).
 func (c *coordinator) finish() error {
 	rc := c.rc
+	c.phase = "stopping the flows"
 	rc.stop.Store(true)
 	if c.eng.hardStop {
 		for i := range rc.flows {
@@ -304,6 +311,7 @@ func (c *coordinator) finish() error {
 		}
 	}
 	if c.eng.finish != nil {
+		c.phase = "finishing"
 		if err := c.eng.finish(c.ctx, rc); err != nil {
 			if c.ctx.Err() != nil {
 				return c.ctxErr()

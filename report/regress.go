@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/cnibench/cnibench/results"
@@ -14,6 +15,7 @@ type Regression struct {
 	Scenario  string  `json:"scenario"`
 	Test      string  `json:"test"`
 	Placement string  `json:"placement"`
+	Services  int     `json:"services,omitempty"` // a Service-scale step's dummy count
 	Metric    string  `json:"metric"`
 	Unit      string  `json:"unit"`
 	Base      float64 `json:"base"` // displayed values
@@ -23,8 +25,27 @@ type Regression struct {
 }
 
 func (r Regression) String() string {
-	return fmt.Sprintf("%s %s %s %s: %s → %s %s, %s", r.Scenario, r.Test, r.Placement, r.Metric,
+	at := ""
+	if r.Services > 0 {
+		at = fmt.Sprintf(" at %d Services", r.Services)
+	}
+	return fmt.Sprintf("%s %s %s%s %s: %s → %s %s, %s", r.Scenario, r.Test, r.Placement, at, r.Metric,
 		fmtNum(r.Base), fmtNum(r.New), r.Unit, r.Text)
+}
+
+// regressKey pairs a result of the new run with the base run's: scenario,
+// test, placement and, in a Service-scale sweep, the step's Service count
+// (without it every step of the new run met the base's last step).
+func regressKey(scenario string, r results.Result) string {
+	return scenario + "\x00" + sectionKey(r.Test, r.Placement.Name()) + "\x00" + strconv.Itoa(r.Services)
+}
+
+// stepText names a sweep step in messages ("" outside a sweep).
+func stepText(run *results.Run, r results.Result) string {
+	if len(run.Sweeps) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" at %d Services", r.Services)
 }
 
 // RegressCheck is the outcome of Regressions.
@@ -36,7 +57,7 @@ type RegressCheck struct {
 }
 
 // Regressions compares every judged metric of every (scenario, test,
-// placement) the two runs share, new against base, and lists those that
+// placement, Service-scale step) the two runs share, new against base, and lists those that
 // are significantly worse (stats.Compare) by more than pct percent.
 // Scenarios pair by name; two single-scenario runs pair whatever their
 // names.
@@ -62,16 +83,16 @@ func Regressions(base, cur *results.Run, pct float64, opt Options) (RegressCheck
 	}
 	baseRes := map[string]results.Result{}
 	for _, r := range base.Results {
-		baseRes[r.Scenario+"\x00"+sectionKey(r.Test, r.Placement.Name())] = r
+		baseRes[regressKey(r.Scenario, r)] = r
 	}
 	for _, r := range cur.Results {
 		bsc, ok := pairs[r.Scenario]
 		if !ok {
 			continue
 		}
-		br, ok := baseRes[bsc+"\x00"+sectionKey(r.Test, r.Placement.Name())]
+		br, ok := baseRes[regressKey(bsc, r)]
 		if !ok {
-			chk.Unpaired = append(chk.Unpaired, fmt.Sprintf("%s %s %s is only in the new run", columnLabel(cur, r.Scenario), r.Test, r.Placement.Name()))
+			chk.Unpaired = append(chk.Unpaired, fmt.Sprintf("%s %s %s%s is only in the new run", columnLabel(cur, r.Scenario), r.Test, r.Placement.Name(), stepText(cur, r)))
 			continue
 		}
 		bser, err := results.Metrics(br)
@@ -99,7 +120,7 @@ func Regressions(base, cur *results.Run, pct float64, opt Options) (RegressCheck
 			chk.Judged++
 			if v.Significant && v.Better == "a" && math.Abs(v.DeltaPct) > pct {
 				chk.Regressions = append(chk.Regressions, Regression{
-					Scenario: columnLabel(cur, r.Scenario), Test: r.Test, Placement: r.Placement.Name(),
+					Scenario: columnLabel(cur, r.Scenario), Test: r.Test, Placement: r.Placement.Name(), Services: r.Services,
 					Metric: m.Name, Unit: m.Unit, Base: bm.Display, New: m.Display, DeltaPct: v.DeltaPct,
 					Text: strings.TrimPrefix(v.Text, "b is "),
 				})

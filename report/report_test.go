@@ -333,3 +333,45 @@ func TestWriteFormats(t *testing.T) {
 		t.Errorf("temp files left: %v", left)
 	}
 }
+
+// A sweep's steps pair by Service count: a 30% drop at step 0 is caught
+// (keyed without the count, every new step met the base's last step, and
+// this drop passed as "0 regressions").
+func TestRegressionsPairSweepSteps(t *testing.T) {
+	base := scaleFixtureRun(t)
+	chk, err := Regressions(base, base, 5, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chk.Regressions) != 0 || len(chk.Unpaired) != 0 || chk.Judged == 0 {
+		t.Fatalf("sweep against itself: %+v", chk)
+	}
+	cur := scaleFixtureRun(t)
+	for i, r := range cur.Results {
+		if r.Scenario == "iptables" && r.Test == "HTTP_RPS_SHORT_C64" && r.Services == 0 {
+			cur.Results[i].Samples = httpSamples(t, spread(7000), spread(64e6/7000), 0, 0, 0)
+		}
+	}
+	chk, err = Regressions(base, cur, 5, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chk.Regressions) == 0 {
+		t.Fatalf("a 30%% drop at step 0 passed: %+v", chk)
+	}
+	for _, r := range chk.Regressions {
+		if r.Scenario != "iptables" || r.Test != "HTTP_RPS_SHORT_C64" || r.Services != 0 {
+			t.Errorf("unexpected regression %s", r)
+		}
+	}
+	if line := chk.Regressions[0].String(); !strings.HasPrefix(line, "iptables HTTP_RPS_SHORT_C64 pod-to-service/other-node ") {
+		t.Errorf("line = %q", line)
+	}
+	// A step only the new run has is named with its count.
+	cur.Results = append(cur.Results, cur.Results[len(cur.Results)-1])
+	cur.Results[len(cur.Results)-1].Services = 99999
+	chk, _ = Regressions(base, cur, 5, Options{})
+	if !strings.Contains(strings.Join(chk.Unpaired, "\n"), "at 99999 Services is only in the new run") {
+		t.Errorf("unpaired = %q", chk.Unpaired)
+	}
+}

@@ -42,6 +42,11 @@ type CompareOptions struct {
 	// Seed seeds the bootstrap; 0 means a fixed default, so identical
 	// inputs always give identical verdicts.
 	Seed uint64
+	// InconclusivePct is, for ComparePaired and CompareUnpaired, how far an
+	// interval that includes 0 may reach before the verdict is
+	// "inconclusive" instead of "no difference beyond noise"; 0 means
+	// DefaultInconclusivePct.
+	InconclusivePct float64
 	// Noun names the metric in Text ("throughput", "CPU per op"). Empty
 	// means "faster"/"slower" when HigherIsBetter and "lower/higher latency"
 	// otherwise, the two kinds of metric reports compare.
@@ -65,6 +70,17 @@ type Verdict struct {
 	Better      string // "a", "b", or "" when not significant
 	Dropped     int    // NaN/±Inf samples ignored, both sides
 	Text        string // one line for reports
+
+	// Set by ComparePaired and CompareUnpaired: the method, the exact
+	// coverage of [Lo, Hi] (the asked level for the t-interval), the
+	// pairs (or the smaller side) used, the two-sided p-value, and whether
+	// the interval is too wide to say anything (includes 0 and reaches
+	// beyond ±InconclusivePct).
+	Method       string
+	Coverage     float64
+	N            int
+	P            float64
+	Inconclusive bool
 }
 
 // Compare says whether b differs from a on a metric, and by how much.

@@ -37,7 +37,7 @@ func (o Options) withDefaults() Options {
 		o.MinEffectPct = stats.DefaultMinEffectPct
 	}
 	if o.MinSamples == 0 {
-		o.MinSamples = stats.DefaultMinSamples
+		o.MinSamples = stats.DefaultMinRounds
 	}
 	o.MinSamples = max(o.MinSamples, 2)
 	return o
@@ -63,8 +63,11 @@ type Report struct {
 }
 
 // WinnerRule is the documented way a row's winner is picked.
-const WinnerRule = "The column with the best median is compared with the runner-up (second-best median) with a 95% bootstrap interval on the difference of their medians; " +
-	"it is the winner only if the difference is significant. Every other column is also compared with the baseline (first column)."
+const WinnerRule = "The column with the best median is compared with the runner-up: columns of one interleaved run round by round " +
+	"(a t-interval of the per-round log ratios, in which what the machine did during a round cancels), columns of separate runs and " +
+	"the steps of a sweep by ranks (Mann-Whitney with the Hodges-Lehmann shift, exact coverage, printed where it is not 95%). " +
+	"It is the winner only if the interval excludes no change and the difference is at least 1%; a verdict needs 5 rounds, and an " +
+	"interval that includes no change but reaches beyond ±10% is inconclusive. Every other column is also compared with the baseline (first column)."
 
 // RunInfo is one run's provenance.
 type RunInfo struct {
@@ -174,8 +177,11 @@ type Value struct {
 const (
 	VerdictSignificant = "significant"
 	VerdictNoise       = "within noise"
-	VerdictTooFew      = "not enough rounds"
-	VerdictNA          = "n/a"
+	// VerdictInconclusive: not significant, and the interval too wide to
+	// bound the difference (more rounds needed).
+	VerdictInconclusive = "inconclusive"
+	VerdictTooFew       = "not enough rounds"
+	VerdictNA           = "n/a"
 )
 
 // Delta is a column's verdict against the baseline.
@@ -414,7 +420,7 @@ func rows(series []*results.Series, cols []Column, opt Options) []Row {
 			if ms[0] != nil {
 				for ci := 1; ci < len(cols); ci++ {
 					if ms[ci] != nil {
-						row.VsBaseline[ci] = delta(ms[0], ms[ci], opt)
+						row.VsBaseline[ci] = delta(ms[0], ms[ci], opt, cols[0].Run == cols[ci].Run)
 					}
 				}
 			}
@@ -437,34 +443,61 @@ func value(m *results.Metric, opt Options) *Value {
 	return v
 }
 
-// compare runs stats.Compare of b against baseline a on what the metric
-// compares (the complement for loss-like metrics).
-func compare(a, b *results.Metric, opt Options) stats.Verdict {
+// compare judges b against baseline a on what the metric compares.
+// Columns of one interleaved run (paired) are compared round by round:
+// each round's ratio, in which what the machine did that round cancels
+// (stats.ComparePaired); columns of separate runs, or steps of a sweep, by
+// ranks (stats.CompareUnpaired).
+func compare(a, b *results.Metric, opt Options, paired bool) stats.Verdict {
 	va, higher, noun := a.ComparedValues()
 	vb, _, _ := b.ComparedValues()
-	return stats.Compare(va, vb, stats.CompareOptions{HigherIsBetter: higher, Noun: noun,
-		MinEffectPct: opt.MinEffectPct, MinSamples: opt.MinSamples, Level: opt.Level})
+	co := stats.CompareOptions{HigherIsBetter: higher, Noun: noun,
+		MinEffectPct: opt.MinEffectPct, MinSamples: opt.MinSamples, Level: opt.Level}
+	if !paired {
+		return stats.CompareUnpaired(va, vb, co)
+	}
+	pa, pb := byRound(va, a.Rounds, vb, b.Rounds)
+	return stats.ComparePaired(pa, pb, co)
 }
 
-// kindOf classifies a verdict; tooFew says the samples were too few.
-func kindOf(v stats.Verdict, opt Options) string {
+// byRound aligns two metrics' values by round: the rounds both have, in
+// order (a round one side lacks, failed or missing, is left out).
+func byRound(va []float64, ra []int, vb []float64, rb []int) (pa, pb []float64) {
+	at := map[int]float64{}
+	for i, r := range rb {
+		if i < len(vb) {
+			at[r] = vb[i]
+		}
+	}
+	for i, r := range ra {
+		if y, ok := at[r]; ok && i < len(va) {
+			pa, pb = append(pa, va[i]), append(pb, y)
+		}
+	}
+	return pa, pb
+}
+
+// kindOf classifies a verdict.
+func kindOf(v stats.Verdict, _ Options) string {
 	switch {
 	case v.Significant:
 		return VerdictSignificant
-	case v.A.N < opt.MinSamples || v.B.N < opt.MinSamples:
+	case strings.HasPrefix(v.Text, "not enough"):
 		return VerdictTooFew
 	case strings.HasPrefix(v.Text, "n/a"):
 		return VerdictNA
+	case v.Inconclusive:
+		return VerdictInconclusive
 	}
 	return VerdictNoise
 }
 
 func tooFewText(v stats.Verdict) string {
-	return fmt.Sprintf("not enough rounds for a verdict (n=%d)", min(v.A.N, v.B.N))
+	return fmt.Sprintf("not enough rounds for a verdict (n=%d)", v.N)
 }
 
-func delta(base, m *results.Metric, opt Options) *Delta {
-	v := compare(base, m, opt)
+func delta(base, m *results.Metric, opt Options, paired bool) *Delta {
+	v := compare(base, m, opt, paired)
 	d := &Delta{Verdict: kindOf(v, opt), DeltaPct: Num(v.DeltaPct), Lo: Num(v.Lo), Hi: Num(v.Hi), NoisePct: Num(v.NoisePct)}
 	switch d.Verdict {
 	case VerdictSignificant:
@@ -505,13 +538,9 @@ func winner(ms []*results.Metric, cols []Column, opt Options) *Winner {
 		return cs[a].med < cs[b].med
 	})
 	best, second := cs[0].i, cs[1].i
-	v := compare(ms[second], ms[best], opt)
+	v := compare(ms[second], ms[best], opt, cols[second].Run == cols[best].Run)
 	w := &Winner{Verdict: kindOf(v, opt), Best: cols[best].Label, RunnerUp: cols[second].Label,
 		DeltaPct: Num(v.DeltaPct), Lo: Num(v.Lo), Hi: Num(v.Hi), NoisePct: Num(v.NoisePct)}
-	vs := ""
-	if len(cs) > 2 {
-		vs = " vs " + cols[second].Label
-	}
 	switch w.Verdict {
 	case VerdictSignificant:
 		w.Label = cols[best].Label
@@ -525,7 +554,9 @@ func winner(ms []*results.Metric, cols []Column, opt Options) *Winner {
 	case VerdictTooFew:
 		w.Text = tooFewText(v)
 	default:
-		w.Text = strings.Replace(v.Text, "(b is ", "("+cols[best].Label+" is ", 1) + vs
+		// Not significant: name the two columns, so the sign of the
+		// difference (best against runner-up) reads right.
+		w.Text = cols[best].Label + " vs " + cols[second].Label + ": " + strings.Replace(v.Text, "(b is ", "("+cols[best].Label+" is ", 1)
 	}
 	return w
 }

@@ -109,7 +109,7 @@ func Regressions(base, cur *results.Run, pct float64, opt Options) (RegressCheck
 			if !m.Judged() || bm == nil || len(m.Values) == 0 || len(bm.Values) == 0 {
 				continue
 			}
-			v := compare(bm, m, opt)
+			v := compare(bm, m, opt, false) // separate runs
 			switch kindOf(v, opt) {
 			case VerdictTooFew:
 				chk.TooFew++
@@ -117,8 +117,12 @@ func Regressions(base, cur *results.Run, pct float64, opt Options) (RegressCheck
 			case VerdictNA:
 				continue
 			}
+			worse := v.Significant && v.Better == "a"
 			chk.Judged++
-			if v.Significant && v.Better == "a" && math.Abs(v.DeltaPct) > pct {
+			// A regression: the interval's bound nearest no change is
+			// beyond pct in the bad direction, so the data say "worse by
+			// more than pct", not just "worse, and the estimate is past pct".
+			if worse && min(math.Abs(v.Lo), math.Abs(v.Hi)) > pct {
 				chk.Regressions = append(chk.Regressions, Regression{
 					Scenario: columnLabel(cur, r.Scenario), Test: r.Test, Placement: r.Placement.Name(), Services: r.Services,
 					Metric: m.Name, Unit: m.Unit, Base: bm.Display, New: m.Display, DeltaPct: v.DeltaPct,

@@ -193,7 +193,7 @@ func scaleDatapath(run *results.Run, sw results.Sweep, opt Options) (ScaleDatapa
 						sm.Ratio = Num(float64(sm.Value.Median) / b0)
 					}
 					if si > 0 {
-						sm.VsStep0 = delta(b, m, opt)
+						sm.VsStep0 = delta(b, m, opt, false) // steps are measured at different times: unpaired
 					}
 				}
 				switch {

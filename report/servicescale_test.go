@@ -43,13 +43,13 @@ var scaleCurves = []scaleCurve{
 	{"nftables", "nftables", []float64{9500, 9400, 9300}, []float64{30500, 30400, 30600}, []float64{95, 96, 97}, []float64{40, 300, 7000}, 3},
 }
 
-func spread(v float64) []float64 { return []float64{v, v * 1.01, v * 0.99} }
+func spread(v float64) []float64 { return []float64{v, v * 1.01, v * 0.99, v * 1.005, v * 0.995} }
 
 func scaleFixtureRun(t *testing.T) *results.Run {
 	run := &results.Run{SchemaVersion: results.SchemaVersion, RunID: "sweep-fixture", Status: results.StatusComplete,
 		Start: t0, End: t0.Add(time.Hour), Tool: results.Tool{Name: "cnibench", Version: "test"},
 		Plan: results.Plan{Profile: "quick", Tests: []string{"HTTP_RPS_C64", "HTTP_RPS_SHORT_C64", "TCP_CRR", "TCP_RR"},
-			Placements: []string{"pod-to-service/other-node"}, Rounds: 3, Duration: engine.Duration(4 * time.Second)}}
+			Placements: []string{"pod-to-service/other-node"}, Rounds: 5, Duration: engine.Duration(4 * time.Second)}}
 	pl := results.Placement{Path: "pod-to-service", Node: "other-node", Client: "node0-pod0", Server: "node1-pod0+node1-pod1", ServerAddr: "198.18.128.1"}
 	for _, c := range scaleCurves {
 		run.Scenarios = append(run.Scenarios, results.Scenario{Name: c.name, Target: results.Target{Kind: "lab"}})
@@ -138,7 +138,7 @@ func TestServiceScaleAnalysis(t *testing.T) {
 		t.Errorf("step 0 against itself: %+v", m)
 	}
 	// Per-connection cost 1e6/RPS: 100, 111, 167, 244 µs → ~14 µs per 1,000.
-	if c := ipt.Cost; c == nil || !near(float64(c.PerThousand), 14.4, 0.5) || c.R2 < 0.95 || c.N != 12 {
+	if c := ipt.Cost; c == nil || !near(float64(c.PerThousand), 14.4, 0.5) || c.R2 < 0.95 || c.N != 20 {
 		t.Errorf("iptables cost fit %+v", c)
 	}
 	// The p50 of the fixture's histograms is 1.24× their base: 12.4 µs per 1,000.

@@ -78,9 +78,9 @@ func decide(v *Verdict, est, lo, hi float64, opt CompareOptions, e effectOptions
 		v.Text = fmt.Sprintf("no meaningful difference (b is %.1f%% %s, below the %g%% minimum effect; %s)",
 			math.Abs(v.DeltaPct), direction(opt, v.DeltaPct > 0), e.minEffect, ci)
 	case v.Inconclusive:
-		v.Text = fmt.Sprintf("inconclusive (%+.1f%%, %s): more rounds needed", v.DeltaPct, ci)
+		v.Text = fmt.Sprintf("inconclusive (%s, %s): more rounds needed", signedPct(v.DeltaPct), ci)
 	default:
-		v.Text = fmt.Sprintf("no difference beyond noise (%+.1f%%, %s)", v.DeltaPct, ci)
+		v.Text = fmt.Sprintf("no difference beyond noise (%s, %s)", signedPct(v.DeltaPct), ci)
 	}
 }
 
@@ -93,7 +93,16 @@ func levelText(c float64) string {
 // boundsText prints an interval as its two signed bounds, which an
 // asymmetric interval of a ratio needs ("−27.0%..+552.0%", never "±290%").
 func boundsText(lo, hi float64) string {
-	return fmt.Sprintf("%+.1f%%..%+.1f%%", lo, hi)
+	return signedPct(lo) + ".." + signedPct(hi)
+}
+
+// signedPct prints a percentage with its sign and one decimal; a value
+// that rounds to zero is "+0.0%", never "-0.0%".
+func signedPct(x float64) string {
+	if math.Abs(x) < 0.05 {
+		x = 0
+	}
+	return fmt.Sprintf("%+.1f%%", x)
 }
 
 // positiveLogs returns the logs of the finite positive values and how many

@@ -33,12 +33,12 @@ var Profiles = []Profile{
 	},
 	{
 		Name:       "standard",
-		About:      "every test on every placement, 10 s each, 3 interleaved rounds",
+		About:      "every test on every placement, 10 s each, 5 interleaved rounds (the fewest a verdict needs)",
 		Tests:      TestNames(),
 		Placements: AllPlacements,
 		Duration:   10 * time.Second,
 		Warmup:     2 * time.Second,
-		Rounds:     3,
+		Rounds:     5,
 		Streams:    4,
 	},
 }

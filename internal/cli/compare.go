@@ -11,6 +11,7 @@ import (
 
 	"github.com/cnibench/cnibench/report"
 	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/stats"
 )
 
 // ExitRegression is compare --fail-if-regress's exit status when a metric
@@ -41,7 +42,7 @@ against BASE (scenarios paired by name; two single-scenario runs pair
 whatever their names), prints one line per metric that got significantly
 worse by more than PCT percent, and exits with status 3 if there is any,
 0 otherwise. It exits with 1 when nothing could be judged (a verdict needs
-at least 3 rounds per side): a gate that cannot see must not pass silently.
+at least 5 rounds per side): a gate that cannot see must not pass silently.
 
 Exit status: 0 no regression (or plain comparison), 1 error, 3 regression.`,
 		Args: cobra.MinimumNArgs(2),
@@ -200,7 +201,7 @@ func (c *compareFlags) gate(cmd *cobra.Command, in []report.Input) error {
 		fmt.Fprintf(w, "note: %d metric comparisons had too few rounds for a verdict\n", chk.TooFew)
 	}
 	if chk.Judged == 0 {
-		return fmt.Errorf("--fail-if-regress: no metric could be judged between %s and %s (a verdict needs at least 3 rounds per side)", in[0].Label, in[1].Label)
+		return fmt.Errorf("--fail-if-regress: no metric could be judged between %s and %s (a verdict needs at least %d rounds per side)", in[0].Label, in[1].Label, stats.DefaultMinRounds)
 	}
 	for _, r := range chk.Regressions {
 		fmt.Fprintf(cmd.OutOrStdout(), "REGRESSION %s\n", r)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cnibench/cnibench/stats"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/sweep"
 )
@@ -94,7 +95,7 @@ func (f *scaleFlags) plan(o suite.Options) (sweep.Options, *suite.Plan, error) {
 		o.Placements = []string{suite.PodToServiceOtherNode, suite.PodToServiceSameNode}
 	}
 	if o.Rounds == 0 {
-		o.Rounds = 3 // verdicts against step 0 need repeated samples
+		o.Rounds = stats.DefaultMinRounds // verdicts against step 0 need 5 rounds
 	}
 	plan, err := o.Resolve()
 	return opt, plan, err

@@ -35,6 +35,7 @@ type htmlView struct {
 	PlanRows  []labelled
 	Columns   []colView
 	Multi     bool
+	FDR       string // the false-discovery sentence
 	Baseline  string
 	Glance    []glanceView
 	Charts    []chart
@@ -74,7 +75,7 @@ type rowView struct {
 }
 
 func newHTMLView(rep *Report) htmlView {
-	v := htmlView{Title: rep.Title, Warnings: rep.Warnings, Multi: len(rep.Columns) > 1, Baseline: rep.Baseline,
+	v := htmlView{Title: rep.Title, Warnings: rep.Warnings, Multi: len(rep.Columns) > 1, Baseline: rep.Baseline, FDR: rep.FDR.Sentence(),
 		Method: methodText + rep.WinnerRule}
 	for _, r := range rep.Runs {
 		v.RunHead = append(v.RunHead, r.Label)

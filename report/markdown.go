@@ -64,6 +64,9 @@ func Markdown(w io.Writer, rep *Report) error {
 	} else {
 		b.WriteString("Median over rounds (95% CI). ↑ higher is better, ↓ lower is better.\n\n")
 	}
+	if s := rep.FDR.Sentence(); s != "" {
+		b.WriteString(mdText(s) + "\n\n")
+	}
 	head = []string{"Test", "Placement", "Metric"}
 	for _, c := range rep.Columns {
 		head = append(head, c.Label)

@@ -27,6 +27,9 @@ type Options struct {
 	Level        float64 `json:"level"`
 	MinEffectPct float64 `json:"min_effect_pct"`
 	MinSamples   int     `json:"min_samples"`
+	// AllMetrics makes the regression gate judge every metric, not only
+	// the headline ones (rates, throughput, p99).
+	AllMetrics bool `json:"all_metrics,omitempty"`
 }
 
 func (o Options) withDefaults() Options {
@@ -60,6 +63,9 @@ type Report struct {
 	Warnings   []string    `json:"warnings,omitempty"`
 	// ServiceScale analyses a Service-scale sweep (one run only).
 	ServiceScale *ServiceScale `json:"service_scale,omitempty"`
+	// FDR is how the report's verdicts are held together to a
+	// false-discovery rate (fdr.go).
+	FDR *FDR `json:"fdr,omitempty"`
 }
 
 // WinnerRule is the documented way a row's winner is picked.
@@ -193,6 +199,7 @@ type Delta struct {
 	NoisePct Num    `json:"noise_pct"`
 	Better   bool   `json:"better"` // significant and better than the baseline
 	Worse    bool   `json:"worse"`  // significant and worse
+	P        Num    `json:"p"`      // two-sided p-value; null without a test
 	Text     string `json:"text"`
 }
 
@@ -206,6 +213,7 @@ type Winner struct {
 	Lo       Num    `json:"ci_lo_pct"`
 	Hi       Num    `json:"ci_hi_pct"`
 	NoisePct Num    `json:"noise_pct"`
+	P        Num    `json:"p"` // two-sided p-value; null without a test
 	Text     string `json:"text"`
 }
 
@@ -257,6 +265,7 @@ func Build(in []Input, opt Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	controlFDR(rep)
 	return rep, nil
 }
 
@@ -498,7 +507,7 @@ func tooFewText(v stats.Verdict) string {
 
 func delta(base, m *results.Metric, opt Options, paired bool) *Delta {
 	v := compare(base, m, opt, paired)
-	d := &Delta{Verdict: kindOf(v, opt), DeltaPct: Num(v.DeltaPct), Lo: Num(v.Lo), Hi: Num(v.Hi), NoisePct: Num(v.NoisePct)}
+	d := &Delta{Verdict: kindOf(v, opt), DeltaPct: Num(v.DeltaPct), Lo: Num(v.Lo), Hi: Num(v.Hi), NoisePct: Num(v.NoisePct), P: tested(v, opt)}
 	switch d.Verdict {
 	case VerdictSignificant:
 		d.Better, d.Worse = v.Better == "b", v.Better == "a"
@@ -540,7 +549,7 @@ func winner(ms []*results.Metric, cols []Column, opt Options) *Winner {
 	best, second := cs[0].i, cs[1].i
 	v := compare(ms[second], ms[best], opt, cols[second].Run == cols[best].Run)
 	w := &Winner{Verdict: kindOf(v, opt), Best: cols[best].Label, RunnerUp: cols[second].Label,
-		DeltaPct: Num(v.DeltaPct), Lo: Num(v.Lo), Hi: Num(v.Hi), NoisePct: Num(v.NoisePct)}
+		DeltaPct: Num(v.DeltaPct), Lo: Num(v.Lo), Hi: Num(v.Hi), NoisePct: Num(v.NoisePct), P: tested(v, opt)}
 	switch w.Verdict {
 	case VerdictSignificant:
 		w.Label = cols[best].Label

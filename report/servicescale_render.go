@@ -227,7 +227,7 @@ func programText(p *ProgramFit) string {
 func markdownServiceScale(b *strings.Builder, ss *ServiceScale) {
 	b.WriteString("\n## Service scale\n\n")
 	b.WriteString("Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service (other-node, or same-node on a one-node target: each table says which). On clusters, API writes and node sync are the two parts of a step, and the per-Service latency runs from a Service's last API write until every node's datapath held it (polled: late by up to the ± interval). " +
-		"Median over rounds; each value with its change against step 0 and its verdict against step 0 (significant only when the 95% bootstrap interval of the difference of medians excludes 0).\n\n")
+		"Median over rounds; each value with its change against step 0 and its verdict against step 0 (unpaired: Mann-Whitney with the Hodges-Lehmann shift; significant only when its interval excludes no change and it survives the report's false-discovery control).\n\n")
 	for _, f := range ss.Findings {
 		fmt.Fprintf(b, "- %s\n", mdText(f))
 	}
@@ -245,7 +245,7 @@ func markdownServiceScale(b *strings.Builder, ss *ServiceScale) {
 }
 
 var scaleTmpl = template.Must(template.New("scale").Parse(`<h2 id="service-scale">Service scale</h2>
-<p class="about">Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service (other-node, or same-node on a one-node target: each table says which). On clusters, API writes and node sync are the two parts of a step, and the per-Service latency runs from a Service's last API write until every node's datapath held it (polled: late by up to the ± interval). Median over rounds; each value with its change against step 0 and its verdict against step 0 (significant only when the 95% bootstrap interval of the difference of medians excludes 0).</p>
+<p class="about">Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service (other-node, or same-node on a one-node target: each table says which). On clusters, API writes and node sync are the two parts of a step, and the per-Service latency runs from a Service's last API write until every node's datapath held it (polled: late by up to the ± interval). Median over rounds; each value with its change against step 0 and its verdict against step 0 (unpaired: Mann-Whitney with the Hodges-Lehmann shift; significant only when its interval excludes no change and it survives the report's false-discovery control).</p>
 <ul>{{range .Findings}}<li>{{.}}</li>{{end}}</ul>
 <div class="charts">{{range .Charts}}<figure style="width:{{.W}}px"><figcaption>{{.Title}}</figcaption>
 <svg width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" role="img" aria-label="{{.Title}}">

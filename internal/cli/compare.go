@@ -20,9 +20,10 @@ const ExitRegression = 3
 
 func newCompareCmd() *cobra.Command {
 	var (
-		out     string
-		format  string
-		regress string
+		out        string
+		format     string
+		regress    string
+		allMetrics bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compare DIR1 DIR2 [DIR...]",
@@ -39,15 +40,16 @@ report.md, report.html, report.json.
 
 --fail-if-regress PCT BASE NEW is a gate for CI pipelines: it compares NEW
 against BASE (scenarios paired by name; two single-scenario runs pair
-whatever their names), prints one line per metric that got significantly
-worse by more than PCT percent, and exits with status 3 if there is any,
-0 otherwise. It exits with 1 when nothing could be judged (a verdict needs
+whatever their names; a sweep's steps by Service count) on the headline
+metrics (--all-metrics: every judged one), prints one line per metric whose
+interval lies entirely beyond PCT percent worse, and exits with status 3 if
+there is any, 0 otherwise. It exits with 1 when nothing could be judged (a verdict needs
 at least 5 rounds per side): a gate that cannot see must not pass silently.
 
 Exit status: 0 no regression (or plain comparison), 1 error, 3 regression.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := &compareFlags{out: out, format: format, regress: regress}
+			c := &compareFlags{out: out, format: format, regress: regress, allMetrics: allMetrics}
 			if err := c.parse(cmd, len(args)); err != nil {
 				return err
 			}
@@ -72,7 +74,8 @@ Exit status: 0 no regression (or plain comparison), 1 error, 3 regression.`,
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "directory to write the reports into (default: print to stdout)")
 	f.StringVar(&format, "format", "md", "md, html, json (comma-separated, or all; several need --out); with --out the default is md,html")
-	f.StringVar(&regress, "fail-if-regress", "", "PCT: exit 3 if any metric of NEW is significantly worse than BASE by more than PCT percent")
+	f.StringVar(&regress, "fail-if-regress", "", "PCT: exit 3 if any headline metric of NEW is worse than BASE by more than PCT percent (the whole interval)")
+	f.BoolVar(&allMetrics, "all-metrics", false, "with --fail-if-regress: judge every metric, not only the headline ones")
 	return cmd
 }
 
@@ -122,6 +125,7 @@ func uniqueLabels(in []report.Input) {
 // compareFlags are compare's flags, parsed.
 type compareFlags struct {
 	out, format, regress string
+	allMetrics           bool
 	formats              []string // with --format or --out
 	pct                  float64  // --fail-if-regress
 }
@@ -140,6 +144,9 @@ func (c *compareFlags) parse(cmd *cobra.Command, runs int) error {
 	}
 	if c.out == "" && len(c.formats) > 1 {
 		return fmt.Errorf("--format %s: several formats need --out DIR (stdout takes one)", c.format)
+	}
+	if c.allMetrics && c.regress == "" {
+		return fmt.Errorf("--all-metrics applies to --fail-if-regress only")
 	}
 	if c.regress != "" {
 		var err error
@@ -189,7 +196,7 @@ func (c *compareFlags) render(cmd *cobra.Command, in []report.Input) error {
 // gate is --fail-if-regress: a line per significant regression beyond the
 // threshold and exit 3, or an error when nothing could be judged.
 func (c *compareFlags) gate(cmd *cobra.Command, in []report.Input) error {
-	chk, err := report.Regressions(in[0].Run, in[1].Run, c.pct, report.Options{})
+	chk, err := report.Regressions(in[0].Run, in[1].Run, c.pct, report.Options{AllMetrics: c.allMetrics})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,38 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+// Verdicts significant alone but no discovery of the report's family are
+// demoted, with a text that says why; the sentence counts them.
+func TestControlFDR(t *testing.T) {
+	sig := func(p float64) *Delta {
+		return &Delta{Verdict: VerdictSignificant, Better: true, P: Num(p), Text: "4.0% faster (significant, ...)"}
+	}
+	row := Row{Metric: "rate", VsBaseline: []*Delta{nil, sig(0.0001), sig(0.02), sig(0.02)},
+		Winner: &Winner{Verdict: VerdictSignificant, Label: "b", Best: "b", RunnerUp: "a", P: 0.02}}
+	rows := []Row{row}
+	for range 15 {
+		rows = append(rows, Row{Metric: "other", VsBaseline: []*Delta{nil, {Verdict: VerdictNoise, P: 0.5}}})
+	}
+	rep := &Report{Sections: []Section{{Test: "TCP_RR", Metrics: rows}}}
+	controlFDR(rep)
+	f := rep.FDR
+	if f.Comparisons != 19 || f.Significant != 1 || f.Demoted != 3 {
+		t.Fatalf("fdr %+v", f)
+	}
+	if d := row.VsBaseline[1]; d.Verdict != VerdictSignificant || !d.Better {
+		t.Errorf("the discovery was demoted: %+v", d)
+	}
+	if d := row.VsBaseline[2]; d.Verdict != VerdictNoise || d.Better || !strings.Contains(d.Text, "19 comparisons are held to a 5% false-discovery rate (p = 0.02)") {
+		t.Errorf("not demoted: %+v", d)
+	}
+	if w := row.Winner; w.Verdict != VerdictNoise || w.Label != "" || !strings.HasPrefix(w.Text, "b vs a: not significant once") {
+		t.Errorf("winner not demoted: %+v", w)
+	}
+	if s := f.Sentence(); !strings.Contains(s, "19 comparisons judged; 1 significant") || !strings.Contains(s, "3 more looked significant alone") {
+		t.Errorf("sentence %q", s)
+	}
+}

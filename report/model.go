@@ -171,7 +171,6 @@ type GlanceRow struct {
 type Value struct {
 	N        int   `json:"n"`
 	Display  Num   `json:"display"`
-	Merged   bool  `json:"merged,omitempty"` // Display is from the merged histogram
 	Median   Num   `json:"median"`
 	Lo       Num   `json:"ci_lo"`
 	Hi       Num   `json:"ci_hi"`
@@ -444,7 +443,7 @@ func rows(series []*results.Series, cols []Column, opt Options) []Row {
 
 func value(m *results.Metric, opt Options) *Value {
 	e := stats.Describe(m.Values, stats.CIOptions{Level: opt.Level})
-	v := &Value{N: e.N, Display: Num(m.Display), Merged: m.Merged, Median: Num(e.Median),
+	v := &Value{N: e.N, Display: Num(m.Display), Median: Num(e.Median),
 		Lo: Num(e.Lo), Hi: Num(e.Hi), Coverage: Num(e.Coverage)}
 	for _, x := range m.Values {
 		v.Samples = append(v.Samples, Num(x))

@@ -71,12 +71,11 @@ type Metric struct {
 	// sample order; Rounds the round of each.
 	Values []float64 `json:"values"`
 	Rounds []int     `json:"rounds"`
-	// Display is the median of Values, except for latency, where it is the
-	// percentile of the merged histogram of all samples (Merged is then
-	// true): percentiles of rounds are never averaged or taken the median
-	// of for display.
+	// Display is the median of Values: for latency, the median over rounds
+	// of each round's own percentile (never an average of percentiles).
+	// The verdicts and the regression gate judge the same per-round
+	// values, so a cell, its verdict and the gate show one statistic.
 	Display float64 `json:"display"`
-	Merged  bool    `json:"merged,omitempty"`
 	// Complement, when set, names 100 − value (a percentage whose ideal is
 	// 0, like loss): comparisons judge that share, higher is better,
 	// because a relative change of a loss near 0% means nothing while a
@@ -109,7 +108,8 @@ type Series struct {
 	FirstError string   `json:"first_error,omitempty"`
 	Metrics    []Metric `json:"metrics"`
 	// Latency is the merged distribution of every sample (nil without
-	// latency), the source of the latency metrics' Display values.
+	// latency): the whole run's shape, for readers who want it; cells show
+	// the median of per-round percentiles instead (Metric.Display).
 	Latency *stats.Latency `json:"-"`
 	// HTTP samples whose client CPU saturated, or that missed their
 	// open-loop target rate.
@@ -165,7 +165,7 @@ func Metrics(r Result) (Series, error) {
 	var s Series
 	c := &collector{byName: map[string]int{}}
 	var w warnings
-	var lats, uncorrected []*stats.Latency
+	var lats []*stats.Latency
 	for _, smp := range r.Samples {
 		s.Samples++
 		kind, ok := sampleKind(smp)
@@ -185,9 +185,6 @@ func Metrics(r Result) (Series, error) {
 		rd := kind.Read(r.Test, smp.Measured())
 		c.reading(kind, smp, rd)
 		w.add(rd)
-		if rd.Uncorrected != nil {
-			uncorrected = append(uncorrected, rd.Uncorrected)
-		}
 		collectDatapath(c, kind.PerWork, smp, rd)
 		if lat := rd.Latency; lat != nil {
 			if err := c.latency(lat, smp.Round); err != nil {
@@ -209,21 +206,6 @@ func Metrics(r Result) (Series, error) {
 		}
 		if merged.Count > 0 {
 			s.Latency = merged
-			for _, p := range latencyPercentiles {
-				s.setMerged(p.name, p.from(merged))
-			}
-			s.setMerged(MetricMin, merged.MinUs)
-			s.setMerged(MetricMean, merged.MeanUs)
-			s.setMerged(MetricMax, merged.MaxUs)
-		}
-	}
-	if len(uncorrected) > 0 {
-		merged, err := stats.Merge(uncorrected...)
-		if err != nil {
-			return s, fmt.Errorf("%s %s: %w", r.Test, r.Placement.Name(), err)
-		}
-		if merged.Count > 0 {
-			s.setMerged(MetricP99Uncorr, merged.P99Us)
 		}
 	}
 	return s, nil
@@ -284,12 +266,6 @@ func (w *warnings) flag(s *Series) {
 			msg += " (first: " + w.firstErr + ")"
 		}
 		s.Warnings = append(s.Warnings, msg)
-	}
-}
-
-func (s *Series) setMerged(name string, v float64) {
-	if m := s.Metric(name); m != nil {
-		m.Display, m.Merged = v, true
 	}
 }
 

@@ -55,8 +55,14 @@ func (opt CompareOptions) effect() effectOptions {
 }
 
 // decide sets the verdict from its log-scale point estimate and interval:
-// percentages of the ratio, significance, direction and text.
-func decide(v *Verdict, est, lo, hi float64, opt CompareOptions, e effectOptions) {
+// percentages of the ratio, significance, direction and text. The point
+// printed is the ratio of the two sides' medians, the values a report's
+// cells show, so a difference reads the same in the cell, the verdict and
+// the gate; the interval is widened to hold it if the method's own
+// estimate (mean log ratio, Hodges-Lehmann shift) sat elsewhere.
+func decide(v *Verdict, medA, medB, lo, hi float64, opt CompareOptions, e effectOptions) {
+	est := math.Log(medB / medA)
+	lo, hi = math.Min(lo, est), math.Max(hi, est)
 	v.DeltaPct = math.Expm1(est) * 100
 	v.Lo, v.Hi = math.Expm1(lo)*100, math.Expm1(hi)*100
 	v.NoisePct = (v.Hi - v.Lo) / 2

@@ -3,6 +3,7 @@ package stats
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ComparePaired compares b against baseline a where a[i] and b[i] were
@@ -21,13 +22,14 @@ func ComparePaired(a, b []float64, opt CompareOptions) Verdict {
 	e := opt.effect()
 	v := Verdict{A: Describe(a, CIOptions{Level: e.level}), B: Describe(b, CIOptions{Level: e.level}),
 		Method: MethodPaired, Coverage: e.level}
-	var d []float64
+	var d, pa, pb []float64
 	for i := range max(len(a), len(b)) {
 		if i >= len(a) || i >= len(b) || !(a[i] > 0) || !(b[i] > 0) || math.IsInf(a[i], 0) || math.IsInf(b[i], 0) {
 			v.Dropped++
 			continue
 		}
 		d = append(d, math.Log(b[i]/a[i]))
+		pa, pb = append(pa, a[i]), append(pb, b[i])
 	}
 	v.N = len(d)
 	if len(d) < e.minN {
@@ -47,8 +49,15 @@ func ComparePaired(a, b []float64, opt CompareOptions) Verdict {
 		// resolution): no spread to doubt it by.
 		v.P = 0
 	}
-	decide(&v, mean, lo, hi, opt, e)
+	decide(&v, median(pa), median(pb), lo, hi, opt, e)
 	return v
+}
+
+// median of unsorted, non-empty xs.
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	slices.Sort(s)
+	return sortedMedian(s)
 }
 
 // meanSD is the mean and sample standard deviation of xs (len ≥ 2).

@@ -60,7 +60,7 @@ func CompareUnpaired(a, b []float64, opt CompareOptions) Verdict {
 	}
 	v.Coverage = 1 - 2*cum/total
 	v.P = mannWhitneyP(counts, total, u)
-	decide(&v, sortedMedian(diffs), diffs[k-1], diffs[len(diffs)-k], opt, e)
+	decide(&v, math.Exp(median(la)), math.Exp(median(lb)), diffs[k-1], diffs[len(diffs)-k], opt, e)
 	return v
 }
 

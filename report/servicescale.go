@@ -68,6 +68,8 @@ type ScaleMetric struct {
 	// Ratio is this step's median over step 0's (1 = unchanged).
 	Ratio   Num    `json:"ratio_vs_step0"`
 	VsStep0 *Delta `json:"vs_step0,omitempty"` // nil at step 0
+
+	metric *results.Metric // its per-round values, for crossovers
 }
 
 // ScaleTrack names where a table column comes from.
@@ -97,7 +99,8 @@ type ScaleFit struct {
 
 // ProgramFit is the growth of programming time with the Service count.
 type ProgramFit struct {
-	Exponent     Num `json:"exponent"`               // PowerFit: 1 linear, 2 quadratic
+	Exponent     Num `json:"exponent"`               // k of y = a + b·x^k (stats.OffsetPowerFit): 1 linear, 2 quadratic; null below 4 steps
+	ExponentR2   Num `json:"exponent_r2"`            // that fit's r²
 	MsPerThous   Num `json:"ms_per_1000_services"`   // linear fit slope
 	R2           Num `json:"r2"`                     // of the linear fit
 	UsPerService Num `json:"us_per_service_at_max"`  // programming time / Services at the largest step
@@ -115,7 +118,11 @@ type ScaleCrossover struct {
 	Crosses  bool   `json:"crosses"`
 	Services Num    `json:"services,omitempty"` // interpolated crossing point
 	Ahead    string `json:"ahead_after"`        // the better one after the crossing (or everywhere)
-	Text     string `json:"text"`
+	// Between is the two steps the crossing lies between: the last where
+	// one datapath was significantly ahead and the first where the other
+	// was (paired: the datapaths' rounds interleave at every step).
+	Between [2]int `json:"between,omitempty"`
+	Text    string `json:"text"`
 }
 
 // sweepPlacement names a sweep result's section by its step, so the plain
@@ -142,7 +149,7 @@ func buildServiceScale(run *results.Run, opt Options) (*ServiceScale, error) {
 	}
 	for i := range ss.Datapaths {
 		for j := i + 1; j < len(ss.Datapaths); j++ {
-			ss.Crossovers = append(ss.Crossovers, crossover(ss.Datapaths[i], ss.Datapaths[j]))
+			ss.Crossovers = append(ss.Crossovers, crossover(ss.Datapaths[i], ss.Datapaths[j], opt))
 		}
 	}
 	ss.Findings = findings(ss)
@@ -183,7 +190,7 @@ func scaleDatapath(run *results.Run, sw results.Sweep, opt Options) (ScaleDatapa
 			}
 			if m != nil && len(m.Values) > 0 {
 				sm.Unit = m.Unit
-				sm.Value = value(m, opt)
+				sm.Value, sm.metric = value(m, opt), m
 				if si == 0 {
 					base[ti] = m
 				}
@@ -248,9 +255,16 @@ func programFit(steps []ScaleStep) *ProgramFit {
 	if len(xs) == 0 {
 		return nil
 	}
-	p.Exponent = Num(math.NaN())
-	if k, _, err := stats.PowerFit(xs, ys); err == nil {
-		p.Exponent = Num(k)
+	// The growth exponent fits every step, step 0 included: it pins the
+	// fixed overhead a of a + b·x^k, which a log-log slope would mistake
+	// for slower growth.
+	var ax, ay []float64
+	for _, s := range steps {
+		ax, ay = append(ax, float64(s.Services)), append(ay, float64(s.ProgramMs))
+	}
+	p.Exponent, p.ExponentR2 = Num(math.NaN()), Num(math.NaN())
+	if _, _, k, r2, err := stats.OffsetPowerFit(ax, ay); err == nil {
+		p.Exponent, p.ExponentR2 = Num(k), Num(r2)
 	}
 	p.MsPerThous, p.R2 = Num(math.NaN()), Num(math.NaN())
 	if f, err := stats.LinearFit(xs, ys); err == nil {
@@ -272,42 +286,103 @@ func (d ScaleDatapath) track(name string) (xs, ys []float64) {
 	return xs, ys
 }
 
-// crossover compares the short-connection RPS curves on the steps both
-// datapaths measured.
-func crossover(a, b ScaleDatapath) ScaleCrossover {
+// crossover compares two datapaths' short-connection RPS on the steps
+// both measured. A crossing is claimed only where one datapath is
+// significantly ahead at a step and the other significantly ahead at a
+// later one (each step's rounds compared pairwise: the datapaths
+// interleave); a flat curve against a noisy one does not "cross".
+func crossover(a, b ScaleDatapath, opt Options) ScaleCrossover {
 	const track = "short-connection RPS"
-	ax, ay := a.track(track)
-	bx, by := b.track(track)
-	bAt := map[float64]float64{}
-	for i, x := range bx {
-		bAt[x] = by[i]
+	type point struct {
+		x      float64
+		va, vb float64
+		sign   int // +1: b significantly ahead, -1: a, 0: neither
 	}
-	var xs, va, vb []float64
-	for i, x := range ax {
-		if y, ok := bAt[x]; ok {
-			xs, va, vb = append(xs, x), append(va, ay[i]), append(vb, y)
+	var pts []point
+	for _, sa := range a.Steps {
+		ma := sa.metricNamed(track)
+		for _, sb := range b.Steps {
+			mb := sb.metricNamed(track)
+			if sb.Services != sa.Services || ma == nil || mb == nil || ma.Value == nil || mb.Value == nil {
+				continue
+			}
+			p := point{x: float64(sa.Services), va: float64(ma.Value.Median), vb: float64(mb.Value.Median)}
+			if ma.metric != nil && mb.metric != nil {
+				if v := compare(ma.metric, mb.metric, opt, true); v.Significant {
+					p.sign = 1
+					if v.DeltaPct < 0 {
+						p.sign = -1
+					}
+				}
+			}
+			pts = append(pts, p)
 		}
 	}
 	c := ScaleCrossover{A: a.Scenario, B: b.Scenario}
-	if len(xs) < 2 {
+	if len(pts) < 2 {
 		c.Text = fmt.Sprintf("%s vs %s: fewer than 2 shared steps, no crossover computed", a.Scenario, b.Scenario)
 		return c
 	}
-	last := len(xs) - 1
+	last := pts[len(pts)-1]
 	c.Ahead = a.Scenario
-	if vb[last] > va[last] {
+	if last.vb > last.va {
 		c.Ahead = b.Scenario
+	}
+	first, lastOfFirst, flip := -1, -1, -1
+	for i, p := range pts {
+		switch {
+		case p.sign == 0:
+		case first < 0:
+			first, lastOfFirst = i, i
+		case p.sign == pts[first].sign && flip < 0:
+			lastOfFirst = i
+		case p.sign == -pts[first].sign && flip < 0:
+			flip = i
+		}
+	}
+	significant := 0
+	for _, p := range pts {
+		if p.sign != 0 {
+			significant++
+		}
+	}
+	if flip < 0 {
+		what := "no crossover in the measured range"
+		var xs, va, vb []float64
+		for _, p := range pts {
+			xs, va, vb = append(xs, p.x), append(va, p.va), append(vb, p.vb)
+		}
+		if x, ok := stats.Crossover(xs, va, vb); ok {
+			what = fmt.Sprintf("no significant crossover (the medians cross at about %s Services, but no datapath is significantly ahead on both sides)", thousands(int(math.Round(x))))
+		}
+		c.Text = fmt.Sprintf("%s vs %s: %s (0–%s Services; %d of %d steps differ significantly); %s has the higher short-connection RPS at %s Services",
+			a.Scenario, b.Scenario, what, thousands(int(last.x)), significant, len(pts), c.Ahead, thousands(int(last.x)))
+		return c
+	}
+	seg := pts[lastOfFirst : flip+1]
+	var xs, va, vb []float64
+	for _, p := range seg {
+		xs, va, vb = append(xs, p.x), append(va, p.va), append(vb, p.vb)
 	}
 	x, ok := stats.Crossover(xs, va, vb)
 	if !ok {
-		c.Text = fmt.Sprintf("%s vs %s: no crossover in the measured range (0–%s Services): %s has the higher short-connection RPS at every step",
-			a.Scenario, b.Scenario, thousands(int(xs[last])), c.Ahead)
-		return c
+		x = (seg[0].x + seg[len(seg)-1].x) / 2
 	}
 	c.Crosses, c.Services = true, Num(math.Round(x))
-	c.Text = fmt.Sprintf("%s vs %s: the short-connection RPS curves cross at about %s Services; %s is ahead at %s Services",
-		a.Scenario, b.Scenario, thousands(int(math.Round(x))), c.Ahead, thousands(int(xs[last])))
+	c.Between = [2]int{int(seg[0].x), int(seg[len(seg)-1].x)}
+	c.Text = fmt.Sprintf("%s vs %s: the short-connection RPS curves cross between %s and %s Services (about %s; significant on both sides); %s is ahead at %s Services",
+		a.Scenario, b.Scenario, thousands(c.Between[0]), thousands(c.Between[1]), thousands(int(math.Round(x))), c.Ahead, thousands(int(last.x)))
 	return c
+}
+
+// metricNamed is the step's metric of that name, or nil.
+func (s ScaleStep) metricNamed(name string) *ScaleMetric {
+	for i := range s.Metrics {
+		if s.Metrics[i].Name == name {
+			return &s.Metrics[i]
+		}
+	}
+	return nil
 }
 
 // findings answers the issue's "Done when" questions from the data.
@@ -336,11 +411,7 @@ func findings(ss *ServiceScale) []string {
 					}
 					band := ""
 					if name == "keep-alive RPS" {
-						if math.Abs(float64(m.Ratio)-1) <= 0.10 {
-							band = ", within ±10% of step 0"
-						} else {
-							band = ", outside ±10% of step 0"
-						}
+						band = ", " + bandText(m.VsStep0, 10)
 					}
 					out = append(out, fmt.Sprintf("%s %s at %s Services is %.2f× step 0%s%s.",
 						d.Scenario, name, thousands(last.Services), float64(m.Ratio), verdict, band))
@@ -348,9 +419,9 @@ func findings(ss *ServiceScale) []string {
 			}
 		}
 		if p := d.Program; p != nil {
-			growth := "growth exponent n/a (one step)"
+			growth := "growth exponent n/a (fewer than 4 steps)"
 			if !math.IsNaN(float64(p.Exponent)) {
-				growth = fmt.Sprintf("growth exponent %.2f", float64(p.Exponent))
+				growth = fmt.Sprintf("growth exponent %.2f, fit of a + b·Services^k with r² %.2f", float64(p.Exponent), float64(p.ExponentR2))
 			}
 			out = append(out, fmt.Sprintf("%s programs %s Services in %s (%s, %.1f µs per Service; rule generation at most %.1f%% of programming time).",
 				d.Scenario, thousands(p.MaxServices), msText(float64(p.MaxMs)), growth, float64(p.UsPerService), float64(p.GenSharePct)))
@@ -363,6 +434,39 @@ func findings(ss *ServiceScale) []string {
 		out = append(out, c.Text+".")
 	}
 	return out
+}
+
+// bandText says whether a step's change against step 0 holds within ±pct:
+// only when its whole interval lies inside, never from the point ratio
+// alone; outside when the whole interval lies beyond; else unknown.
+func bandText(d *Delta, pct float64) string {
+	if d == nil || math.IsNaN(float64(d.Lo)) || math.IsNaN(float64(d.Hi)) || d.Verdict == VerdictTooFew || d.Verdict == VerdictNA {
+		return fmt.Sprintf("±%g%% of step 0 not judged (%s)", pct, verdictOr(d))
+	}
+	lo, hi := float64(d.Lo), float64(d.Hi)
+	ci := "CI " + signedPctText(lo) + ".." + signedPctText(hi)
+	switch {
+	case lo >= -pct && hi <= pct:
+		return fmt.Sprintf("within ±%g%% of step 0 (%s)", pct, ci)
+	case hi < -pct || lo > pct:
+		return fmt.Sprintf("outside ±%g%% of step 0 (%s)", pct, ci)
+	}
+	return fmt.Sprintf("not shown to be within ±%g%% of step 0 (%s)", pct, ci)
+}
+
+func verdictOr(d *Delta) string {
+	if d == nil {
+		return "no comparison"
+	}
+	return d.Text
+}
+
+// signedPctText prints a signed percentage, "+0.0%" for a zero.
+func signedPctText(x float64) string {
+	if math.Abs(x) < 0.05 {
+		x = 0
+	}
+	return fmt.Sprintf("%+.1f%%", x)
 }
 
 func note(d ScaleDatapath) string {

@@ -211,13 +211,13 @@ func programText(p *ProgramFit) string {
 	if p == nil {
 		return "–"
 	}
-	exp := "exponent n/a"
+	exp := "exponent n/a (fewer than 4 steps)"
 	if !math.IsNaN(float64(p.Exponent)) {
-		exp = fmt.Sprintf("exponent %.2f", float64(p.Exponent))
+		exp = fmt.Sprintf("exponent %.2f (a + b·Services^k, r² %.2f)", float64(p.Exponent), float64(p.ExponentR2))
 	}
 	lin := ""
 	if !math.IsNaN(float64(p.MsPerThous)) {
-		lin = fmt.Sprintf(", %s per 1,000 Services (r² %.2f)", msText(float64(p.MsPerThous)), float64(p.R2))
+		lin = fmt.Sprintf("; linear fit %s per 1,000 Services (r² %.2f)", msText(float64(p.MsPerThous)), float64(p.R2))
 	}
 	return fmt.Sprintf("%s%s; %s for %s Services = %.1f µs per Service; generation ≤ %.1f%%",
 		exp, lin, msText(float64(p.MaxMs)), thousands(p.MaxServices), float64(p.UsPerService), float64(p.GenSharePct))

@@ -145,15 +145,17 @@ func TestServiceScaleAnalysis(t *testing.T) {
 	if c := ipt.CRRCost; c == nil || !near(float64(c.PerThousand), 12.4, 0.3) {
 		t.Errorf("iptables CRR p50 fit %+v", c)
 	}
-	// Programming: iptables 1 s → 14 s over 1,000 → 10,000 (k ≈ 1.14);
-	// eBPF linear (k ≈ 1); nftables 0.3 s → 7 s over 1,000 → 5,000 (k ≈ 1.96).
-	if p := ipt.Program; p == nil || !near(float64(p.Exponent), 1.14, 0.02) || p.MaxServices != 10000 || !near(float64(p.UsPerService), 1400, 1) || !near(float64(p.GenSharePct), 2, 0.01) {
+	// Programming, fitted as a + b·Services^k over every step: iptables
+	// 50 ms, 1 s, 6 s, 14 s at 0, 1,000, 5,000, 10,000 (k ≈ 1.23, where
+	// the old log-log slope said 1.14); eBPF linear (k ≈ 1); nftables
+	// stopped after 3 steps, too few for the 3-parameter fit.
+	if p := ipt.Program; p == nil || !near(float64(p.Exponent), 1.23, 0.02) || p.ExponentR2 < 0.999 || p.MaxServices != 10000 || !near(float64(p.UsPerService), 1400, 1) || !near(float64(p.GenSharePct), 2, 0.01) {
 		t.Errorf("iptables programming fit %+v", p)
 	}
 	if p := bpf.Program; p == nil || !near(float64(p.Exponent), 1, 0.02) {
 		t.Errorf("ebpf programming fit %+v", p)
 	}
-	if p := nft.Program; p == nil || !near(float64(p.Exponent), 1.96, 0.02) || len(nft.Steps) != 3 || nft.Stopped == "" {
+	if p := nft.Program; p == nil || !math.IsNaN(float64(p.Exponent)) || len(nft.Steps) != 3 || nft.Stopped == "" {
 		t.Errorf("nftables: %d steps, stopped %q, fit %+v", len(nft.Steps), nft.Stopped, p)
 	}
 	// Crossovers: iptables/ebpf at ~2,356; iptables is above nftables at
@@ -174,7 +176,8 @@ func TestServiceScaleAnalysis(t *testing.T) {
 	joined := strings.Join(ss.Findings, "\n")
 	for _, want := range []string{"iptables short-connection RPS at 10,000 Services is 0.41× step 0 (significant).",
 		"ebpf short-connection RPS at 10,000 Services is 0.99× step 0", "within ±10% of step 0",
-		"iptables programs 10,000 Services in 14 s (growth exponent 1.14",
+		"iptables programs 10,000 Services in 14 s (growth exponent 1.23, fit of a + b·Services^k with r² 1.00",
+		"nftables programs 5,000 Services in 7.00 s (growth exponent n/a (fewer than 4 steps)",
 		"nftables: stopped before 10000 Services"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("findings lack %q:\n%s", want, joined)
@@ -208,7 +211,7 @@ func TestServiceScaleGolden(t *testing.T) {
 	if err := HTML(&page, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`<h2 id="service-scale">Service scale</h2>`, "<polyline", "log scale", "cross at about 2,356 Services"} {
+	for _, want := range []string{`<h2 id="service-scale">Service scale</h2>`, "<polyline", "log scale", "(about 2,356; significant on both sides); ebpf is ahead at 10,000 Services"} {
 		if !strings.Contains(page.String(), want) {
 			t.Errorf("report.html lacks %q", want)
 		}

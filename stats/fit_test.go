@@ -61,3 +61,32 @@ func TestCrossover(t *testing.T) {
 		t.Fatal("parallel curves reported a crossover")
 	}
 }
+
+// A fixed overhead does not hide linear or quadratic growth.
+func TestOffsetPowerFit(t *testing.T) {
+	xs := []float64{0, 1000, 5000, 10000, 20000}
+	for _, c := range []struct {
+		name string
+		f    func(x float64) float64
+		k    float64
+	}{
+		{"linear with overhead", func(x float64) float64 { return 2000 + 0.1*x }, 1},
+		{"quadratic with overhead", func(x float64) float64 { return 50 + 1e-4*x*x }, 2},
+		{"n log n-ish", func(x float64) float64 { return 10 + 0.01*x*math.Log(x+1) }, 1.1},
+	} {
+		var ys []float64
+		for _, x := range xs {
+			ys = append(ys, c.f(x))
+		}
+		_, _, k, r2, err := OffsetPowerFit(xs, ys)
+		if err != nil || math.Abs(k-c.k) > 0.06 || r2 < 0.999 {
+			t.Errorf("%s: k %.2f r² %.4f (%v), want k ≈ %.2f", c.name, k, r2, err, c.k)
+		}
+	}
+	if p, _, _ := PowerFit(xs[1:], []float64{2100, 2500, 3000, 4000}); p > 0.3 {
+		t.Errorf("the log-log slope this replaces: %.2f (it says 0.25 for a linear curve)", p)
+	}
+	if _, _, _, _, err := OffsetPowerFit(xs[:3], []float64{1, 2, 3}); err == nil {
+		t.Error("3 points fitted")
+	}
+}

@@ -1,13 +1,16 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"html"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -29,28 +32,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	shot := filepath.Join(dir, "shot.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	// The background-networking flags keep Chromium from calling home:
-	// this machine's network is closed and a test must not depend on it.
-	cmd := exec.CommandContext(ctx, chromiumPath, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--screenshot="+shot, "--window-size=1200,3000",
-		"file://"+page)
-	cmd.Env = append(os.Environ(), "HOME="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// Chromium forks helpers: stop the whole group we started, by its id.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	out, err := cmd.CombinedOutput()
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Fatalf("chromium took over 20 s:\n%s", tail(out))
-	}
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, tail(out))
-	}
+	out := chromium(t, dir, page, "--screenshot="+shot, "--window-size=1200,3000")
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatalf("no screenshot: %v\n%s", err, tail(out))
@@ -107,4 +89,64 @@ func tail(b []byte) string {
 		b = b[len(b)-2000:]
 	}
 	return string(b)
+}
+
+// chromium runs headless Chromium on a page with extra flags and returns
+// its output; the test fails if it errs or takes over 20 s.
+func chromium(t *testing.T, dir, page string, flags ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// The background-networking flags keep Chromium from calling home:
+	// this machine's network is closed and a test must not depend on it.
+	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + filepath.Join(dir, "profile")}, flags...)
+	cmd := exec.CommandContext(ctx, chromiumPath, append(args, "file://"+page)...)
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Chromium forks helpers: stop the whole group we started, by its id.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("chromium took over 20 s:\n%s", tail(stderr.Bytes()))
+	}
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, tail(stderr.Bytes()))
+	}
+	return stdout.Bytes()
+}
+
+// The answer lines lead the rendered page: Chromium's DOM of the HTML
+// report has them, in order, before the environment section.
+func TestHTMLAnswersInChromium(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Skipf("%s not found: install Debian's chromium (apt-get install -y chromium) to run the rendering test", chromiumPath)
+	}
+	rep := buildFixture(t)
+	dir := t.TempDir()
+	if _, err := Write(dir, rep, []string{FormatHTML}); err != nil {
+		t.Fatal(err)
+	}
+	dom := string(chromium(t, dir, filepath.Join(dir, HTMLFile), "--dump-dom"))
+	ans, env := strings.Index(dom, `<h2 id="answers">Answers</h2>`), strings.Index(dom, `<h2 id="environment">`)
+	if ans < 0 || env < ans {
+		t.Fatalf("no answers before the environment in the rendered DOM:\n%.2000s", dom)
+	}
+	last := ans
+	for _, a := range rep.Answers {
+		i := strings.Index(dom, "<li>"+html.EscapeString(a)+"</li>")
+		if i < last || i > env {
+			t.Errorf("answer %q not rendered in order at the top", a)
+		}
+		last = i
+	}
+	if len(rep.Answers) < 5 {
+		t.Errorf("the fixture gives %d answers, want ≥ 5", len(rep.Answers))
+	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/cnibench/cnibench/stats"
 )
@@ -64,8 +65,12 @@ func controlFDR(rep *Report) {
 			}
 			if w := row.Winner; w != nil && !math.IsNaN(float64(w.P)) {
 				fam = append(fam, verdictRef{p: float64(w.P), sig: w.Verdict == VerdictSignificant, demote: func(m int) {
+					prefix := ""
+					if strings.HasPrefix(w.Text, "control: ") {
+						prefix = "control: "
+					}
 					w.Verdict, w.Label = VerdictNoise, ""
-					w.Text = w.Best + " vs " + w.RunnerUp + ": " + demotedText(m, float64(w.P))
+					w.Text = prefix + w.Best + " vs " + w.RunnerUp + ": " + demotedText(m, float64(w.P))
 				}})
 			}
 		}

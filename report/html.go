@@ -35,7 +35,8 @@ type htmlView struct {
 	PlanRows  []labelled
 	Columns   []colView
 	Multi     bool
-	FDR       string // the false-discovery sentence
+	FDR       string   // the false-discovery sentence
+	Answers   []string // one line per question, at the top
 	Baseline  string
 	Glance    []glanceView
 	Charts    []chart
@@ -63,10 +64,10 @@ type glanceView struct {
 }
 
 type sectionView struct {
-	ID, Test, Placement, About, Samples string
-	Head                                []string
-	Rows                                []rowView
-	Warnings                            []string
+	ID, Test, Placement, About, Control, Samples string
+	Head                                         []string
+	Rows                                         []rowView
+	Warnings                                     []string
 }
 
 type rowView struct {
@@ -75,7 +76,7 @@ type rowView struct {
 }
 
 func newHTMLView(rep *Report) htmlView {
-	v := htmlView{Title: rep.Title, Warnings: rep.Warnings, Multi: len(rep.Columns) > 1, Baseline: rep.Baseline, FDR: rep.FDR.Sentence(),
+	v := htmlView{Title: rep.Title, Warnings: rep.Warnings, Multi: len(rep.Columns) > 1, Baseline: rep.Baseline, FDR: rep.FDR.Sentence(), Answers: rep.Answers,
 		Method: methodText + rep.WinnerRule}
 	for _, r := range rep.Runs {
 		v.RunHead = append(v.RunHead, r.Label)
@@ -112,7 +113,7 @@ func newHTMLView(rep *Report) htmlView {
 	}
 	v.Charts = rep.charts()
 	for i, sec := range rep.Sections {
-		sv := sectionView{ID: fmt.Sprintf("t%d", i+1), Test: sec.Test, Placement: sec.Placement, About: sec.About, Warnings: sec.Warnings}
+		sv := sectionView{ID: fmt.Sprintf("t%d", i+1), Test: sec.Test, Placement: sec.Placement, About: sec.About, Control: sec.Control, Warnings: sec.Warnings}
 		var sm []string
 		for ci, sc := range sec.Samples {
 			s := samplesText(sc)

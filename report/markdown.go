@@ -12,6 +12,13 @@ import (
 func Markdown(w io.Writer, rep *Report) error {
 	b := &strings.Builder{}
 	fmt.Fprintf(b, "# %s\n\n", mdText(rep.Title))
+	if len(rep.Answers) > 0 {
+		b.WriteString("## Answers\n\n")
+		for _, a := range rep.Answers {
+			fmt.Fprintf(b, "- %s\n", mdText(a))
+		}
+		b.WriteString("\n")
+	}
 	if len(rep.Warnings) > 0 {
 		for _, x := range rep.Warnings {
 			fmt.Fprintf(b, "> **Warning:** %s\n>\n", mdText(x))
@@ -95,6 +102,9 @@ func Markdown(w io.Writer, rep *Report) error {
 		fmt.Fprintf(b, "## %s · %s\n\n", mdText(sec.Test), mdText(sec.Placement))
 		if sec.About != "" {
 			fmt.Fprintf(b, "%s.\n\n", mdText(sec.About))
+		}
+		if sec.Control != "" {
+			fmt.Fprintf(b, "*%s.*\n\n", mdText(sec.Control))
 		}
 		var sm []string
 		for i, sc := range sec.Samples {

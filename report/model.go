@@ -66,6 +66,10 @@ type Report struct {
 	// FDR is how the report's verdicts are held together to a
 	// false-discovery rate (fdr.go).
 	FDR *FDR `json:"fdr,omitempty"`
+	// Answers is one line per question the report answers (answers.go):
+	// who is ahead on each headline metric of each contest, by how much,
+	// how sure.
+	Answers []string `json:"answers"`
 }
 
 // WinnerRule is the documented way a row's winner is picked.
@@ -124,6 +128,10 @@ type Section struct {
 	Samples  []*SampleCount `json:"samples"`
 	Metrics  []Row          `json:"metrics"`
 	Warnings []string       `json:"warnings,omitempty"`
+	// Control says why the section's placement is a control of the
+	// comparison (it does not cross what the scenarios vary): its rows get
+	// no winner, and a significant difference there is a warning.
+	Control string `json:"control,omitempty"`
 }
 
 // SampleCount says how many samples a column has and what went wrong.
@@ -251,6 +259,9 @@ func Build(in []Input, opt Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(in) == 1 {
+			markControl(&sec, in[0].Run)
+		}
 		for _, row := range sec.Metrics {
 			if row.Headline {
 				rep.Glance = append(rep.Glance, GlanceRow{Test: sec.Test, Placement: sec.Placement, Row: row})
@@ -265,6 +276,7 @@ func Build(in []Input, opt Options) (*Report, error) {
 		}
 	}
 	controlFDR(rep)
+	rep.Answers = answers(rep)
 	return rep, nil
 }
 

@@ -96,7 +96,7 @@ func TestFixtureVerdicts(t *testing.T) {
 		t.Errorf("TCP_STREAM vxlan vs native = %+v", d)
 	}
 	rr := glance(t, rep, "TCP_RR", "rate")
-	if w := rr.Winner; w.Verdict != VerdictNoise || w.Label != "" || !strings.HasPrefix(w.Text, "native vs vxlan: no difference beyond noise (+0.0%, 95% CI +0.0%..+0.0%)") {
+	if w := rr.Winner; w.Verdict != VerdictNoise || w.Label != "" || !strings.HasPrefix(w.Text, "control: native vs vxlan: no difference beyond noise (+0.0%, 95% CI +0.0%..+0.0%)") {
 		t.Errorf("TCP_RR identical: winner = %+v", w)
 	}
 	crr := glance(t, rep, "TCP_CRR", "rate")

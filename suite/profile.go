@@ -15,7 +15,10 @@ type Profile struct {
 	Duration   time.Duration
 	Warmup     time.Duration
 	Rounds     int
-	Streams    int
+	// Scenarios are the lab scenarios run side by side when --scenarios
+	// is not given (the lab target; a cluster is its one scenario).
+	Scenarios []string
+	Streams   int
 }
 
 // Profiles: quick answers in under 3 minutes on 2 cores; standard repeats
@@ -30,6 +33,19 @@ var Profiles = []Profile{
 		Warmup:     1 * time.Second,
 		Rounds:     1,
 		Streams:    4,
+	},
+	{
+		Name: "datapaths",
+		About: "kube-proxy-style iptables vs eBPF Service datapaths side by side: TCP_RR, TCP_CRR and HTTP_RPS_SHORT_C64 on " +
+			"pod-to-service/other-node, and pod-to-pod/other-node (what the datapath costs traffic without a Service), " +
+			"5 interleaved rounds of 2 s; under 5 min (the quickstart)",
+		Tests:      []string{"TCP_RR", "TCP_CRR", "HTTP_RPS_SHORT_C64"},
+		Placements: []string{PodToServiceOtherNode, PodToPodOtherNode},
+		Duration:   2 * time.Second,
+		Warmup:     500 * time.Millisecond,
+		Rounds:     5,
+		Streams:    4,
+		Scenarios:  []string{"iptables", "ebpf"},
 	},
 	{
 		Name:       "standard",

@@ -54,6 +54,7 @@ too. See docs/report.md for how intervals and verdicts are computed.`,
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", strings.Join(paths, ", "))
+			report.WriteAnswers(cmd.OutOrStdout(), rep)
 			return nil
 		},
 	}

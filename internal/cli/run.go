@@ -227,7 +227,7 @@ func writeOutputs(cmd *cobra.Command, out string, run *results.Run) error {
 		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "\nresults: %s\nreport:  %s\n", filepath.Join(out, results.FileName), strings.Join(files, ", "))
-	return nil
+	return report.PrintAnswers(cmd.OutOrStdout(), run)
 }
 
 func splitList(s string) []string {

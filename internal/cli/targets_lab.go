@@ -37,7 +37,8 @@ type httpServerFlags struct {
 	work         time.Duration
 }
 
-// namedLab is one scenario's lab.
+// namedLab is one scenario's lab: the scenario as the user named it (the
+// report's column, "iptables") and its lab (cfg.Name, short: "ipt").
 type namedLab struct {
 	name string
 	cfg  lab.Config
@@ -62,9 +63,10 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 	if err != nil {
 		return nil, err
 	}
-	if req.sweep == nil && len(req.opts.Placements) == 0 && anyServiceDatapath(labs) {
+	if req.sweep == nil && len(req.opts.Placements) == 0 && anyServiceDatapath(labs) && !hasServicePlacement(req.plan.Placements) {
 		// pod-to-service joins the default placements when a lab has a
-		// Service datapath (asked for, or in a running lab's state).
+		// Service datapath (asked for, or in a running lab's state),
+		// unless the profile already chose its Service placements.
 		req.plan.Placements = append(req.plan.Placements, suite.ServicePlacements...)
 	}
 	if k.hs.responseSize < 0 || k.hs.responseSize > 64<<20 {
@@ -105,15 +107,22 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 	return scs, nil
 }
 
-// labs is one lab per scenario: without --scenarios, the --lab lab as it
-// is (or as the flags create it); a sweep's default scenarios are
-// defaultScaleScenarios, each of which must have a Service datapath.
+// labs is one lab per scenario: without --scenarios, the profile's
+// scenarios, else the --lab lab as it is (or as the flags create it); a
+// sweep's default scenarios are defaultScaleScenarios, each of which must
+// have a Service datapath.
 func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 	labCfg, err := k.lf.config(req.flags, k.g)
 	if err != nil {
 		return nil, err
 	}
 	names := splitList(k.scenarios)
+	if req.sweep == nil && len(names) == 0 {
+		// A profile may compare scenarios (datapaths: iptables vs ebpf).
+		if prof, err := suite.LookupProfile(req.plan.Profile); err == nil {
+			names = prof.Scenarios
+		}
+	}
 	if req.sweep == nil && len(names) == 0 {
 		return []namedLab{{name: labCfg.Name, cfg: labCfg}}, nil
 	}
@@ -127,22 +136,22 @@ func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 		if err != nil {
 			return nil, err
 		}
-		if req.sweep != nil {
-			// With an explicit --lab, the scenario labs are named after it
-			// too, so two sweeps (or a sweep and another run) never share a lab.
-			if req.flags.Changed("lab") {
-				cfg.Name = k.g.labName + cfg.Name
-				if err := cfg.Validate(); err != nil {
-					return nil, fmt.Errorf("--lab %s + scenario %s: %w (use a shorter --lab)", k.g.labName, n, err)
-				}
+		// With an explicit --lab, the scenario labs are named after it too,
+		// so two runs with scenarios never share a lab.
+		if req.flags.Changed("lab") {
+			cfg.Name = k.g.labName + cfg.Name
+			if err := cfg.Validate(); err != nil {
+				return nil, fmt.Errorf("--lab %s + scenario %s: %w (use a shorter --lab)", k.g.labName, n, err)
 			}
+		}
+		if req.sweep != nil {
 			if cfg.ServiceDatapath == "" {
 				return nil, fmt.Errorf("--scenarios: %s has no Service datapath to sweep (use %s)", n, datapath.Choices())
 			}
 		}
 		if !seen[cfg.Name] {
 			seen[cfg.Name] = true
-			labs = append(labs, namedLab{name: cfg.Name, cfg: cfg})
+			labs = append(labs, namedLab{name: strings.ToLower(strings.TrimSpace(n)), cfg: cfg})
 		}
 	}
 	return labs, nil
@@ -158,8 +167,18 @@ func (k *labKind) header(req *runRequest, labs []namedLab) {
 	}
 	perStep := time.Duration(plan.Samples()) * time.Duration(plan.Duration+plan.Warmup) * time.Duration(n)
 	fmt.Fprintf(req.progress, "cnibench run %s: service-scale sweep of %s over %s Services (%d endpoints each, test Service %s), %d rounds: about %s of measurement plus programming\n",
-		req.runID, strings.Join(labNames(labs), ", "), req.steps, req.sweep.Endpoints, req.positionText(), plan.Rounds,
+		req.runID, strings.Join(scenarioNames(labs), ", "), req.steps, req.sweep.Endpoints, req.positionText(), plan.Rounds,
 		(perStep * time.Duration(len(req.sweep.Steps))).Round(time.Second))
+}
+
+// hasServicePlacement tells whether placements has a pod-to-service one.
+func hasServicePlacement(placements []string) bool {
+	for _, p := range placements {
+		if suite.IsServicePlacement(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // anyServiceDatapath tells whether a lab has a Service datapath, asked for
@@ -167,7 +186,7 @@ func (k *labKind) header(req *runRequest, labs []namedLab) {
 func anyServiceDatapath(labs []namedLab) bool {
 	for _, l := range labs {
 		dp := l.cfg.ServiceDatapath
-		if running, err := lab.Load(l.cfg.StateDir, l.name); err == nil {
+		if running, err := lab.Load(l.cfg.StateDir, l.cfg.Name); err == nil {
 			dp = running.Config.ServiceDatapath
 		}
 		if dp != "" {
@@ -182,7 +201,7 @@ func anyServiceDatapath(labs []namedLab) bool {
 // create it) has one node.
 func scalePlacement(candidates []string, l namedLab) string {
 	nodes := l.cfg.Nodes
-	if running, err := lab.Load(l.cfg.StateDir, l.name); err == nil {
+	if running, err := lab.Load(l.cfg.StateDir, l.cfg.Name); err == nil {
 		nodes = len(running.Nodes)
 	}
 	if candidates[0] == suite.PodToServiceOtherNode && nodes < 2 && len(candidates) > 1 {
@@ -191,7 +210,7 @@ func scalePlacement(candidates []string, l namedLab) string {
 	return candidates[0]
 }
 
-func labNames(labs []namedLab) []string {
+func scenarioNames(labs []namedLab) []string {
 	var n []string
 	for _, l := range labs {
 		n = append(n, l.name)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/cnibench/cnibench/results"
@@ -54,18 +55,26 @@ const (
 	axisPad    = 22
 )
 
-// barChart draws one bar per column for a higher-is-better row: the
-// displayed median, with its confidence interval as a whisker.
-func barChart(title string, row Row, cols []Column) chart {
-	n := len(cols)
-	c := chart{Kind: "bar", Title: title, Width: chartWidth, Height: topPad + n*(barH+barGap) + axisPad}
-	plotW := chartWidth - labelW - valueW
+// barTop is the axis end a bar chart of row needs: its largest displayed
+// value or interval end.
+func barTop(row Row) float64 {
 	top := 0.0
 	for _, v := range row.Values {
 		if v != nil {
 			top = math.Max(top, math.Max(float64(v.Display), float64(v.Hi)))
 		}
 	}
+	return top
+}
+
+// barChart draws one bar per column for a higher-is-better row: the
+// displayed median, with its confidence interval as a whisker, on a linear
+// axis from zero to top (shared by every chart of the same metric, so
+// bars compare across charts too), each bar labelled with its value.
+func barChart(title string, row Row, cols []Column, top float64) chart {
+	n := len(cols)
+	c := chart{Kind: "bar", Title: title, Width: chartWidth, Height: topPad + n*(barH+barGap) + axisPad}
+	plotW := chartWidth - labelW - valueW
 	top = niceCeil(top)
 	x := func(v float64) int {
 		if top <= 0 || v <= 0 {
@@ -105,45 +114,93 @@ func barChart(title string, row Row, cols []Column) chart {
 // latencyPercentiles are the percentiles the latency chart shows.
 var latencyChartRows = []string{results.MetricP50, results.MetricP90, results.MetricP99, results.MetricP999}
 
-// latencyChart draws grouped bars of the merged-histogram percentiles per
-// column on a log scale (p99.9 is often 10× p50). It returns false when no
-// column has latency.
-func latencyChart(title string, sec Section, cols []Column) (chart, bool) {
-	byName := map[string]Row{}
+// latencyRange is the smallest and largest displayed percentile of a
+// section (0, 0 without latency).
+func latencyRange(sec Section) (lo, hi float64) {
+	lo = math.Inf(1)
 	for _, r := range sec.Metrics {
-		byName[r.Metric] = r
-	}
-	lo, hi := math.Inf(1), 0.0
-	for _, name := range latencyChartRows {
-		for _, v := range byName[name].Values {
+		if !slices.Contains(latencyChartRows, r.Metric) {
+			continue
+		}
+		for _, v := range r.Values {
 			if v != nil && v.Display > 0 {
 				lo, hi = math.Min(lo, float64(v.Display)), math.Max(hi, float64(v.Display))
 			}
 		}
 	}
 	if hi == 0 {
-		return chart{}, false
+		return 0, 0
 	}
-	const left, right, top, bottom, height = 56, 8, 8, 22, 200
-	c := chart{Kind: "latency", Title: title, Width: chartWidth, Height: height}
-	// From the decade below the lowest value to a little above the highest,
-	// gridlines at 1, 2 and 5 times each power of ten in between.
-	dLo, dHi := math.Floor(math.Log10(lo)), math.Log10(hi)+0.08
-	plotH := height - top - bottom
-	y := func(v float64) int {
-		f := (math.Log10(v) - dLo) / (dHi - dLo)
-		return top + plotH - int(math.Round(f*float64(plotH)))
+	return lo, hi
+}
+
+// latencyAxis is the one value axis every latency chart of a report
+// shares, so a bar's height means the same in every panel: linear from
+// zero while the values span at most 20×, else logarithmic from the decade
+// below the lowest, gridlines labelled at 1, 2 and 5 times each power of
+// ten (p99.9 is often 10× p50; across placements, 100×).
+type latencyAxis struct {
+	log    bool
+	lo, hi float64 // linear: 0..hi; log: decades lo..hi (log10)
+}
+
+func newLatencyAxis(lo, hi float64) latencyAxis {
+	if hi/lo <= 20 {
+		return latencyAxis{lo: 0, hi: niceCeil(hi)}
 	}
-	for d := dLo; d <= dHi; d++ {
+	return latencyAxis{log: true, lo: math.Floor(math.Log10(lo)), hi: math.Log10(hi) + 0.08}
+}
+
+// frac places v on the axis, 0 at the bottom, 1 at the top.
+func (a latencyAxis) frac(v float64) float64 {
+	if a.log {
+		return (math.Log10(v) - a.lo) / (a.hi - a.lo)
+	}
+	return v / a.hi
+}
+
+// ticks are the labelled gridline values.
+func (a latencyAxis) ticks() []float64 {
+	var out []float64
+	if !a.log {
+		for i := 0; i <= 4; i++ {
+			out = append(out, a.hi*float64(i)/4)
+		}
+		return out
+	}
+	for d := a.lo; d <= a.hi; d++ {
 		for _, m := range []float64{1, 2, 5} {
 			v := m * math.Pow(10, d)
-			if math.Log10(v) > dHi {
+			if math.Log10(v) > a.hi {
 				break
 			}
-			yy := y(v)
-			c.Lines = append(c.Lines, line{left, yy, chartWidth - right, yy, "grid"})
-			c.Texts = append(c.Texts, text{X: left - 4, Y: yy + 4, Anchor: "end", Class: "tick", S: usText(v)})
+			out = append(out, v)
 		}
+	}
+	return out
+}
+
+// latencyChart draws grouped bars of the percentiles (median over rounds
+// of each round's) per column on the report's shared axis, each bar
+// labelled with its value. It returns false when no column has latency.
+func latencyChart(title string, sec Section, cols []Column, axis latencyAxis) (chart, bool) {
+	byName := map[string]Row{}
+	for _, r := range sec.Metrics {
+		byName[r.Metric] = r
+	}
+	if _, hi := latencyRange(sec); hi == 0 {
+		return chart{}, false
+	}
+	const left, right, top, bottom, height = 56, 8, 20, 22, 212
+	c := chart{Kind: "latency", Title: title, Width: chartWidth, Height: height}
+	plotH := height - top - bottom
+	y := func(v float64) int {
+		return top + plotH - int(math.Round(math.Min(axis.frac(v), 1)*float64(plotH)))
+	}
+	for _, v := range axis.ticks() {
+		yy := y(math.Max(v, 1e-9))
+		c.Lines = append(c.Lines, line{left, yy, chartWidth - right, yy, "grid"})
+		c.Texts = append(c.Texts, text{X: left - 4, Y: yy + 4, Anchor: "end", Class: "tick", S: usText(v)})
 	}
 	groupW := (chartWidth - left - right) / len(latencyChartRows)
 	bw := max(2, (groupW-12)/len(cols))
@@ -158,6 +215,7 @@ func latencyChart(title string, sec Section, cols []Column) (chart, bool) {
 			yv := y(v)
 			c.Rects = append(c.Rects, rect{X: gx + i*bw, Y: yv, W: bw - 1, H: top + plotH - yv, Fill: colour(i),
 				Tip: col.Label + " " + name + ": " + fmtNum(v) + " µs"})
+			c.Texts = append(c.Texts, text{X: gx + i*bw + bw/2, Y: yv - 3, Anchor: "middle", Class: "val", S: fmtNum(v)})
 		}
 		c.Texts = append(c.Texts, text{X: left + g*groupW + groupW/2, Y: height - 6, Anchor: "middle", Class: "tick",
 			S: name[:len(name)-len(" latency")]})
@@ -197,15 +255,39 @@ func niceCeil(v float64) float64 {
 // higher-is-better headline (throughput, rate, request rate) of every
 // section, then a latency chart for each section that measures latency.
 func (rep *Report) charts() []chart {
+	// One scale per group of comparable bars: every chart of one metric
+	// and unit (all "rate (trans/s)" charts) ends at the same value, and
+	// every latency chart shares one axis.
+	tops := map[string]float64{}
+	lo, hi := math.Inf(1), 0.0
+	for _, sec := range rep.Sections {
+		for _, r := range sec.Metrics {
+			if r.Headline && r.Better == string(results.HigherIsBetter) {
+				tops[r.Metric+"\x00"+r.Unit] = math.Max(tops[r.Metric+"\x00"+r.Unit], barTop(r))
+			}
+		}
+		if l, h := latencyRange(sec); h > 0 {
+			lo, hi = math.Min(lo, l), math.Max(hi, h)
+		}
+	}
+	var axis latencyAxis
+	scale := ""
+	if hi > 0 {
+		axis = newLatencyAxis(lo, hi)
+		scale = "linear scale shared by every latency chart"
+		if axis.log {
+			scale = "log scale shared by every latency chart"
+		}
+	}
 	var bars, lats []chart
 	for _, sec := range rep.Sections {
 		where := sec.Test + " · " + sec.Placement
 		for _, r := range sec.Metrics {
 			if r.Headline && r.Better == string(results.HigherIsBetter) {
-				bars = append(bars, barChart(where+": "+r.Metric+" ("+r.Unit+")", r, rep.Columns))
+				bars = append(bars, barChart(where+": "+r.Metric+" ("+r.Unit+")", r, rep.Columns, tops[r.Metric+"\x00"+r.Unit]))
 			}
 		}
-		if c, ok := latencyChart(where+": latency percentiles (merged, log scale)", sec, rep.Columns); ok {
+		if c, ok := latencyChart(where+": latency percentiles, µs ("+scale+")", sec, rep.Columns, axis); ok {
 			lats = append(lats, c)
 		}
 	}

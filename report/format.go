@@ -165,6 +165,9 @@ func statusText(r RunInfo) string {
 	if r.Error != "" {
 		s += ": " + r.Error
 	}
+	if r.Teardown != "" {
+		s += "; teardown failed: " + r.Teardown
+	}
 	return s
 }
 

@@ -85,6 +85,7 @@ type RunInfo struct {
 	RunID       string              `json:"run_id"`
 	Status      string              `json:"status"`
 	Error       string              `json:"error,omitempty"`
+	Teardown    string              `json:"teardown,omitempty"` // what failed closing the targets
 	Start       time.Time           `json:"start"`
 	End         time.Time           `json:"end"`
 	Tool        results.Tool        `json:"tool"`
@@ -628,7 +629,7 @@ func title(rep *Report) string {
 }
 
 func runInfo(run *results.Run, label string) RunInfo {
-	ri := RunInfo{Label: label, RunID: run.RunID, Status: run.Status, Error: squash(run.Error),
+	ri := RunInfo{Label: label, RunID: run.RunID, Status: run.Status, Error: squash(run.Error), Teardown: squash(run.Teardown),
 		Start: run.Start, End: run.End, Tool: run.Tool, Environment: run.Environment, Plan: run.Plan, Notes: run.Notes}
 	scs := run.Scenarios
 	if len(scs) == 0 {
@@ -692,6 +693,9 @@ func runWarnings(rep *Report, opt Options) []string {
 				msg += " (" + r.Error + ")"
 			}
 			w = append(w, msg+": only its completed samples are reported")
+		}
+		if r.Teardown != "" {
+			w = append(w, fmt.Sprintf("run %s: teardown failed (%s): its samples stand, but the lab or cluster may hold leftovers (cnibench lab down, cnibench k8s cleanup)", r.Label, r.Teardown))
 		}
 		for _, n := range r.Notes {
 			w = append(w, "run "+r.Label+": "+squash(n))

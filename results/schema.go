@@ -44,6 +44,10 @@ type Run struct {
 	// Notes are run-level remarks that are not errors, e.g. why datapath
 	// CPU and memory could not be read (said once, not per sample).
 	Notes []string `json:"notes,omitempty"`
+	// Teardown is what failed when the run's targets were closed (a lab
+	// not taken down, cluster objects left): the samples stand, but the
+	// machine or cluster may hold leftovers ("" when teardown succeeded).
+	Teardown string `json:"teardown,omitempty"`
 	// Sweeps is set by a Service-scale run (--tests service-scale): one per
 	// scenario, with its programmed steps and why it stopped early, if it
 	// did. Its Results carry the step they belong to in Result.Services.

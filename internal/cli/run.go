@@ -182,21 +182,30 @@ type closeRecorder interface {
 }
 
 // closeScenarios closes every scenario's target, lets it record what
-// Close did and saves the results again if one did.
+// Close did, records a failed teardown in the run (its status would
+// otherwise read "complete" with a lab or cluster objects left behind) and
+// saves the results again if anything was recorded.
 func closeScenarios(scs []suite.Scenario, out string, run *results.Run) error {
-	var errs []error
+	var errs, closeErrs []error
 	recorded := false
 	for _, sc := range scs {
-		errs = append(errs, sc.Target.Close())
+		if err := sc.Target.Close(); err != nil {
+			closeErrs = append(closeErrs, fmt.Errorf("scenario %s: %w", sc.Name, err))
+		}
 		if rc, ok := sc.Target.(closeRecorder); ok && run != nil && len(run.Scenarios) > 0 {
 			rc.RecordClose(run, sc.Name)
 			recorded = true
 		}
 	}
-	if recorded {
+	closeErr := errors.Join(closeErrs...)
+	if closeErr != nil && run != nil {
+		run.Teardown = oneLine(closeErr.Error())
+		recorded = true
+	}
+	if recorded && run != nil {
 		errs = append(errs, results.Save(out, run))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, closeErr)...)
 }
 
 // closedNote says, on an interrupted run, what closing removed.

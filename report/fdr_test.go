@@ -3,6 +3,9 @@ package report
 import (
 	"strings"
 	"testing"
+
+	"github.com/cnibench/cnibench/engine/engineapi"
+	"github.com/cnibench/cnibench/results"
 )
 
 // Verdicts significant alone but no discovery of the report's family are
@@ -34,5 +37,18 @@ func TestControlFDR(t *testing.T) {
 	}
 	if s := f.Sentence(); !strings.Contains(s, "19 comparisons judged; 1 significant") || !strings.Contains(s, "3 more looked significant alone") {
 		t.Errorf("sentence %q", s)
+	}
+}
+
+// Heavy UDP loss of an unpaced sender is explained, a paced one's is not.
+func TestUnpacedUDPExplained(t *testing.T) {
+	s := &results.Series{Metrics: []results.Metric{{Name: results.MetricLoss, Display: 40}}}
+	r := results.Result{Test: "UDP_STREAM", Options: engineapi.Options{Test: engineapi.UDPStream}}
+	if w := unpacedUDP(r, s); !strings.Contains(w, "40.0% UDP loss with an unpaced sender") {
+		t.Errorf("unpaced: %q", w)
+	}
+	r.Options.RateBitsPerSec = 1e9
+	if w := unpacedUDP(r, s); w != "" {
+		t.Errorf("paced: %q", w)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/engine/engineapi"
 	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
@@ -260,6 +261,7 @@ func Build(in []Input, opt Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		rep.Warnings = append(rep.Warnings, suspectSamples(sec, rep.Columns)...)
 		if len(in) == 1 {
 			markControl(&sec, in[0].Run)
 		}
@@ -376,6 +378,9 @@ func buildSection(rep *Report, k string, colResults []map[string]results.Result,
 		}
 		for _, w := range s.Warnings {
 			sec.Warnings = append(sec.Warnings, prefix+squash(w))
+		}
+		if w := unpacedUDP(r, &s); w != "" {
+			sec.Warnings = append(sec.Warnings, prefix+w)
 		}
 	}
 	sec.Metrics = rows(series, rep.Columns, opt)
@@ -733,4 +738,45 @@ func runWarnings(rep *Report, opt Options) []string {
 // squash puts a message on one line with single spaces.
 func squash(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// unpacedUDP explains a UDP_STREAM's loss when its sender was not paced:
+// it offers as fast as it can (iperf3 -u -b 0), so the loss is the
+// receiver's socket overflowing, not the datapath dropping.
+func unpacedUDP(r results.Result, s *results.Series) string {
+	if r.Options.Test != engineapi.UDPStream || r.Options.RateBitsPerSec > 0 {
+		return ""
+	}
+	m := s.Metric(results.MetricLoss)
+	if m == nil || m.Display < 5 {
+		return ""
+	}
+	return fmt.Sprintf("%.1f%% UDP loss with an unpaced sender (it offers as fast as it can, as iperf3 -u -b 0): the receiver's socket overflows; "+
+		"that is not the datapath dropping, so judge the delivered throughput, or pace the sender (cnibench client UDP_STREAM --rate)", m.Display)
+}
+
+// suspectSamples lifts to the top of the report what makes a section's
+// numbers suspect, so it is not found only deep in the test sections:
+// saturated clients, local ports exhausted, stalled flows.
+func suspectSamples(sec Section, cols []Column) []string {
+	var out []string
+	for i, sc := range sec.Samples {
+		if sc == nil {
+			continue
+		}
+		var what []string
+		if sc.ClientSaturated > 0 {
+			what = append(what, fmt.Sprintf("client CPU saturated in %d of %d samples (the rate may be the client's limit)", sc.ClientSaturated, sc.OK+sc.Failed))
+		}
+		if sc.PortExhausted > 0 {
+			what = append(what, fmt.Sprintf("the client ran out of local ports in %d samples", sc.PortExhausted))
+		}
+		if sc.Stalled > 0 {
+			what = append(what, fmt.Sprintf("a flow stalled for a second or more in %d samples", sc.Stalled))
+		}
+		if len(what) > 0 {
+			out = append(out, fmt.Sprintf("%s %s, %s: %s", sec.Test, sec.Placement, cols[i].Label, strings.Join(what, "; ")))
+		}
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -148,5 +149,27 @@ func TestHTMLAnswersInChromium(t *testing.T) {
 	}
 	if len(rep.Answers) < 5 {
 		t.Errorf("the fixture gives %d answers, want ≥ 5", len(rep.Answers))
+	}
+	// The rendered charts share their scales: every throughput chart's
+	// axis ends at the same label, and every latency chart has the same
+	// gridline labels.
+	tick := regexp.MustCompile(`<text[^>]*class="tick"[^>]*>([^<]*)</text>`)
+	ends := map[string]bool{}
+	lat := map[string]bool{}
+	figs := strings.Split(dom, "<figure>")[1:]
+	for _, f := range figs {
+		var ticks []string
+		for _, m := range tick.FindAllStringSubmatch(f, -1) {
+			ticks = append(ticks, m[1])
+		}
+		switch {
+		case strings.Contains(f, ": throughput (Gbit/s)</figcaption>"):
+			ends[ticks[len(ticks)-1]] = true
+		case strings.Contains(f, "latency percentiles"):
+			lat[strings.Join(ticks, ",")] = true
+		}
+	}
+	if len(figs) == 0 || len(ends) != 1 || len(lat) != 1 {
+		t.Errorf("rendered charts: %d figures, throughput axis ends %v, latency gridlines %v: want one of each", len(figs), ends, lat)
 	}
 }

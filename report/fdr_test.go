@@ -52,3 +52,26 @@ func TestUnpacedUDPExplained(t *testing.T) {
 		t.Errorf("paced: %q", w)
 	}
 }
+
+// A busy hypervisor and a loaded machine are warned about at the top.
+func TestHostWarnings(t *testing.T) {
+	run := fixtureRun(t)
+	run.Environment.CPUCount = 2
+	for i := range run.Results {
+		for j := range run.Results[i].Samples {
+			run.Results[i].Samples[j].Host = &results.HostLoad{StealPct: 1, Load1: 1.5}
+		}
+	}
+	run.Results[0].Samples[0].Host = &results.HostLoad{StealPct: 12, Load1: 6}
+	rep, err := Build([]Input{{Run: run, Label: "r"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(rep.Warnings, "\n")
+	for _, want := range []string{"run r: the hypervisor took over 5% of CPU time (steal) in 1 of", "up to 12%",
+		"run r: the load average exceeded twice the 2 CPUs in 1 of", "inconclusive (their intervals reach beyond ±10%"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("warnings lack %q:\n%s", want, all)
+		}
+	}
+}

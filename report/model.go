@@ -279,6 +279,10 @@ func Build(in []Input, opt Options) (*Report, error) {
 		}
 	}
 	controlFDR(rep)
+	rep.Warnings = append(rep.Warnings, hostWarnings(rep, in)...)
+	if w := inconclusiveWarning(rep); w != "" {
+		rep.Warnings = append(rep.Warnings, w)
+	}
 	rep.Answers = answers(rep)
 	return rep, nil
 }

@@ -199,6 +199,19 @@ type Sample struct {
 	// DatapathUsage is the CPU and memory of the datapath components on
 	// the run's nodes during the sample (k8s target; nil when not read).
 	DatapathUsage *DatapathUsage `json:"datapath_usage,omitempty"`
+	// Host is how busy the machine the traffic ran on was during the
+	// sample (lab target: this machine; nil elsewhere).
+	Host *HostLoad `json:"host,omitempty"`
+}
+
+// HostLoad is the machine's state over one sample, from /proc: a noisy
+// neighbour shows as load, a busy hypervisor as steal.
+type HostLoad struct {
+	// StealPct is the share of CPU time the hypervisor gave to other
+	// guests during the sample (/proc/stat steal over all CPU time).
+	StealPct float64 `json:"steal_pct"`
+	// Load1 is the 1-minute load average at the sample's end.
+	Load1 float64 `json:"load1"`
 }
 
 // Measured is the sample's result, whichever engine kind produced it (nil

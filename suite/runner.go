@@ -96,7 +96,12 @@ func (r *Runner) take(ctx context.Context, sc Scenario, i, round int, label stri
 	r.done++
 	r.progress("[%d/%d] %s", r.done, r.total, label)
 	res := &r.run.Results[i]
+	// The lab's traffic runs on this machine: record how busy it was.
+	before, hostOK := readCPUTimes()
 	sample := r.sample(ctx, sc.Target, round, res)
+	if after, ok := readCPUTimes(); ok && hostOK && sc.Target.Kind() == "lab" {
+		sample.Host = hostLoad(before, after)
+	}
 	if ctx.Err() != nil {
 		r.progress("interrupted\n")
 		return ctx.Err()

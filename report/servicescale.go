@@ -292,13 +292,14 @@ func (d ScaleDatapath) track(name string) (xs, ys []float64) {
 // later one (each step's rounds compared pairwise: the datapaths
 // interleave); a flat curve against a noisy one does not "cross".
 func crossover(a, b ScaleDatapath, opt Options) ScaleCrossover {
+	return crossoverText(a, b, crossPoints(a, b, opt))
+}
+
+// crossPoints pairs the two datapaths' steps and says, per step, which is
+// significantly ahead (its rounds compared pairwise: they interleave).
+func crossPoints(a, b ScaleDatapath, opt Options) []crossPoint {
 	const track = "short-connection RPS"
-	type point struct {
-		x      float64
-		va, vb float64
-		sign   int // +1: b significantly ahead, -1: a, 0: neither
-	}
-	var pts []point
+	var pts []crossPoint
 	for _, sa := range a.Steps {
 		ma := sa.metricNamed(track)
 		for _, sb := range b.Steps {
@@ -306,7 +307,7 @@ func crossover(a, b ScaleDatapath, opt Options) ScaleCrossover {
 			if sb.Services != sa.Services || ma == nil || mb == nil || ma.Value == nil || mb.Value == nil {
 				continue
 			}
-			p := point{x: float64(sa.Services), va: float64(ma.Value.Median), vb: float64(mb.Value.Median)}
+			p := crossPoint{x: float64(sa.Services), va: float64(ma.Value.Median), vb: float64(mb.Value.Median)}
 			if ma.metric != nil && mb.metric != nil {
 				if v := compare(ma.metric, mb.metric, opt, true); v.Significant {
 					p.sign = 1
@@ -318,6 +319,18 @@ func crossover(a, b ScaleDatapath, opt Options) ScaleCrossover {
 			pts = append(pts, p)
 		}
 	}
+	return pts
+}
+
+// crossPoint is one shared step of two datapaths' short-connection RPS.
+type crossPoint struct {
+	x      float64
+	va, vb float64
+	sign   int // +1: b significantly ahead, -1: a, 0: neither
+}
+
+// crossoverText is the claim crossover makes from its points.
+func crossoverText(a, b ScaleDatapath, pts []crossPoint) ScaleCrossover {
 	c := ScaleCrossover{A: a.Scenario, B: b.Scenario}
 	if len(pts) < 2 {
 		c.Text = fmt.Sprintf("%s vs %s: fewer than 2 shared steps, no crossover computed", a.Scenario, b.Scenario)

@@ -457,7 +457,7 @@ func bandText(d *Delta, pct float64) string {
 		return fmt.Sprintf("±%g%% of step 0 not judged (%s)", pct, verdictOr(d))
 	}
 	lo, hi := float64(d.Lo), float64(d.Hi)
-	ci := "CI " + signedPctText(lo) + ".." + signedPctText(hi)
+	ci := "CI " + stats.BoundsText(lo, hi)
 	switch {
 	case lo >= -pct && hi <= pct:
 		return fmt.Sprintf("within ±%g%% of step 0 (%s)", pct, ci)
@@ -472,14 +472,6 @@ func verdictOr(d *Delta) string {
 		return "no comparison"
 	}
 	return d.Text
-}
-
-// signedPctText prints a signed percentage, "+0.0%" for a zero.
-func signedPctText(x float64) string {
-	if math.Abs(x) < 0.05 {
-		x = 0
-	}
-	return fmt.Sprintf("%+.1f%%", x)
 }
 
 func note(d ScaleDatapath) string {

@@ -76,7 +76,7 @@ func decide(v *Verdict, medA, medB, lo, hi float64, opt CompareOptions, e effect
 			v.Better = "a"
 		}
 	}
-	ci := fmt.Sprintf("%s CI %s", levelText(v.Coverage), boundsText(v.Lo, v.Hi))
+	ci := fmt.Sprintf("%s CI %s", levelText(v.Coverage), BoundsText(v.Lo, v.Hi))
 	switch {
 	case v.Significant:
 		v.Text = fmt.Sprintf("b is %.1f%% %s (significant, %s)", math.Abs(v.DeltaPct), direction(opt, v.DeltaPct > 0), ci)
@@ -84,9 +84,9 @@ func decide(v *Verdict, medA, medB, lo, hi float64, opt CompareOptions, e effect
 		v.Text = fmt.Sprintf("no meaningful difference (b is %.1f%% %s, below the %g%% minimum effect; %s)",
 			math.Abs(v.DeltaPct), direction(opt, v.DeltaPct > 0), e.minEffect, ci)
 	case v.Inconclusive:
-		v.Text = fmt.Sprintf("inconclusive (%s, %s): more rounds needed", signedPct(v.DeltaPct), ci)
+		v.Text = fmt.Sprintf("inconclusive (%s, %s): more rounds needed", SignedPct(v.DeltaPct), ci)
 	default:
-		v.Text = fmt.Sprintf("no difference beyond noise (%s, %s)", signedPct(v.DeltaPct), ci)
+		v.Text = fmt.Sprintf("no difference beyond noise (%s, %s)", SignedPct(v.DeltaPct), ci)
 	}
 }
 
@@ -96,15 +96,16 @@ func levelText(c float64) string {
 	return fmt.Sprintf("%.3g%%", 100*c)
 }
 
-// boundsText prints an interval as its two signed bounds, which an
-// asymmetric interval of a ratio needs ("−27.0%..+552.0%", never "±290%").
-func boundsText(lo, hi float64) string {
-	return signedPct(lo) + ".." + signedPct(hi)
+// BoundsText prints an interval of percentages as its two signed bounds,
+// which an asymmetric interval of a ratio needs ("−27.0%..+552.0%", never
+// "±290%").
+func BoundsText(lo, hi float64) string {
+	return SignedPct(lo) + ".." + SignedPct(hi)
 }
 
-// signedPct prints a percentage with its sign and one decimal; a value
+// SignedPct prints a percentage with its sign and one decimal; a value
 // that rounds to zero is "+0.0%", never "-0.0%".
-func signedPct(x float64) string {
+func SignedPct(x float64) string {
 	if math.Abs(x) < 0.05 {
 		x = 0
 	}

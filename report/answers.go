@@ -103,17 +103,6 @@ func markControl(sec *Section, run *results.Run) {
 	}
 }
 
-// PrintAnswers writes a run's answer lines for the terminal, after its
-// tables: the last thing a user sees is the answer to the question.
-func PrintAnswers(w io.Writer, run *results.Run) error {
-	rep, err := Build([]Input{{Run: run}}, Options{})
-	if err != nil {
-		return err
-	}
-	WriteAnswers(w, rep)
-	return nil
-}
-
 // WriteAnswers writes a report's answer lines for the terminal.
 func WriteAnswers(w io.Writer, rep *Report) {
 	fmt.Fprintln(w, "\nAnswers:")

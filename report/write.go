@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/cnibench/cnibench/results"
 )
 
 // Report file names inside a results (or --out) directory.
@@ -127,14 +125,4 @@ func writeAtomic(path string, render func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
-}
-
-// WriteRun writes report.md and report.html for one finished (or
-// interrupted) run into dir: the call `cnibench run` makes at its end.
-func WriteRun(dir string, run *results.Run) ([]string, error) {
-	rep, err := Build([]Input{{Run: run}}, Options{})
-	if err != nil {
-		return nil, err
-	}
-	return Write(dir, rep, DefaultFormats)
 }

@@ -224,19 +224,25 @@ func writeOutputs(cmd *cobra.Command, out string, run *results.Run) error {
 	if run == nil || len(run.Results) == 0 {
 		return nil
 	}
+	// One report serves the tables, the files and the answers.
+	rep, err := report.Build([]report.Input{{Run: run}}, report.Options{})
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(cmd.OutOrStdout())
-	if err := report.Table(cmd.OutOrStdout(), run); err != nil {
+	if err := report.TableOf(cmd.OutOrStdout(), rep); err != nil {
 		return err
 	}
 	if err := report.WriteSummary(out, run); err != nil {
 		return err
 	}
-	files, err := report.WriteRun(out, run)
+	files, err := report.Write(out, rep, report.DefaultFormats)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "\nresults: %s\nreport:  %s\n", filepath.Join(out, results.FileName), strings.Join(files, ", "))
-	return report.PrintAnswers(cmd.OutOrStdout(), run)
+	report.WriteAnswers(cmd.OutOrStdout(), rep)
+	return nil
 }
 
 func splitList(s string) []string {

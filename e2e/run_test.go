@@ -37,6 +37,8 @@ type results struct {
 				PacketsSent       int64   `json:"packets_sent"`
 				RatePerSec        float64 `json:"rate_per_sec"`
 				Transactions      int64   `json:"transactions"`
+				Stalled           bool    `json:"stalled"`
+				LocalPorts        string  `json:"local_ports"`
 				Latency           *struct {
 					Count                              int64
 					P50Us, P90Us, P99Us, P999Us, MaxUs float64

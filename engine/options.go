@@ -20,6 +20,8 @@ type (
 	Options = engineapi.Options
 	// Result is what one client run measured.
 	Result = engineapi.Result
+	// PortShare is a client's share of its ephemeral port range.
+	PortShare = engineapi.PortShare
 )
 
 const (

@@ -13,6 +13,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/cnibench/cnibench/engine/internal/cpuuse"
+	"github.com/cnibench/cnibench/engine/internal/portshare"
 )
 
 // Client timeouts: how long a first connect or the server's final report may
@@ -69,6 +70,11 @@ type runCtx struct {
 
 	// UDP_STREAM: the server's report.
 	report udpReport
+
+	// ports: TCP_CRR's share of the ephemeral range (Options.PortShare);
+	// nil when none was asked or the kernel cannot restrict it (portsNote).
+	ports     *portshare.Range
+	portsNote string
 }
 
 // flow holds one flow's socket set and counters; only its goroutine writes
@@ -157,6 +163,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		flows:   make([]flow, o.Streams),
 	}
 	rc.wait = waiter{spin: o.Mode == BusyPoll, stop: &rc.stop}
+	if err := rc.takePortShare(); err != nil {
+		return nil, err
+	}
 	rc.hardStop = eng.hardStop
 	c := &coordinator{ctx: ctx, rc: rc, eng: eng, done: make(chan struct{})}
 	c.startFlows()
@@ -180,6 +189,24 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// takePortShare works out the local ports of Options.PortShare (TCP_CRR
+// only: the other tests keep one connection per flow) and whether this
+// kernel can hold a socket to them; without IP_LOCAL_PORT_RANGE the run
+// goes on over the whole range and says so in the result.
+func (rc *runCtx) takePortShare() error {
+	s := rc.o.PortShare
+	if s == nil || rc.o.Test != TCPCRR {
+		return nil
+	}
+	family, _ := sockaddr(rc.ip, rc.o.Port)
+	r, note, err := portshare.Take(family, s.Index, s.Count)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rc.o.Test, err)
+	}
+	rc.ports, rc.portsNote = r, note
+	return nil
 }
 
 // coordinator drives one Run's flows through its phases: setup, warmup,
@@ -352,6 +379,10 @@ func (c *coordinator) result(cpu0, cpu1 cpuuse.Times) *Result {
 		}
 		r.PortExhaustion = r.PortExhaustion || f.portExhausted
 	}
+	if rc.ports != nil {
+		r.LocalPorts = rc.ports.String()
+	}
+	r.PortShareNote = rc.portsNote
 	if o.Test == TCPCRR {
 		if tw := timeWaitSockets(); tw >= 0 {
 			r.ClientTimeWait = &tw

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/engine/internal/portshare"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -22,7 +23,8 @@ import (
 // response; the rate (transactions per second) also pays the FIN and
 // close(). Unlike netperf, which binds each socket to the next port of its
 // own sequence from 5000-65535, we let connect() pick the ephemeral port
-// from ip_local_port_range, so the test runs in pods whatever their range.
+// from ip_local_port_range, so the test runs in pods whatever their range;
+// with Options.PortShare, from the placement's share of it.
 func tcpCRRFlow(rc *runCtx, f *flow) error {
 	f.hist = stats.NewHistogram()
 	size := rc.o.MessageSize
@@ -92,6 +94,11 @@ func crrOnce(rc *runCtx, f *flow, family int, sa unix.Sockaddr, req, resp []byte
 		return start, end, fmt.Errorf("connect: %w", errStopped)
 	}
 	defer f.fds.close(fd)
+	if rc.ports != nil {
+		if err := portshare.Apply(fd, *rc.ports); err != nil {
+			return start, end, err
+		}
+	}
 	start = time.Now()
 	err = unix.Connect(fd, sa)
 	switch {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/results"
 )
 
 func TestResolveQuickDefaults(t *testing.T) {
@@ -65,5 +66,44 @@ func TestResolveRejectsBadInput(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error is not one line: %q", name, err)
 		}
+	}
+}
+
+// Each placement's connection tests take their own share of the client's
+// ports; tests that keep their connections, and one-placement plans, none.
+func TestPlacementsGetTheirOwnPortShare(t *testing.T) {
+	p, err := Options{Tests: []string{"TCP_CRR", "HTTP_RPS_SHORT_C64", "TCP_RR"},
+		Placements: []string{"pod-to-pod/other-node", "pod-to-service/other-node"}}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[engine.PortShare]bool{}
+	for _, spec := range p.Specs {
+		for i, name := range p.Placements {
+			path, node, _ := strings.Cut(name, "/")
+			res := p.newResult(spec, results.Placement{Path: path, Node: node, ServerAddr: "198.19.1.10"}, "")
+			share := res.Options.PortShare
+			if res.HTTPOptions != nil {
+				share = res.HTTPOptions.PortShare
+			}
+			switch {
+			case spec.Name == "TCP_RR" && share != nil:
+				t.Errorf("%s %s: share %+v, want none (one connection per flow)", spec.Name, name, *share)
+			case spec.Name != "TCP_RR" && (share == nil || *share != engine.PortShare{Index: i, Count: 2}):
+				t.Errorf("%s %s: share %v, want %d of 2", spec.Name, name, share, i)
+			case share != nil:
+				seen[*share] = true
+			}
+		}
+	}
+	if len(seen) != 2 {
+		t.Errorf("shares used: %v, want two", seen)
+	}
+	one, err := Options{Tests: []string{"TCP_CRR"}, Placements: []string{"pod-to-pod/other-node"}}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := one.newResult(one.Specs[0], results.Placement{Path: "pod-to-pod", Node: "other-node"}, "").Options.PortShare; s != nil {
+		t.Errorf("one placement: share %+v, want none", *s)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
@@ -218,5 +219,27 @@ func (p *Plan) newResult(spec TestSpec, pl results.Placement, scenario string) r
 	default:
 		res.Options = p.EngineOptions(spec, pl.ServerAddr)
 	}
+	if share := p.portShare(pl); share != nil {
+		if res.Options.Test == engine.TCPCRR {
+			res.Options.PortShare = share
+		}
+		if res.HTTPOptions != nil {
+			res.HTTPOptions.PortShare = share
+		}
+	}
 	return res
+}
+
+// portShare is the placement's own share of the client's ephemeral ports
+// (engineapi.PortShare): the placements measure from the same client pod
+// to the same server pod, by pod IP and by ClusterIP, and without shares a
+// connection of one meets the server's TIME_WAIT socket of the other's on
+// the same four-tuple and waits a second for its SYN to be retried. nil
+// with one placement (nothing to keep apart).
+func (p *Plan) portShare(pl results.Placement) *engine.PortShare {
+	i := slices.Index(p.Placements, pl.Name())
+	if len(p.Placements) < 2 || i < 0 {
+		return nil
+	}
+	return &engine.PortShare{Index: i, Count: len(p.Placements)}
 }

@@ -91,6 +91,30 @@ type Options struct {
 	// sender can.
 	RateBitsPerSec int64 `json:"rate_bits_per_sec,omitempty"`
 	Mode           Mode  `json:"mode,omitempty"` // RR/CRR/UDP_RR only; default Blocking
+	// PortShare (TCP_CRR) takes the client's local ports from one share of
+	// its namespace's ephemeral range; nil: the whole range.
+	PortShare *PortShare `json:"port_share,omitempty"`
+}
+
+// PortShare is share Index of Count equal shares of the client
+// namespace's ephemeral port range (ip_local_port_range). The suite gives
+// each placement its own share, so a placement's connections never reuse
+// a four-tuple that another placement's connection left in TIME_WAIT on
+// the same server (engine/internal/portshare says why that matters).
+type PortShare struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// Validate checks the share is one of Count.
+func (s *PortShare) Validate() error {
+	if s == nil {
+		return nil
+	}
+	if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
+		return fmt.Errorf("port share %d of %d: want 0 <= index < count", s.Index, s.Count)
+	}
+	return nil
 }
 
 // Result is what one client run measured. Throughput is always the
@@ -123,6 +147,12 @@ type Result struct {
 	// absent if unreadable. The server closes first, so it stays near 0
 	// unless something else in the namespace closes first.
 	ClientTimeWait *int64 `json:"client_time_wait,omitempty"`
+	// LocalPorts is the span of local ports the client's connections were
+	// taken from when Options.PortShare asked for one ("40060-45705");
+	// empty: the whole ephemeral range (no share asked, or a kernel before
+	// 6.3, then ErrorMsg-free and noted in PortShareNote).
+	LocalPorts    string `json:"local_ports,omitempty"`
+	PortShareNote string `json:"port_share_note,omitempty"`
 
 	// Stream tests.
 	BytesSent          int64   `json:"bytes_sent,omitempty"`
@@ -176,6 +206,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Warmup < 0 {
 		return fmt.Errorf("%s: warmup must not be negative", o.Test)
+	}
+	if err := o.PortShare.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", o.Test, err)
 	}
 	if o.MessageSize < 0 {
 		return fmt.Errorf("%s: message size must not be negative", o.Test)

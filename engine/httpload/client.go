@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/engine/internal/cpuuse"
+	"github.com/cnibench/cnibench/engine/internal/portshare"
 	"github.com/cnibench/cnibench/engine/internal/window"
 	"github.com/cnibench/cnibench/stats"
 )
@@ -42,6 +43,10 @@ type run struct {
 	measTo   int64
 	timeout  int64
 	interval float64 // open loop: ns between a connection's requests
+	// ports: Options.PortShare's span of local ports; nil when none was
+	// asked or the kernel cannot restrict it (portsNote).
+	ports     *portshare.Range
+	portsNote string
 
 	stop    atomic.Bool
 	loops   []*loop
@@ -98,6 +103,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("httpload: cannot connect to %s: %v", addr, rootErr(err))
 	}
 	pc.Close()
+	if s := o.PortShare; s != nil {
+		if r.ports, r.portsNote, err = portshare.Take(r.family, s.Index, s.Count); err != nil {
+			return nil, fmt.Errorf("httpload: %v", err)
+		}
+	}
 
 	nloops := min(o.Threads, o.Connections)
 	if nloops == 0 {
@@ -174,6 +184,10 @@ func (r *run) result(w window.Window) (*Result, error) {
 	if o.QPS > 0 {
 		res.Mode = "fixed-qps"
 	}
+	if r.ports != nil {
+		res.LocalPorts = r.ports.String()
+	}
+	res.PortShareNote = r.portsNote
 	h, hu := stats.NewHistogram(), stats.NewHistogram()
 	for _, w := range r.workers {
 		res.Requests += w.requests

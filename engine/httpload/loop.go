@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/engine/internal/epoll"
+	"github.com/cnibench/cnibench/engine/internal/portshare"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -183,6 +184,12 @@ func (l *loop) connect(c *econn) error {
 	fd, err := unix.Socket(l.r.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
+	}
+	if l.r.ports != nil {
+		if err := portshare.Apply(fd, *l.r.ports); err != nil {
+			unix.Close(fd)
+			return err
+		}
 	}
 	if l.r.o.KeepAlive {
 		// Later requests must not wait for the ACK of earlier ones.

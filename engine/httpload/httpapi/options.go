@@ -81,6 +81,9 @@ type Options struct {
 	Threads int `json:"threads,omitempty"`
 	// Headers are extra request headers, "Name: value" each.
 	Headers []string `json:"headers,omitempty"`
+	// PortShare takes the client's local ports from one share of its
+	// namespace's ephemeral range (see engineapi.PortShare); nil: all of it.
+	PortShare *engineapi.PortShare `json:"port_share,omitempty"`
 }
 
 // Target is the parsed destination of Options.
@@ -180,6 +183,9 @@ func (o *Options) validateRest() error {
 	if o.Warmup < 0 {
 		return fmt.Errorf("httpload: warmup must not be negative, got %s", time.Duration(o.Warmup))
 	}
+	if err := o.PortShare.Validate(); err != nil {
+		return fmt.Errorf("httpload: %w", err)
+	}
 	if o.Connections == 0 {
 		o.Connections = DefaultConnections
 	}
@@ -256,6 +262,9 @@ type Result struct {
 	Seconds  float64   `json:"seconds"`  // measured interval length
 	Conns    int       `json:"conns"`    // concurrency (Options.Connections)
 	Connects int64     `json:"connects"` // connections opened in the interval
+	// LocalPorts and PortShareNote: as engineapi.Result's.
+	LocalPorts    string `json:"local_ports,omitempty"`
+	PortShareNote string `json:"port_share_note,omitempty"`
 
 	// Requests is the number of complete responses (any status).
 	Requests int64 `json:"requests"`

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,7 @@ type lab struct {
 	t        *testing.T
 	name     string
 	stateDir string
+	wrap     []string // prefix of every cnibench command, e.g. nsenter into a mount namespace
 }
 
 func newLab(t *testing.T) *lab {
@@ -63,7 +65,8 @@ func newLab(t *testing.T) *lab {
 }
 
 func (l *lab) cmd(args ...string) *exec.Cmd {
-	return exec.Command(binary, append([]string{"--lab", l.name, "--state-dir", l.stateDir}, args...)...)
+	argv := append(append(slices.Clone(l.wrap), binary, "--lab", l.name, "--state-dir", l.stateDir), args...)
+	return exec.Command(argv[0], argv[1:]...)
 }
 
 // run runs cnibench and returns stdout, stderr and the exit code.

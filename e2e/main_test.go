@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/hosttest"
 )
 
 var binary string
@@ -30,7 +32,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e: build failed:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := hosttest.RunMain(m) // next to a noisy neighbour when CNIBENCH_NOISY_NEIGHBOUR=1
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

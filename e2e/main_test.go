@@ -19,22 +19,28 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
+// TestMain builds the binary and runs the tests, next to a noisy neighbour
+// when CNIBENCH_NOISY_NEIGHBOUR=1 (hosttest.RunMain, which also serves the
+// neighbour's own process before any build).
+func TestMain(m *testing.M) { os.Exit(hosttest.RunMain(e2eMain{m})) }
+
+type e2eMain struct{ m *testing.M }
+
+func (e e2eMain) Run() int {
 	dir, err := os.MkdirTemp("", "cnibench-e2e-")
 	if err != nil {
 		panic(err)
 	}
+	defer os.RemoveAll(dir)
 	os.Chmod(dir, 0o755) // TestNoRootOneLineError runs the binary as nobody
 	binary = filepath.Join(dir, "cnibench")
 	build := exec.Command("go", "build", "-o", binary, "../cmd/cnibench")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: build failed:", err)
-		os.Exit(1)
+		return 1
 	}
-	code := hosttest.RunMain(m) // next to a noisy neighbour when CNIBENCH_NOISY_NEIGHBOUR=1
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return e.m.Run()
 }
 
 // lab is one test's lab name and state dir, torn down at the end.

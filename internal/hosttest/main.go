@@ -16,7 +16,14 @@ const EnvNoisyNeighbour = "CNIBENCH_NOISY_NEIGHBOUR"
 // skip without it anyway). The neighbour's own failures fail the run. Call
 // it from the TestMain of a package with lab tests:
 // os.Exit(hosttest.RunMain(m)).
-func RunMain(m *testing.M) int {
+//
+// RunMain also serves the neighbour's own process (Neighbour.Start runs
+// the test binary again): call it before any other work of TestMain, and
+// put that work in m's Run.
+func RunMain(m interface{ Run() int }) int {
+	if cfg := os.Getenv(envChild); cfg != "" {
+		return serveChild(cfg)
+	}
 	switch v := os.Getenv(EnvNoisyNeighbour); {
 	case v == "" || v == "0":
 		return m.Run()
@@ -28,7 +35,10 @@ func RunMain(m *testing.M) int {
 		return m.Run()
 	}
 	n := &Neighbour{}
-	n.Start()
+	if err := n.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	code := m.Run()
 	s, err := n.Stop()
 	fmt.Fprintf(os.Stderr, "noisy neighbour: %s\n", s)
@@ -47,7 +57,9 @@ func RunMain(m *testing.M) int {
 func StartNoisyNeighbour(t testing.TB, wrap ...string) *Neighbour {
 	t.Helper()
 	n := &Neighbour{Wrap: wrap}
-	n.Start()
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { n.StopFor(t) })
 	return n
 }

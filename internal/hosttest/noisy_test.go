@@ -17,7 +17,9 @@ func TestNeighbourLeavesNothing(t *testing.T) {
 	before := Take(t)
 	fwd, _ := os.ReadFile(ipForward)
 	n := &Neighbour{Every: 10 * time.Millisecond}
-	n.Start()
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
 	seen := map[string]bool{}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(seen) < 3 && time.Now().Before(deadline) {

@@ -1,7 +1,6 @@
 package hosttest
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,52 +9,47 @@ import (
 	"time"
 )
 
-// Neighbour is another tool on the same host, as Docker, a CNI plugin or
-// a second lab tool would be: it keeps adding and removing its own network
-// namespaces (noisy-<pid>-<n>) with iproute2's `ip netns`, puts iptables
-// and nftables rules, an address and a route in them, and toggles the
-// root's net.ipv4.ip_forward (restored each time, see toggleRootForwarding).
-// It never adds anything to the root namespace's links, addresses, routes
-// or firewall.
-type Neighbour struct {
-	// Wrap prefixes every command, e.g. nsenter into a mount namespace.
-	Wrap []string
-	// Every is the pause between cycles.
-	Every time.Duration
+// noise is what a Neighbour's process does, in its loop: it keeps adding
+// and removing its own network namespaces (noisy-<pid>-<n>) with iproute2's
+// `ip netns`, puts iptables and nftables rules, an address and a route in
+// them, and toggles the root's net.ipv4.ip_forward (restored each time,
+// see toggleRootForwarding). It never adds anything to the root
+// namespace's links, addresses, routes or firewall.
+type noise struct {
+	Wrap  []string      // prefixes every command, e.g. nsenter into a mount namespace
+	Every time.Duration // pause between cycles
 
-	prefix   string
-	reported bool // StopFor ran
-	stop     chan struct{}
-	done     chan struct{}
-	mu       sync.Mutex
-	stats    NeighbourStats
+	prefix string
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	stats  NeighbourStats
 }
 
 // NeighbourStats counts what a neighbour did; Errors keeps the first few
 // failures (a neighbour that silently did nothing would prove nothing).
 type NeighbourStats struct {
-	Cycles, Namespaces, Toggles int
-	Errors                      []string
-	errCount                    int
+	Cycles, Namespaces, Toggles, Failures int
+	Errors                                []string
 }
 
 func (s NeighbourStats) String() string {
-	return fmt.Sprintf("%d cycles, %d namespaces added and removed, %d ip_forward toggles, %d errors", s.Cycles, s.Namespaces, s.Toggles, s.errCount)
+	return fmt.Sprintf("%d cycles, %d namespaces added and removed, %d ip_forward toggles, %d failures", s.Cycles, s.Namespaces, s.Toggles, s.Failures)
 }
 
-// Start starts the neighbour's loop; Stop ends it.
-func (n *Neighbour) Start() {
-	if n.Every == 0 {
-		n.Every = 100 * time.Millisecond
-	}
-	n.prefix = fmt.Sprintf("noisy-%d-", os.Getpid())
+// start starts the loop; end ends it.
+func (n *noise) start() {
+	n.prefix = namePrefix(os.Getpid())
 	n.stop, n.done = make(chan struct{}), make(chan struct{})
 	go n.loop()
 }
 
+// namePrefix is the prefix of the namespaces of the neighbour process pid.
+func namePrefix(pid int) string { return fmt.Sprintf("noisy-%d-", pid) }
+
 // loop runs cycles until Stop, keeping at most two of its namespaces alive
 // so that adds and deletes overlap with each other and with the lab's.
-func (n *Neighbour) loop() {
+func (n *noise) loop() {
 	defer close(n.done)
 	var alive []string
 	for i := 0; ; i++ {
@@ -85,7 +79,7 @@ func (n *Neighbour) loop() {
 
 // add creates namespace ns with a veth pair, an address, a route, an
 // iptables rule and an nftables table.
-func (n *Neighbour) add(ns string) bool {
+func (n *noise) add(ns string) bool {
 	if !n.run("ip", "netns", "add", ns) {
 		return false
 	}
@@ -104,7 +98,7 @@ func (n *Neighbour) add(ns string) bool {
 }
 
 // remove takes ns apart as a tool would (rules, route) and deletes it.
-func (n *Neighbour) remove(ns string) {
+func (n *noise) remove(ns string) {
 	in := []string{"ip", "netns", "exec", ns}
 	n.run(append(in, "iptables", "-D", "INPUT", "-s", "198.51.100.0/24", "-j", "DROP")...)
 	n.run(append(in, "nft", "delete", "table", "inet", "noisy")...)
@@ -115,7 +109,7 @@ func (n *Neighbour) remove(ns string) {
 // toggleRootForwarding flips the root's ip_forward for a short window and
 // puts everything writing it changed back (saveForwarding), holding the
 // toggle lock throughout.
-func (n *Neighbour) toggleRootForwarding() {
+func (n *noise) toggleRootForwarding() {
 	unlock, err := lockToggles(true)
 	if err != nil {
 		n.fail(err)
@@ -144,7 +138,7 @@ func (n *Neighbour) toggleRootForwarding() {
 	n.mu.Unlock()
 }
 
-func (n *Neighbour) run(args ...string) bool {
+func (n *noise) run(args ...string) bool {
 	args = append(append([]string{}, n.Wrap...), args...)
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
@@ -154,45 +148,21 @@ func (n *Neighbour) run(args ...string) bool {
 	return true
 }
 
-func (n *Neighbour) fail(err error) {
+func (n *noise) fail(err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.stats.errCount++
+	n.stats.Failures++
 	if len(n.stats.Errors) < 5 {
 		n.stats.Errors = append(n.stats.Errors, err.Error())
 	}
 }
 
-// Stop ends the loop, removes the neighbour's namespaces and checks none is
-// left. The error says what failed, or that it never completed a cycle.
-func (n *Neighbour) Stop() (NeighbourStats, error) {
+// end stops the loop once its cycle is done and removes the namespaces it
+// still has.
+func (n *noise) end() NeighbourStats {
 	close(n.stop)
 	<-n.done
 	n.mu.Lock()
-	s := n.stats
-	n.mu.Unlock()
-	var errs []error
-	if s.Cycles == 0 {
-		errs = append(errs, errors.New("noisy neighbour: no cycle completed"))
-	}
-	if s.errCount > 0 {
-		errs = append(errs, fmt.Errorf("noisy neighbour: %d failures, first: %s", s.errCount, strings.Join(s.Errors, "; ")))
-	}
-	if left := n.Leftovers(); len(left) > 0 {
-		errs = append(errs, fmt.Errorf("noisy neighbour: namespaces left: %v", left))
-	}
-	return s, errors.Join(errs...)
-}
-
-// Leftovers lists the neighbour's namespaces that `ip netns list` shows.
-func (n *Neighbour) Leftovers() []string {
-	args := append(append([]string{}, n.Wrap...), "ip", "netns", "list")
-	out, _ := exec.Command(args[0], args[1:]...).Output()
-	var left []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], n.prefix) {
-			left = append(left, f[0])
-		}
-	}
-	return left
+	defer n.mu.Unlock()
+	return n.stats
 }

@@ -47,14 +47,18 @@ func (n *noise) start() {
 // namePrefix is the prefix of the namespaces of the neighbour process pid.
 func namePrefix(pid int) string { return fmt.Sprintf("noisy-%d-", pid) }
 
-// loop runs cycles until Stop, keeping at most two of its namespaces alive
-// so that adds and deletes overlap with each other and with the lab's.
+// loop runs cycles until end, at least one (tests shorter than a cycle
+// still see it work), keeping at most two of its namespaces alive so that
+// adds and deletes overlap with each other and with the lab's.
 func (n *noise) loop() {
 	defer close(n.done)
 	var alive []string
 	for i := 0; ; i++ {
 		select {
 		case <-n.stop:
+			if i == 0 {
+				break
+			}
 			for _, ns := range alive {
 				n.remove(ns)
 			}

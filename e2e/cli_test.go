@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cnibench/cnibench/internal/hosttest"
 )
 
 // Bad input gets one line naming the problem, a non-zero exit, and nothing
@@ -81,7 +83,7 @@ func TestNoRootOneLineError(t *testing.T) {
 
 func TestLabUpStatusExecDown(t *testing.T) {
 	l := newLab(t)
-	before := rootSnapshot(t)
+	before := hosttest.Take(t)
 	if _, stderr, code := l.run("lab", "up", "--nodes", "3", "--pods-per-node", "1"); code != 0 {
 		t.Fatalf("lab up: %s", stderr)
 	}
@@ -114,5 +116,5 @@ func TestLabUpStatusExecDown(t *testing.T) {
 	if left := l.leftovers(); len(left) > 0 {
 		t.Errorf("left: %v", left)
 	}
-	assertRootUnchanged(t, before)
+	hosttest.AssertUnchanged(t, before, "after the run")
 }

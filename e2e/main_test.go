@@ -9,29 +9,38 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/hosttest"
 )
 
 var binary string
 
-func TestMain(m *testing.M) {
+// TestMain builds the binary and runs the tests, next to a noisy neighbour
+// when CNIBENCH_NOISY_NEIGHBOUR=1 (hosttest.RunMain, which also serves the
+// neighbour's own process before any build).
+func TestMain(m *testing.M) { os.Exit(hosttest.RunMain(e2eMain{m})) }
+
+type e2eMain struct{ m *testing.M }
+
+func (e e2eMain) Run() int {
 	dir, err := os.MkdirTemp("", "cnibench-e2e-")
 	if err != nil {
 		panic(err)
 	}
+	defer os.RemoveAll(dir)
 	os.Chmod(dir, 0o755) // TestNoRootOneLineError runs the binary as nobody
 	binary = filepath.Join(dir, "cnibench")
 	build := exec.Command("go", "build", "-o", binary, "../cmd/cnibench")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: build failed:", err)
-		os.Exit(1)
+		return 1
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return e.m.Run()
 }
 
 // lab is one test's lab name and state dir, torn down at the end.
@@ -39,6 +48,7 @@ type lab struct {
 	t        *testing.T
 	name     string
 	stateDir string
+	wrap     []string // prefix of every cnibench command, e.g. nsenter into a mount namespace
 }
 
 func newLab(t *testing.T) *lab {
@@ -63,7 +73,8 @@ func newLab(t *testing.T) *lab {
 }
 
 func (l *lab) cmd(args ...string) *exec.Cmd {
-	return exec.Command(binary, append([]string{"--lab", l.name, "--state-dir", l.stateDir}, args...)...)
+	argv := append(append(slices.Clone(l.wrap), binary, "--lab", l.name, "--state-dir", l.stateDir), args...)
+	return exec.Command(argv[0], argv[1:]...)
 }
 
 // run runs cnibench and returns stdout, stderr and the exit code.

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/hosttest"
 )
 
 // results is the part of results.json these tests read.
@@ -72,7 +74,7 @@ func readResults(t *testing.T, dir string) *results {
 // on a lab the run brings up and takes down itself.
 func TestQuickRunEveryEngineEveryPlacement(t *testing.T) {
 	l := newLab(t)
-	before := rootSnapshot(t)
+	before := hosttest.Take(t)
 	out := filepath.Join(t.TempDir(), "out")
 	stdout, stderr, code := l.run("run", "--profile", "quick", "--duration", "1s", "--warmup", "200ms", "--out", out)
 	if code != 0 {
@@ -146,7 +148,7 @@ func TestQuickRunEveryEngineEveryPlacement(t *testing.T) {
 	if left := l.leftovers(); len(left) > 0 {
 		t.Errorf("run left lab objects behind: %v", left)
 	}
-	assertRootUnchanged(t, before)
+	hosttest.AssertUnchanged(t, before, "after the run")
 }
 
 // SIGTERM mid-run: the run stops, keeps completed samples, says so, and
@@ -194,7 +196,7 @@ func TestSIGTERMKeepsCompletedSamples(t *testing.T) {
 // then remove everything, agents included.
 func TestSIGKILLThenLabDownLeavesNothing(t *testing.T) {
 	l := newLab(t)
-	before := rootSnapshot(t)
+	before := hosttest.Take(t)
 	out := filepath.Join(t.TempDir(), "out")
 	c := l.cmd("run", "--tests", "TCP_STREAM", "--rounds", "50", "--duration", "300ms", "--warmup", "0s", "--out", out)
 	if err := c.Start(); err != nil {
@@ -221,5 +223,5 @@ func TestSIGKILLThenLabDownLeavesNothing(t *testing.T) {
 	if len(r.Results) == 0 || len(r.Results[0].Samples) == 0 {
 		t.Fatal("completed samples lost after SIGKILL")
 	}
-	assertRootUnchanged(t, before)
+	hosttest.AssertUnchanged(t, before, "after the run")
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cnibench/cnibench/internal/hosttest"
 )
 
 // Every engine reaches both test Services' ClusterIPs (endpoints on the
@@ -18,7 +20,7 @@ func TestPodToServiceEveryDatapath(t *testing.T) {
 	for _, dp := range []string{"iptables", "nftables", "nftables-flat", "ebpf", "ebpf-tc"} {
 		t.Run(dp, func(t *testing.T) {
 			l := newLab(t)
-			before := rootSnapshot(t)
+			before := hosttest.Take(t)
 			out := filepath.Join(t.TempDir(), "out")
 			stdout, stderr, code := l.run("run", "--service-datapath", dp,
 				"--tests", "TCP_RR,UDP_RR,TCP_CRR,TCP_STREAM,HTTP_RPS_C64,DNS_QPS_MAX",
@@ -76,7 +78,7 @@ func TestPodToServiceEveryDatapath(t *testing.T) {
 			if left := l.leftovers(); len(left) > 0 {
 				t.Errorf("left behind: %v", left)
 			}
-			assertRootUnchanged(t, before)
+			hosttest.AssertUnchanged(t, before, "after the run")
 		})
 	}
 }

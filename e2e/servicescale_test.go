@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cnibench/cnibench/internal/hosttest"
 )
 
 // scaleResults is the part of results.json a Service-scale run adds.
@@ -56,7 +58,7 @@ func scenarioLabs(t *testing.T, l *lab, suffixes ...string) []*lab {
 func TestServiceScaleSweep(t *testing.T) {
 	l := newLab(t)
 	labs := scenarioLabs(t, l, "ipt", "ebpf")
-	before := rootSnapshot(t)
+	before := hosttest.Take(t)
 	out := filepath.Join(t.TempDir(), "out")
 	stdout, stderr, code := l.run("run", "--tests", "service-scale", "--scenarios", "iptables,ebpf",
 		"--scale-steps", "0,100,2000", "--max-step-time", "400ms",
@@ -142,7 +144,7 @@ func TestServiceScaleSweep(t *testing.T) {
 			t.Errorf("left behind: %v", left)
 		}
 	}
-	assertRootUnchanged(t, before)
+	hosttest.AssertUnchanged(t, before, "after the run")
 }
 
 // An eBPF map too small for the largest step is refused before any step is

@@ -22,10 +22,8 @@ func (b *builder) openNamespace(ns string, kind string) (*nsCtx, error) {
 	}
 	c.fd = fd
 	err = netnsx.Do(netnsx.Path(ns), func() error {
-		if kind != kindUnderlay {
-			if err := b.writeSysctls(kind); err != nil {
-				return err
-			}
+		if err := b.writeSysctls(kind); err != nil {
+			return err
 		}
 		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 		if err != nil {
@@ -48,15 +46,19 @@ func (b *builder) openNamespace(ns string, kind string) (*nsCtx, error) {
 }
 
 // writeSysctls writes, in the calling thread's namespace, the base sysctls
-// of kind and then Config.Sysctls in key order. It records each applied
-// value in Lab.Sysctls, or "unsupported" when the key is missing in any
-// namespace.
+// of kind and then (but in the underlay) Config.Sysctls in key order. It
+// records each applied value of Config.Sysctls in Lab.Sysctls, or
+// "unsupported" when the key is missing in any namespace.
 func (b *builder) writeSysctls(kind string) error {
 	l := b.l
-	for _, kv := range baseSysctls(kind) {
-		if err := netnsx.WriteSysctl(kv[0], kv[1]); err != nil {
+	for _, s := range baseSysctls(kind) {
+		err := netnsx.WriteSysctl(s.key, s.value)
+		if err != nil && !(s.optional && errors.Is(err, netnsx.ErrNoSysctl)) {
 			return err
 		}
+	}
+	if kind == kindUnderlay {
+		return nil
 	}
 	for _, k := range b.keys {
 		v := l.Config.Sysctls[k]

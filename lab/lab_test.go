@@ -11,14 +11,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/hosttest"
 	"github.com/cnibench/cnibench/internal/netnsx"
 )
 
@@ -226,83 +227,32 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-var normalizers = []struct {
-	re   *regexp.Regexp
-	repl string
-}{
-	{regexp.MustCompile(`(?m)^#.*$`), ""},                            // iptables-save comments/timestamps
-	{regexp.MustCompile(`\[\d+:\d+\]`), "[0:0]"},                     // iptables counters
-	{regexp.MustCompile(`counter packets \d+ bytes \d+`), "counter"}, // nft counters
-	{regexp.MustCompile(`(valid|preferred)_lft \S+`), "${1}_lft X"},  // address lifetimes
-	{regexp.MustCompile(`expires \S+`), "expires X"},                 // route expiry
-}
-
-func rootSnapshot(t *testing.T) map[string]string {
-	t.Helper()
-	cmds := [][]string{
-		{"ip", "-d", "addr"},
-		{"ip", "-d", "link"},
-		{"ip", "route", "show", "table", "all"},
-		{"ip", "-6", "route", "show", "table", "all"},
-		{"ip", "rule"},
-		{"nft", "list", "ruleset"},
-		{"iptables-save"},
-	}
-	snap := map[string]string{}
-	for _, c := range cmds {
-		if _, err := exec.LookPath(c[0]); err != nil {
-			t.Logf("%s not installed, not compared", c[0])
-			continue
-		}
-		out, err := exec.Command(c[0], c[1:]...).CombinedOutput()
-		s := string(out)
-		if err != nil {
-			s += "\nerror: " + err.Error()
-		}
-		for _, n := range normalizers {
-			s = n.re.ReplaceAllString(s, n.repl)
-		}
-		snap[strings.Join(c, " ")] = s
-	}
-	for _, k := range sysctlsOfInterest() {
-		v, err := os.ReadFile(netnsx.SysctlPath(k))
-		snap["sysctl "+k] = fmt.Sprint(string(v), err)
-	}
-	return snap
-}
-
-func sysctlsOfInterest() []string {
-	ks := []string{"net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter", "net.ipv4.conf.all.proxy_arp"}
+// TestRootSysctlsCoverDefaults: the root snapshot watches every sysctl the
+// lab writes by default.
+func TestRootSysctlsCoverDefaults(t *testing.T) {
 	for k := range DefaultSysctls() {
-		ks = append(ks, k)
+		if !slices.Contains(hosttest.RootSysctls, k) {
+			t.Errorf("hosttest.RootSysctls lacks %s", k)
+		}
 	}
-	return ks
 }
 
 func TestRootNamespaceUnchanged(t *testing.T) {
 	needRoot(t)
-	before := rootSnapshot(t)
+	before := hosttest.Take(t)
 	name, dir := uniqueName(), t.TempDir()
 	l, err := Up(context.Background(), Config{Name: name, Nodes: 2, PodsPerNode: 2, StateDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	during := rootSnapshot(t)
+	hosttest.AssertUnchanged(t, before, "while the lab was up")
 	if err := dial(mustEP(t, l, "node0-pod0"), "198.18.0.11:1", time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("dial node1 closed port: %v, want connection refused", err)
 	}
 	if _, err := Down(dir, name); err != nil {
 		t.Fatal(err)
 	}
-	after := rootSnapshot(t)
-	for k, v := range before {
-		if during[k] != v {
-			t.Errorf("root namespace changed while the lab was up: %s\nbefore:\n%s\nduring:\n%s", k, v, during[k])
-		}
-		if after[k] != v {
-			t.Errorf("root namespace changed after Up+Down: %s\nbefore:\n%s\nafter:\n%s", k, v, after[k])
-		}
-	}
+	hosttest.AssertUnchanged(t, before, "after Up+Down")
 	assertGone(t, dir, name)
 }
 
@@ -505,11 +455,7 @@ func TestStartPlacement(t *testing.T) {
 
 func TestSysctls(t *testing.T) {
 	needRoot(t)
-	rootBefore := map[string]string{}
-	for _, k := range sysctlsOfInterest() {
-		v, _ := os.ReadFile(netnsx.SysctlPath(k))
-		rootBefore[k] = string(v)
-	}
+	rootBefore := hosttest.Take(t)
 	custom := DefaultSysctls()
 	custom["net.core.somaxconn"] = "4321"
 	custom["net.ipv4.no_such_sysctl"] = "1"
@@ -554,12 +500,7 @@ func TestSysctls(t *testing.T) {
 			t.Errorf("%s: ip_forward = %q, want %s", name, got["net.ipv4.ip_forward"], wantFwd)
 		}
 	}
-	for k, v := range rootBefore {
-		now, _ := os.ReadFile(netnsx.SysctlPath(k))
-		if string(now) != v {
-			t.Errorf("root namespace sysctl %s changed: %q -> %q", k, v, now)
-		}
-	}
+	hosttest.AssertUnchanged(t, rootBefore, "by a lab with custom sysctls")
 	t.Logf("applied: %v", l.Sysctls)
 }
 

@@ -81,23 +81,6 @@ const (
 	kindPod      = "pod"
 )
 
-// baseSysctls are the sysctls a namespace of kind gets before
-// Config.Sysctls: reverse-path filtering off, and forwarding on in nodes.
-// The underlay gets none, and no Config.Sysctls either.
-func baseSysctls(kind string) [][2]string {
-	if kind == kindUnderlay {
-		return nil
-	}
-	base := [][2]string{
-		{"net.ipv4.conf.all.rp_filter", "0"},
-		{"net.ipv4.conf.default.rp_filter", "0"},
-	}
-	if kind == kindNode {
-		base = append(base, [2]string{"net.ipv4.ip_forward", "1"})
-	}
-	return base
-}
-
 // sortedKeys returns the keys of m sorted: the order sysctls are written in.
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))

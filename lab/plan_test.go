@@ -59,15 +59,28 @@ func TestPlanNames(t *testing.T) {
 	if bridgePort(3) != "cnbn3" || hostIf(31) != "cnbp31" {
 		t.Errorf("bridgePort(3) %q hostIf(31) %q", bridgePort(3), hostIf(31))
 	}
-	if got := baseSysctls(kindUnderlay); got != nil {
-		t.Errorf("underlay sysctls %v", got)
+	// Forwarding and the other devconf keys, for default, all and lo;
+	// the underlay adds the optional bridge-netfilter keys.
+	values := func(kind string) map[string]string {
+		m := map[string]string{}
+		for _, s := range baseSysctls(kind) {
+			m[s.key] = s.value
+			if s.optional != strings.HasPrefix(s.key, "net.bridge.") {
+				t.Errorf("%s: %s optional = %v", kind, s.key, s.optional)
+			}
+		}
+		return m
 	}
-	rp := [][2]string{{"net.ipv4.conf.all.rp_filter", "0"}, {"net.ipv4.conf.default.rp_filter", "0"}}
-	if got := baseSysctls(kindPod); !reflect.DeepEqual(got, rp) {
-		t.Errorf("pod sysctls %v", got)
-	}
-	if got := baseSysctls(kindNode); !reflect.DeepEqual(got, append(rp, [2]string{"net.ipv4.ip_forward", "1"})) {
-		t.Errorf("node sysctls %v", got)
+	for kind, fwd := range map[string]string{kindUnderlay: "0", kindNode: "1", kindPod: "0"} {
+		m := values(kind)
+		for _, dev := range []string{"all", "default", "lo"} {
+			if m["net.ipv4.conf."+dev+".forwarding"] != fwd || m["net.ipv4.conf."+dev+".rp_filter"] != "0" || m["net.ipv4.conf."+dev+".route_localnet"] != "0" {
+				t.Errorf("%s sysctls %v", kind, m)
+			}
+		}
+		if want := map[string]int{kindUnderlay: 3*9 + 3, kindNode: 3 * 9, kindPod: 3 * 9}[kind]; len(m) != want {
+			t.Errorf("%s: %d sysctls, want %d", kind, len(m), want)
+		}
 	}
 	if got := sortedKeys(map[string]string{"net.b": "1", "net.a": "2", "net.c": "3"}); strings.Join(got, ",") != "net.a,net.b,net.c" {
 		t.Errorf("sortedKeys %v", got)

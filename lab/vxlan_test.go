@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/hosttest"
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -527,28 +528,21 @@ func TestRootNamespaceUnchangedVXLAN(t *testing.T) {
 		b, _ := os.ReadFile("/proc/self/net/udp")
 		return strings.Contains(string(b), fmt.Sprintf(":%04X ", VXLANPort))
 	}
-	before, beforeUDP := rootSnapshot(t), udp8472()
+	before, beforeUDP := hosttest.Take(t), udp8472()
 	name, dir := uniqueName(), t.TempDir()
 	l, err := Up(t.Context(), Config{Name: name, Nodes: 2, PodsPerNode: 2, StateDir: dir, Routing: RoutingVXLAN})
 	if err != nil {
 		t.Fatal(err)
 	}
-	during, duringUDP := rootSnapshot(t), udp8472()
+	hosttest.AssertUnchanged(t, before, "while the lab was up")
+	duringUDP := udp8472()
 	if err := dial(mustEP(t, l, "node0-pod0"), "198.19.1.11:1", time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("dial remote pod closed port: %v, want connection refused", err)
 	}
 	if _, err := Down(dir, name); err != nil {
 		t.Fatal(err)
 	}
-	after := rootSnapshot(t)
-	for k, v := range before {
-		if during[k] != v {
-			t.Errorf("root namespace changed while the lab was up: %s\nbefore:\n%s\nduring:\n%s", k, v, during[k])
-		}
-		if after[k] != v {
-			t.Errorf("root namespace changed after Up+Down: %s\nbefore:\n%s\nafter:\n%s", k, v, after[k])
-		}
-	}
+	hosttest.AssertUnchanged(t, before, "after Up+Down")
 	if duringUDP != beforeUDP {
 		t.Errorf("UDP port %d socket in the root namespace: before %v, during %v", VXLANPort, beforeUDP, duringUDP)
 	}

@@ -3,6 +3,8 @@
 # test, the lab's end-to-end tests included (they need root: real namespaces,
 # veths, routes and cgroups).
 #   sudo ./scripts/test.sh [go test flags]
+# CNIBENCH_NOISY_NEIGHBOUR=1 runs each lab-test package next to a noisy
+# neighbour (README, "Tests on a busy host").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "test: run as root (lab tests create network namespaces): sudo $0" >&2; exit 1; }

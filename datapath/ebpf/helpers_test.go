@@ -14,6 +14,7 @@ import (
 	cebpf "github.com/cilium/ebpf"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/hosttest"
 	"github.com/cnibench/cnibench/lab"
 )
 
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(clientEnv) != "" {
 		os.Exit(runClient())
 	}
-	os.Exit(m.Run())
+	os.Exit(hosttest.RunMain(m)) // next to a noisy neighbour when CNIBENCH_NOISY_NEIGHBOUR=1
 }
 
 func needRoot(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/hosttest"
 	"github.com/cnibench/cnibench/internal/labtest"
 	"github.com/cnibench/cnibench/internal/nsexec"
 )
@@ -198,7 +199,7 @@ func edit(t *testing.T, ns, tool string, args ...string) {
 // (twice) leaves nothing; the host's rulesets never change.
 func TestScale(t *testing.T) {
 	labtest.NeedRoot(t)
-	root := labtest.RootRulesets(t)
+	root := hosttest.Take(t)
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			ns := labtest.ScratchNS(t, "ips")
@@ -206,9 +207,7 @@ func TestScale(t *testing.T) {
 			assertEmpty(t, ns, b.tool)
 		})
 	}
-	if after := labtest.RootRulesets(t); after != root {
-		t.Errorf("host namespace rulesets changed:\nbefore:\n%s\nafter:\n%s", root, after)
-	}
+	hosttest.AssertUnchanged(t, root, "by 2,000 Services in scratch namespaces")
 }
 
 // A full sync with fewer Services deletes the chains of the ones gone, and

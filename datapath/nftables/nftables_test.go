@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/hosttest"
 	"github.com/cnibench/cnibench/internal/labtest"
 	"github.com/cnibench/cnibench/internal/nsexec"
 )
@@ -176,7 +177,7 @@ func nft(t *testing.T, ns string, args ...string) {
 // (twice) leaves nothing; the host's rulesets never change.
 func TestScale(t *testing.T) {
 	labtest.NeedRoot(t)
-	root := labtest.RootRulesets(t)
+	root := hosttest.Take(t)
 	for _, lay := range layouts {
 		t.Run(lay.name, func(t *testing.T) {
 			ns := labtest.ScratchNS(t, "nfs")
@@ -184,9 +185,7 @@ func TestScale(t *testing.T) {
 			assertEmpty(t, ns)
 		})
 	}
-	if after := labtest.RootRulesets(t); after != root {
-		t.Errorf("host namespace rulesets changed:\nbefore:\n%s\nafter:\n%s", root, after)
-	}
+	hosttest.AssertUnchanged(t, root, "by 2,000 Services in scratch namespaces")
 }
 
 // A full sync with fewer Services (and other endpoint counts) deletes what

@@ -12,8 +12,8 @@ import (
 // noise is what a Neighbour's process does, in its loop: it keeps adding
 // and removing its own network namespaces (noisy-<pid>-<n>) with iproute2's
 // `ip netns`, puts iptables and nftables rules, an address and a route in
-// them, and toggles the root's net.ipv4.ip_forward (restored each time,
-// see toggleRootForwarding). It never adds anything to the root
+// them, and switches the root's net.ipv4.ip_forward on for a moment when it
+// is off (restored each time, see toggleRootForwarding). It never adds anything to the root
 // namespace's links, addresses, routes or firewall.
 type noise struct {
 	Wrap  []string      // prefixes every command, e.g. nsenter into a mount namespace
@@ -110,9 +110,10 @@ func (n *noise) remove(ns string) {
 	n.run("ip", "netns", "del", ns)
 }
 
-// toggleRootForwarding flips the root's ip_forward for a short window and
-// puts everything writing it changed back (saveForwarding), holding the
-// toggle lock throughout.
+// toggleRootForwarding switches the root's ip_forward on for a short window
+// (as Docker does when it starts) and puts everything writing it changed
+// back (saveForwarding), holding the toggle lock throughout. A host that
+// forwards already is left alone.
 func (n *noise) toggleRootForwarding() {
 	unlock, err := lockToggles(true)
 	if err != nil {
@@ -125,11 +126,14 @@ func (n *noise) toggleRootForwarding() {
 		n.fail(err)
 		return
 	}
-	flipped := map[string]string{"0": "1"}[saved[ipForward]]
-	if flipped == "" {
-		flipped = "0"
+	if strings.TrimSpace(saved[ipForward]) != "0" {
+		// The host forwards already (Docker, a Kubernetes node): new
+		// namespaces inherit that anyway, and switching it off, even for
+		// 20 ms, would drop its containers' traffic. Only ever do what
+		// Docker does when it starts: switch it on.
+		return
 	}
-	if err := os.WriteFile(ipForward, []byte(flipped), 0o644); err != nil {
+	if err := os.WriteFile(ipForward, []byte("1"), 0o644); err != nil {
 		n.fail(err)
 	}
 	time.Sleep(20 * time.Millisecond)

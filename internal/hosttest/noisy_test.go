@@ -33,7 +33,7 @@ func TestNeighbourLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(seen) < 3 || s.Toggles == 0 {
+	if len(seen) < 3 || (s.Toggles == 0 && strings.TrimSpace(string(fwd)) == "0") {
 		t.Errorf("saw %d of its namespaces, %d toggles: it did too little to be a neighbour", len(seen), s.Toggles)
 	}
 	for ns := range seen {

@@ -10,6 +10,11 @@ import (
 // FileName is the results document inside a run directory.
 const FileName = "results.json"
 
+// FileMode is the mode of every file a run directory holds (results.json,
+// summary.md and the reports): one mode, readable by all, because results
+// are shared together with the reports made from them.
+const FileMode os.FileMode = 0o644
+
 // Save writes the run to dir/results.json atomically (temp file + rename),
 // so a crash or kill at any moment leaves the previous complete document.
 func Save(dir string, r *Run) error {
@@ -23,6 +28,10 @@ func Save(dir string, r *Run) error {
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write results: %w", err)
+	}
+	if err := tmp.Chmod(FileMode); err != nil { // CreateTemp makes 0600
 		tmp.Close()
 		return fmt.Errorf("write results: %w", err)
 	}

@@ -119,9 +119,21 @@ func (r *Runner) take(ctx context.Context, sc Scenario, i, round int, label stri
 func (r *Runner) save() error { return results.Save(r.OutDir, r.run) }
 
 // sample takes one measurement; failures are recorded in the sample, not
-// fatal, so one broken path does not lose the rest of the suite.
+// fatal, so one broken path does not lose the rest of the suite. On a
+// target that keeps its agents (AgentKeeper) a dead agent fails only the
+// sample it died in. Longer than 80 lines: one sample's steps in order.
 func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results.Result) results.Sample {
 	s := results.Sample{Round: round, Start: time.Now().UTC()}
+	keeper, _ := tgt.(AgentKeeper)
+	sctx, stopWatch := ctx, context.CancelFunc(func() {})
+	if keeper != nil { // agents.go
+		var err error
+		if sctx, stopWatch, err = r.keepAgents(ctx, keeper, res.Placement); err != nil {
+			s.Error, s.End = err.Error(), time.Now().UTC()
+			return s
+		}
+	}
+	defer stopWatch()
 	client, err := tgt.Agent(res.Placement.Client)
 	if err != nil {
 		s.Error, s.End = err.Error(), time.Now().UTC()
@@ -131,7 +143,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	s0, serr0 := tgt.CPUSeconds(res.Placement.Server)
 	timeout := time.Duration(res.Options.Duration+res.Options.Warmup) + 30*time.Second
 	us, mark := r.startUsage(ctx, tgt, res, round)
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	rctx, cancel := context.WithTimeout(sctx, timeout)
 	var out *engine.Result
 	var hout *httpload.Result
 	var dout *dnsload.Result
@@ -151,6 +163,11 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	c1, cerr1 := tgt.CPUSeconds(res.Placement.Client)
 	s1, serr1 := tgt.CPUSeconds(res.Placement.Server)
 	s.End = time.Now().UTC()
+	if keeper != nil && ctx.Err() == nil {
+		if died := checkAgents(ctx, keeper, res.Placement); died != nil {
+			err = died // the cause, whatever the interrupted call returned
+		}
+	}
 	if err != nil {
 		s.Error = err.Error()
 		return s

@@ -171,6 +171,9 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 	if errors.Is(runErr, ctx.Err()) && ctx.Err() != nil {
 		return errors.Join(fmt.Errorf("interrupted: completed samples are in %s%s", filepath.Join(req.out, results.FileName), closedNote(scs)), closeErr)
 	}
+	if runErr == nil && closeErr == nil {
+		return failedSamples(run, req.out)
+	}
 	return errors.Join(runErr, closeErr)
 }
 

@@ -68,6 +68,9 @@ type agentProc struct {
 	stdin  io.WriteCloser
 	client *agent.Client
 	exited chan struct{}
+	err    error // how it ended (cmd.Wait), set before exited is closed
+	cpus   []int // how it was started, to start a fresh one (agents.go)
+	server bool
 }
 
 // placementEndpoints maps each placement onto lab endpoints (client, server).
@@ -259,8 +262,8 @@ func (t *Target) startAgent(ctx context.Context, name string, cpus []int, server
 	if err := t.lab.Start(ep, cmd, cpus); err != nil {
 		return fmt.Errorf("start agent on %s: %w", name, err)
 	}
-	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.exited) }()
+	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), cpus: cpus, server: server}
+	go func() { p.err = cmd.Wait(); close(p.exited) }()
 	t.agents[name] = p
 	p.client, err = agent.NewClient(name, "unix:"+sock, token)
 	if err != nil {
@@ -331,7 +334,7 @@ func (t *Target) Agent(endpoint string) (*agent.Client, error) {
 	}
 	select {
 	case <-p.exited:
-		return nil, fmt.Errorf("agent on %s has exited (log: %s)", endpoint, tail(filepath.Join(t.dir, endpoint+".log")))
+		return nil, errors.New(t.deathCause(endpoint, p))
 	default:
 	}
 	return p.client, nil

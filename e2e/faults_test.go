@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,5 +125,43 @@ func TestAgentKilledMidSample(t *testing.T) {
 	}
 	if left := l.leftovers(); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
+	}
+}
+
+// A second run on a lab another run is using is refused at once, naming
+// the first run's pid and command line; the first run goes on.
+func TestSecondRunRefusedNamesHolder(t *testing.T) {
+	l := newLab(t)
+	if _, stderr, code := l.run("lab", "up", "--nodes", "2", "--pods-per-node", "1"); code != 0 {
+		t.Fatalf("lab up: %s", stderr)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	first := l.cmd("run", "--tests", "TCP_RR", "--placements", "pod-to-pod/other-node", "--rounds", "50", "--duration", "300ms", "--warmup", "0s", "--out", out)
+	var stderr syncBuffer
+	first.Stderr = &stderr
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Process.Kill()
+	waitFor(t, "the first run's first sample", 60*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(out, "results.json"))
+		return strings.Contains(string(b), `"round"`)
+	})
+	_, errOut, code := l.run("run", "--tests", "TCP_RR", "--placements", "pod-to-pod/other-node", "--out", filepath.Join(t.TempDir(), "second"))
+	want := fmt.Sprintf("cnibench: lab %q is busy with another run (pid %d: %s --lab %s --state-dir %s run --tests TCP_RR", l.name, first.Process.Pid, binary, l.name, l.stateDir)
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if last := lines[len(lines)-1]; code != 1 || !strings.HasPrefix(last, want) || !strings.HasSuffix(last, "): wait for it or use another --lab") {
+		t.Errorf("second run: exit %d, stderr %q, want exit 1 and a last line starting %q", code, errOut, want)
+	}
+	first.Process.Signal(syscall.SIGTERM)
+	first.Wait()
+	r := readResults(t, out)
+	if len(r.Results) == 0 || len(r.Results[0].Samples) == 0 {
+		t.Fatalf("the first run kept no sample: %+v", r.Results)
+	}
+	for _, s := range r.Results[0].Samples {
+		if s.Error != "" {
+			t.Errorf("the first run was disturbed: %s", s.Error)
+		}
 	}
 }

@@ -20,8 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/datapath/ebpf"
@@ -403,30 +401,6 @@ func (t *Target) Close() error {
 		t.created = false
 	}
 	return nil
-}
-
-// lock takes the lab's run lock (flock on a file beside its state, released
-// by the kernel if this process dies).
-func (t *Target) lock() error {
-	path := filepath.Join(t.cfg.Lab.StateDir, t.cfg.Lab.Name, "run.lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("lab run lock: %w", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return fmt.Errorf("lab %q is busy with another run: wait for it or use another --lab", t.cfg.Lab.Name)
-	}
-	t.lockFile = f
-	return nil
-}
-
-func (t *Target) unlock() {
-	if t.lockFile != nil {
-		_ = unix.Flock(int(t.lockFile.Fd()), unix.LOCK_UN)
-		_ = t.lockFile.Close()
-		t.lockFile = nil
-	}
 }
 
 func (t *Target) progress(format string, a ...any) {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -163,5 +164,112 @@ func TestSecondRunRefusedNamesHolder(t *testing.T) {
 		if s.Error != "" {
 			t.Errorf("the first run was disturbed: %s", s.Error)
 		}
+	}
+}
+
+// runInTmpfs runs cnibench run with --out on a fresh 2 MiB tmpfs in a
+// private mount namespace (the host never sees the mount), calls fault
+// with the namespace's pid once two samples are saved, and returns the run's
+// stderr, exit status, and results.json and the directory listing as they
+// were when the run ended.
+func runInTmpfs(t *testing.T, l *lab, fault func(pid int, out string)) (stderr string, code int, doc []byte, files []string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	keep := t.TempDir()
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `mount -t tmpfs -o size=2m cnb-faults "$OUT" || exit 99
+"$@"; code=$?
+cp "$OUT/results.json" "$KEEP/results.json"; ls -A "$OUT" > "$KEEP/ls"
+exit $code`
+	args := append([]string{"--mount", "--propagation", "private", "sh", "-c", script, "sh"}, l.cmd("run", "--tests", "TCP_RR",
+		"--placements", "pod-to-pod/other-node", "--rounds", "50", "--duration", "300ms", "--warmup", "0s", "--out", out).Args...)
+	c := exec.Command("unshare", args...)
+	c.Env = append(os.Environ(), "OUT="+out, "KEEP="+keep)
+	var errBuf syncBuffer
+	c.Stderr = &errBuf
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inNS := fmt.Sprintf("/proc/%d/root%s", c.Process.Pid, out) // the run's out, seen through its namespace
+	waitFor(t, "two saved samples", 60*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(inNS, "results.json"))
+		return strings.Count(string(b), `"round"`) >= 2
+	})
+	fault(c.Process.Pid, out)
+	err := c.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	doc, _ = os.ReadFile(filepath.Join(keep, "results.json"))
+	ls, _ := os.ReadFile(filepath.Join(keep, "ls"))
+	return errBuf.String(), code, doc, strings.Fields(string(ls))
+}
+
+// The results directory filling up or turning read-only mid-run: the run
+// stops with exit 1 and one line naming results.json, the cause and how
+// many samples the file keeps; results.json is the last complete document
+// with every one of them; no temp file is left; the agents are stopped.
+func TestResultsDiskFullOrReadOnly(t *testing.T) {
+	l := newLab(t)
+	if _, stderr, code := l.run("lab", "up", "--nodes", "2", "--pods-per-node", "1"); code != 0 {
+		t.Fatalf("lab up: %s", stderr)
+	}
+	for _, c := range []struct {
+		name, cause string
+		fault       func(t *testing.T, pid int, out string)
+	}{
+		{"disk full", "no space left on device", func(t *testing.T, pid int, out string) {
+			filler := fmt.Sprintf("/proc/%d/root%s/filler", pid, out)
+			if err := os.WriteFile(filler, make([]byte, 4<<20), 0o644); !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the 2 MiB tmpfs: %v, want ENOSPC", err)
+			}
+		}},
+		{"read-only", "read-only file system", func(t *testing.T, pid int, out string) {
+			if b, err := exec.Command("nsenter", "-t", strconv.Itoa(pid), "-m", "mount", "-o", "remount,ro", out).CombinedOutput(); err != nil {
+				t.Fatalf("remount ro: %v: %s", err, b)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stderr, code, doc, files := runInTmpfs(t, l, func(pid int, out string) { c.fault(t, pid, out) })
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			last := lines[len(lines)-1]
+			var out string
+			var kept int
+			if _, err := fmt.Sscanf(last, "cnibench: write %s", &out); err != nil || !strings.HasSuffix(out, "/out/results.json:") {
+				t.Fatalf("exit %d, last line %q, want one naming results.json:\n%s", code, last, stderr)
+			}
+			want := fmt.Sprintf("cnibench: write %s %s; the run stopped: it keeps the ", out, c.cause)
+			rest, ok := strings.CutPrefix(last, want)
+			if _, err := fmt.Sscanf(rest, "%d samples saved before", &kept); code != 1 || !ok || err != nil || kept < 2 {
+				t.Fatalf("exit %d, last line %q, want exit 1 and %q<n ≥ 2> samples saved before", code, last, want)
+			}
+			var r struct {
+				Results []struct{ Samples []struct{ Error string } }
+			}
+			if err := json.Unmarshal(doc, &r); err != nil {
+				t.Fatalf("results.json after the fault: %v", err)
+			}
+			if len(r.Results) != 1 || len(r.Results[0].Samples) != kept {
+				t.Fatalf("results.json holds %+v, want the %d samples the error names", r.Results, kept)
+			}
+			for _, s := range r.Results[0].Samples {
+				if s.Error != "" {
+					t.Errorf("saved sample failed: %s", s.Error)
+				}
+			}
+			for _, f := range files {
+				if f != "results.json" && f != "filler" {
+					t.Errorf("left in the results directory: %s", f)
+				}
+			}
+			for _, ep := range []string{"node0-pod0", "node1-pod0"} {
+				if pid := l.agentPID(ep); pid != 0 {
+					t.Errorf("agent on %s (pid %d) still running after the run", ep, pid)
+				}
+			}
+		})
 	}
 }

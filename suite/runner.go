@@ -33,6 +33,10 @@ type Runner struct {
 	RunID     string
 	Progress  io.Writer // one line per sample; nil for silence
 
+	// store writes the document (results.Save; tests inject failures).
+	store func(dir string, run *results.Run) error
+	saved int // samples in the last document written
+
 	usage usageState   // datapath usage reads that failed (usage.go)
 	run   *results.Run // the document being filled
 	done  int          // samples taken (progress)
@@ -72,6 +76,7 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 		r.run.Notes = append(r.run.Notes, targetNotes(sc)...)
 	}
 	r.run.Target = r.run.Scenarios[0].Target
+	r.saved = -1 // nothing on disk yet
 	if err := r.save(); err != nil {
 		return r.run, err
 	}
@@ -109,14 +114,34 @@ func (r *Runner) take(ctx context.Context, sc Scenario, i, round int, label stri
 	res.Samples = append(res.Samples, sample)
 	r.run.Notes = append(r.run.Notes, r.takeUsageNotes()...)
 	if err := r.save(); err != nil {
+		r.progress("not saved\n")
 		return err
 	}
 	r.progress("%s\n", SampleLine(res.Test, sample))
 	return nil
 }
 
-// save writes the document as it is now.
-func (r *Runner) save() error { return results.Save(r.OutDir, r.run) }
+// save writes the document as it is now. A failure (disk full, directory
+// gone read-only) stops the run, since nothing measured after it could be
+// kept, and says what the file on disk still holds.
+func (r *Runner) save() error {
+	store := r.store
+	if store == nil {
+		store = results.Save
+	}
+	if err := store(r.OutDir, r.run); err != nil {
+		kept := "no results were saved"
+		if r.saved >= 0 {
+			kept = fmt.Sprintf("it keeps the %d samples saved before", r.saved)
+		}
+		return fmt.Errorf("%w; the run stopped: %s", err, kept)
+	}
+	r.saved = 0
+	for _, res := range r.run.Results {
+		r.saved += len(res.Samples)
+	}
+	return nil
+}
 
 // sample takes one measurement; failures are recorded in the sample, not
 // fatal, so one broken path does not lose the rest of the suite. On a
@@ -200,7 +225,10 @@ func (r *Runner) finish(run *results.Run, cause error) (*results.Run, error) {
 		run.Status = results.StatusFailed
 		run.Error = cause.Error()
 	}
-	if err := results.Save(r.OutDir, run); err != nil {
+	if err := r.save(); err != nil {
+		if cause != nil { // a failed save fails again: the first error says it all
+			return run, cause
+		}
 		return run, err
 	}
 	if cause != nil {

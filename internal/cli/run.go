@@ -165,6 +165,10 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 	if run == nil {
 		req.releaseOut(true) // refused before anything was measured
 	}
+	var saveErr *results.SaveError
+	if errors.As(runErr, &saveErr) { // the reports would fail the same way
+		return errors.Join(runErr, closeErr)
+	}
 	if err := writeOutputs(cmd, req.out, run); err != nil {
 		return errors.Join(err, closeErr)
 	}

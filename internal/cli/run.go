@@ -37,6 +37,9 @@ func newRunCmd(g *globals) *cobra.Command {
 brought up for the run and taken down afterwards; a lab you started with
 'cnibench lab up' is used and left running. Every sample is written to
 DIR/results.json as soon as it finishes; Ctrl-C stops cleanly and keeps them.
+A sample whose agent dies fails with the cause and a fresh agent takes the
+next. Exit status: 0 every sample measured, 4 some samples failed (each cause
+in results.json), 1 any other error (results.json unwritable, lab busy, ...).
 
 Tests: ` + strings.Join(suite.TestNames(), ", ") + `, and service-scale (the
   Service-scale sweep, the same as 'cnibench sweep': see its --help)

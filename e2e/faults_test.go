@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,28 +9,24 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// syncBuffer is a bytes.Buffer the test reads while the command writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// stderrFile is a file for a command's stderr and a reader of what it
+// holds so far, for a test that watches a running command.
+func stderrFile(t *testing.T) (*os.File, func() string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, func() string {
+		b, _ := os.ReadFile(f.Name())
+		return string(b)
+	}
 }
 
 // agentPID is the pid of the agent the run started on endpoint (its
@@ -56,8 +51,8 @@ func TestAgentKilledMidSample(t *testing.T) {
 	const rounds, duration = 5, 3 * time.Second
 	c := l.cmd("run", "--tests", "TCP_RR", "--placements", "pod-to-pod/other-node", "--rounds", strconv.Itoa(rounds),
 		"--duration", duration.String(), "--warmup", "0s", "--out", out)
-	var stderr syncBuffer
-	c.Stderr = &stderr
+	errFile, stderr := stderrFile(t)
+	c.Stderr = errFile
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +63,7 @@ func TestAgentKilledMidSample(t *testing.T) {
 			continue
 		}
 		waitFor(t, "sample "+strconv.Itoa(round), 60*time.Second, func() bool {
-			return strings.Contains(stderr.String(), "["+strconv.Itoa(round)+"/")
+			return strings.Contains(stderr(), "["+strconv.Itoa(round)+"/")
 		})
 		time.Sleep(duration / 3) // inside the measured interval
 		pid := l.agentPID(ep)
@@ -85,10 +80,10 @@ func TestAgentKilledMidSample(t *testing.T) {
 		code = ee.ExitCode()
 	}
 	if code != 4 {
-		t.Fatalf("exit status %d (%v), want 4 (samples failed):\n%s", code, err, stderr.String())
+		t.Fatalf("exit status %d (%v), want 4 (samples failed):\n%s", code, err, stderr())
 	}
-	if !strings.Contains(stderr.String(), "cnibench: 2 of 5 samples failed (first: agent on node0-pod0 died: signal: killed)") {
-		t.Errorf("stderr does not say which samples failed and why:\n%s", stderr.String())
+	if !strings.Contains(stderr(), "cnibench: 2 of 5 samples failed (first: agent on node0-pod0 died: signal: killed)") {
+		t.Errorf("stderr does not say which samples failed and why:\n%s", stderr())
 	}
 	var doc struct {
 		Status  string
@@ -138,8 +133,8 @@ func TestSecondRunRefusedNamesHolder(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "out")
 	first := l.cmd("run", "--tests", "TCP_RR", "--placements", "pod-to-pod/other-node", "--rounds", "50", "--duration", "300ms", "--warmup", "0s", "--out", out)
-	var stderr syncBuffer
-	first.Stderr = &stderr
+	errFile, _ := stderrFile(t)
+	first.Stderr = errFile
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +182,8 @@ exit $code`
 		"--placements", "pod-to-pod/other-node", "--rounds", "50", "--duration", "300ms", "--warmup", "0s", "--out", out).Args...)
 	c := exec.Command("unshare", args...)
 	c.Env = append(os.Environ(), "OUT="+out, "KEEP="+keep)
-	var errBuf syncBuffer
-	c.Stderr = &errBuf
+	errFile, errOut := stderrFile(t)
+	c.Stderr = errFile
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +199,7 @@ exit $code`
 	}
 	doc, _ = os.ReadFile(filepath.Join(keep, "results.json"))
 	ls, _ := os.ReadFile(filepath.Join(keep, "ls"))
-	return errBuf.String(), code, doc, strings.Fields(string(ls))
+	return errOut(), code, doc, strings.Fields(string(ls))
 }
 
 // The results directory filling up or turning read-only mid-run: the run

@@ -35,7 +35,8 @@ func (k *keeperTarget) ReplaceDead(_ context.Context, eps []string) (error, erro
 	return nil, nil
 }
 
-func keeperPlan(t *testing.T, rounds int, d time.Duration) *Plan {
+// rrPlan is TCP_RR on pod-to-pod/same-node without warmup.
+func rrPlan(t *testing.T, rounds int, d time.Duration) *Plan {
 	t.Helper()
 	plan, err := Options{Tests: []string{"TCP_RR"}, Placements: []string{"pod-to-pod/same-node"}, Rounds: rounds, Duration: d}.Resolve()
 	if err != nil {
@@ -52,7 +53,7 @@ func TestRunnerRecordsAgentDeaths(t *testing.T) {
 	var calls []string
 	k := &keeperTarget{loopTarget: loopTarget{startAgent(t), &calls, "a"},
 		died: map[int]string{4: "agent on s died: signal: killed", 5: "agent on c died: exit status 1"}}
-	r := &Runner{Scenarios: []Scenario{{"a", k}}, Plan: keeperPlan(t, 3, 100*time.Millisecond), OutDir: t.TempDir(), RunID: "k"}
+	r := &Runner{Scenarios: []Scenario{{"a", k}}, Plan: rrPlan(t, 3, 100*time.Millisecond), OutDir: t.TempDir(), RunID: "k"}
 	run, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +82,7 @@ func TestRunnerClientDeathEndsSampleAtOnce(t *testing.T) {
 	k := &keeperTarget{loopTarget: loopTarget{startAgent(t), &calls, "a"}, done: make(chan struct{}),
 		died: map[int]string{2: "agent on c died: signal: killed"}, failed: errors.New("agent on c: start: no such file")}
 	time.AfterFunc(200*time.Millisecond, func() { close(k.done) })
-	r := &Runner{Scenarios: []Scenario{{"a", k}}, Plan: keeperPlan(t, 1, 5*time.Second), OutDir: t.TempDir(), RunID: "k"}
+	r := &Runner{Scenarios: []Scenario{{"a", k}}, Plan: rrPlan(t, 1, 5*time.Second), OutDir: t.TempDir(), RunID: "k"}
 	run, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

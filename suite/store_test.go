@@ -18,11 +18,7 @@ import (
 func TestRunnerStopsWhenResultsCannotBeSaved(t *testing.T) {
 	c := startAgent(t)
 	var calls []string
-	plan, err := Options{Tests: []string{"TCP_RR"}, Placements: []string{"pod-to-pod/same-node"}, Rounds: 6, Duration: 100 * time.Millisecond}.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan.Warmup = 0
+	plan := rrPlan(t, 6, 100*time.Millisecond)
 	out := t.TempDir()
 	saves := 0
 	r := &Runner{Scenarios: []Scenario{{"a", loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: out, RunID: "full",
@@ -33,7 +29,7 @@ func TestRunnerStopsWhenResultsCannotBeSaved(t *testing.T) {
 			}
 			return results.Save(dir, run)
 		}}
-	_, err = r.Run(context.Background())
+	_, err := r.Run(context.Background())
 	want := "write " + filepath.Join(out, results.FileName) + ": no space left on device; the run stopped: it keeps the 2 samples saved before"
 	var se *results.SaveError
 	if err == nil || err.Error() != want || !errors.As(err, &se) {

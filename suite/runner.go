@@ -146,7 +146,7 @@ func (r *Runner) save() error {
 // sample takes one measurement; failures are recorded in the sample, not
 // fatal, so one broken path does not lose the rest of the suite. On a
 // target that keeps its agents (AgentKeeper) a dead agent fails only the
-// sample it died in. Longer than 80 lines: one sample's steps in order.
+// sample it died in.
 func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results.Result) results.Sample {
 	s := results.Sample{Round: round, Start: time.Now().UTC()}
 	keeper, _ := tgt.(AgentKeeper)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cnibench/cnibench/results"
 )
 
 // Report file names inside a results (or --out) directory.
@@ -114,7 +116,7 @@ func writeAtomic(path string, render func(io.Writer) error) error {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(results.FileMode); err != nil { // the mode of results.json too
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -34,6 +34,10 @@ type Runner struct {
 	RunID     string
 	Progress  io.Writer // one line per sample; nil for silence
 
+	// store writes the document (results.Save; tests inject failures).
+	store func(dir string, run *results.Run) error
+	saved int // samples in the last document written
+
 	usage usageState   // datapath usage reads that failed (usage.go)
 	run   *results.Run // the document being filled
 	done  int          // samples taken (progress)
@@ -73,6 +77,7 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 		r.run.Notes = append(r.run.Notes, targetNotes(sc)...)
 	}
 	r.run.Target = r.run.Scenarios[0].Target
+	r.saved = -1 // nothing on disk yet
 	if err := r.save(); err != nil {
 		return r.run, err
 	}
@@ -110,19 +115,51 @@ func (r *Runner) take(ctx context.Context, sc Scenario, i, round int, label stri
 	res.Samples = append(res.Samples, sample)
 	r.run.Notes = append(r.run.Notes, r.takeUsageNotes()...)
 	if err := r.save(); err != nil {
+		r.progress("not saved\n")
 		return err
 	}
 	r.progress("%s\n", SampleLine(res.Test, sample))
 	return nil
 }
 
-// save writes the document as it is now.
-func (r *Runner) save() error { return results.Save(r.OutDir, r.run) }
+// save writes the document as it is now. A failure (disk full, directory
+// gone read-only) stops the run, since nothing measured after it could be
+// kept, and says what the file on disk still holds.
+func (r *Runner) save() error {
+	store := r.store
+	if store == nil {
+		store = results.Save
+	}
+	if err := store(r.OutDir, r.run); err != nil {
+		kept := "no results were saved"
+		if r.saved >= 0 {
+			kept = fmt.Sprintf("it keeps the %d samples saved before", r.saved)
+		}
+		return fmt.Errorf("%w; the run stopped: %s", err, kept)
+	}
+	r.saved = 0
+	for _, res := range r.run.Results {
+		r.saved += len(res.Samples)
+	}
+	return nil
+}
 
 // sample takes one measurement; failures are recorded in the sample, not
-// fatal, so one broken path does not lose the rest of the suite.
+// fatal, so one broken path does not lose the rest of the suite. On a
+// target that keeps its agents (AgentKeeper) a dead agent fails only the
+// sample it died in.
 func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results.Result) results.Sample {
 	s := results.Sample{Round: round, Start: time.Now().UTC()}
+	keeper, _ := tgt.(AgentKeeper)
+	sctx, stopWatch := ctx, context.CancelFunc(func() {})
+	if keeper != nil { // agents.go
+		var err error
+		if sctx, stopWatch, err = r.keepAgents(ctx, keeper, res.Placement); err != nil {
+			s.Error, s.End = err.Error(), time.Now().UTC()
+			return s
+		}
+	}
+	defer stopWatch()
 	client, err := tgt.Agent(res.Placement.Client)
 	if err != nil {
 		s.Error, s.End = err.Error(), time.Now().UTC()
@@ -132,7 +169,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	s0, serr0 := tgt.CPUSeconds(res.Placement.Server)
 	timeout := time.Duration(res.Options.Duration+res.Options.Warmup) + 30*time.Second
 	us, mark := r.startUsage(ctx, tgt, res, round)
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	rctx, cancel := context.WithTimeout(sctx, timeout)
 	var out *engine.Result
 	var hout *httpload.Result
 	var dout *dnsload.Result
@@ -152,6 +189,11 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	c1, cerr1 := tgt.CPUSeconds(res.Placement.Client)
 	s1, serr1 := tgt.CPUSeconds(res.Placement.Server)
 	s.End = time.Now().UTC()
+	if keeper != nil && ctx.Err() == nil {
+		if died := checkAgents(ctx, keeper, res.Placement); died != nil {
+			err = died // the cause, whatever the interrupted call returned
+		}
+	}
 	if err != nil {
 		s.Error = err.Error()
 		return s
@@ -184,7 +226,10 @@ func (r *Runner) finish(run *results.Run, cause error) (*results.Run, error) {
 		run.Status = results.StatusFailed
 		run.Error = cause.Error()
 	}
-	if err := results.Save(r.OutDir, run); err != nil {
+	if err := r.save(); err != nil {
+		if cause != nil { // a failed save fails again: the first error says it all
+			return run, cause
+		}
 		return run, err
 	}
 	if cause != nil {

@@ -29,6 +29,9 @@ func Execute() int {
 			return int(ee)
 		}
 		fmt.Fprintln(os.Stderr, "cnibench: "+oneLine(err.Error()))
+		if ce, ok := err.(*codedError); ok { // run_exit.go
+			return ce.code
+		}
 		return 1
 	}
 	return 0

@@ -37,6 +37,9 @@ func newRunCmd(g *globals) *cobra.Command {
 brought up for the run and taken down afterwards; a lab you started with
 'cnibench lab up' is used and left running. Every sample is written to
 DIR/results.json as soon as it finishes; Ctrl-C stops cleanly and keeps them.
+A sample whose agent dies fails with the cause and a fresh agent takes the
+next. Exit status: 0 every sample measured, 4 some samples failed (each cause
+in results.json), 1 any other error (results.json unwritable, lab busy, ...).
 
 Tests: ` + strings.Join(suite.TestNames(), ", ") + `, and service-scale (the
   Service-scale sweep, the same as 'cnibench sweep': see its --help)
@@ -165,11 +168,18 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 	if run == nil {
 		req.releaseOut(true) // refused before anything was measured
 	}
+	var saveErr *results.SaveError
+	if errors.As(runErr, &saveErr) { // the reports would fail the same way
+		return errors.Join(runErr, closeErr)
+	}
 	if err := writeOutputs(cmd, req.out, run); err != nil {
 		return errors.Join(err, closeErr)
 	}
 	if errors.Is(runErr, ctx.Err()) && ctx.Err() != nil {
 		return errors.Join(fmt.Errorf("interrupted: completed samples are in %s%s", filepath.Join(req.out, results.FileName), closedNote(scs)), closeErr)
+	}
+	if runErr == nil && closeErr == nil {
+		return failedSamples(run, req.out)
 	}
 	return errors.Join(runErr, closeErr)
 }

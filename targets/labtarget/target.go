@@ -20,8 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/datapath/ebpf"
@@ -68,6 +66,9 @@ type agentProc struct {
 	stdin  io.WriteCloser
 	client *agent.Client
 	exited chan struct{}
+	err    error // how it ended (cmd.Wait), set before exited is closed
+	cpus   []int // how it was started, to start a fresh one (agents.go)
+	server bool
 }
 
 // placementEndpoints maps each placement onto lab endpoints (client, server).
@@ -259,8 +260,8 @@ func (t *Target) startAgent(ctx context.Context, name string, cpus []int, server
 	if err := t.lab.Start(ep, cmd, cpus); err != nil {
 		return fmt.Errorf("start agent on %s: %w", name, err)
 	}
-	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.exited) }()
+	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), cpus: cpus, server: server}
+	go func() { p.err = cmd.Wait(); close(p.exited) }()
 	t.agents[name] = p
 	p.client, err = agent.NewClient(name, "unix:"+sock, token)
 	if err != nil {
@@ -331,7 +332,7 @@ func (t *Target) Agent(endpoint string) (*agent.Client, error) {
 	}
 	select {
 	case <-p.exited:
-		return nil, fmt.Errorf("agent on %s has exited (log: %s)", endpoint, tail(filepath.Join(t.dir, endpoint+".log")))
+		return nil, errors.New(t.deathCause(endpoint, p))
 	default:
 	}
 	return p.client, nil
@@ -400,30 +401,6 @@ func (t *Target) Close() error {
 		t.created = false
 	}
 	return nil
-}
-
-// lock takes the lab's run lock (flock on a file beside its state, released
-// by the kernel if this process dies).
-func (t *Target) lock() error {
-	path := filepath.Join(t.cfg.Lab.StateDir, t.cfg.Lab.Name, "run.lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("lab run lock: %w", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return fmt.Errorf("lab %q is busy with another run: wait for it or use another --lab", t.cfg.Lab.Name)
-	}
-	t.lockFile = f
-	return nil
-}
-
-func (t *Target) unlock() {
-	if t.lockFile != nil {
-		_ = unix.Flock(int(t.lockFile.Fd()), unix.LOCK_UN)
-		_ = t.lockFile.Close()
-		t.lockFile = nil
-	}
 }
 
 func (t *Target) progress(format string, a ...any) {

@@ -1,0 +1,71 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cnibench/cnibench/results"
+)
+
+// AgentKeeper is implemented by targets whose agents are processes the
+// run started and can start again (the lab). The runner checks a sample's
+// agents before and after it: an agent that died during the sample fails
+// that sample with the cause, and a fresh agent measures the next one, so
+// one killed process does not fail the rest of the run.
+type AgentKeeper interface {
+	// AgentDone is closed when the agent of endpoint ends (nil when the
+	// endpoint has no agent).
+	AgentDone(endpoint string) <-chan struct{}
+	// ReplaceDead starts a fresh agent on each endpoint whose agent ended.
+	// died says, on one line, which ended and why ("agent on node1-pod0
+	// died: signal: killed"), nil when all lived; err is a replacement
+	// that failed.
+	ReplaceDead(ctx context.Context, endpoints []string) (died, err error)
+}
+
+// sampleEndpoints are the endpoints whose agents a sample uses: the
+// client and every server ("a+b" for a Service's backends).
+func sampleEndpoints(p results.Placement) []string {
+	return append([]string{p.Client}, strings.Split(p.Server, "+")...)
+}
+
+// keepAgents replaces agents that died since the last sample (noted in
+// the run: nothing was measuring then) and returns ctx cancelled when the
+// client's agent dies, so a sample whose client is gone fails at once
+// instead of waiting out its deadline. A dead server is found after the
+// sample (checkAgents): the client's run then ends on its own.
+func (r *Runner) keepAgents(ctx context.Context, k AgentKeeper, p results.Placement) (context.Context, context.CancelFunc, error) {
+	died, err := k.ReplaceDead(ctx, sampleEndpoints(p))
+	if died != nil {
+		r.run.Notes = append(r.run.Notes, died.Error()+" between samples; a fresh agent was started")
+	}
+	if err != nil {
+		return ctx, func() {}, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	if done := k.AgentDone(p.Client); done != nil {
+		go func() {
+			select {
+			case <-done:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
+	return wctx, cancel, nil
+}
+
+// checkAgents is the check after a sample: the deaths during it (the
+// sample's error, nil when every agent lived), each dead agent replaced
+// for the next sample.
+func checkAgents(ctx context.Context, k AgentKeeper, p results.Placement) error {
+	died, err := k.ReplaceDead(ctx, sampleEndpoints(p))
+	if died == nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%v; starting a fresh agent failed: %w", died, err)
+	}
+	return died
+}

@@ -4,9 +4,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"syscall"
 
@@ -17,21 +18,37 @@ import (
 type globals struct {
 	labName  string
 	stateDir string
+	intr     *interrupts // SIGINT/SIGTERM (signals.go)
 }
 
-// Execute runs the command line and returns the process exit code.
+// Execute runs the command line and returns the process exit code: 0, 1
+// on an error, a child's code (lab exec), exitTeardown when only the
+// teardown failed (teardown.go), 128+signal when a signal stopped it.
 func Execute() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	intr := &interrupts{stderr: os.Stderr, exit: os.Exit}
+	ctx, stop := intr.notify(context.Background())
 	defer stop()
-	root := newRoot()
-	if err := root.ExecuteContext(ctx); err != nil {
-		if ee, ok := err.(exitError); ok {
-			return int(ee)
-		}
-		fmt.Fprintln(os.Stderr, "cnibench: "+oneLine(err.Error()))
-		return 1
+	root := newRootWith(&globals{intr: intr})
+	err := root.ExecuteContext(ctx)
+	return exitStatus(os.Stderr, err, intr.signal())
+}
+
+// exitStatus prints err (if any) on one line and returns the exit code.
+func exitStatus(stderr io.Writer, err error, sig syscall.Signal) int {
+	if err == nil {
+		return 0
 	}
-	return 0
+	if ee, ok := err.(exitError); ok {
+		return int(ee)
+	}
+	fmt.Fprintln(stderr, "cnibench: "+oneLine(err.Error()))
+	switch {
+	case sig != 0:
+		return 128 + int(sig)
+	case errors.As(err, new(*teardownError)):
+		return exitTeardown
+	}
+	return 1
 }
 
 // exitError carries a child's exit code through cobra without a message.
@@ -39,8 +56,12 @@ type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-func newRoot() *cobra.Command {
-	g := &globals{}
+func newRoot() *cobra.Command { return newRootWith(&globals{}) }
+
+func newRootWith(g *globals) *cobra.Command {
+	if g.intr == nil {
+		g.intr = &interrupts{stderr: io.Discard, exit: os.Exit}
+	}
 	root := &cobra.Command{
 		Use:   "cnibench",
 		Short: "Kubernetes network datapath benchmark: local lab or real clusters",

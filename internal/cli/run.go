@@ -162,14 +162,19 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 	}
 	run, runErr := runner.Run(ctx)
 	closeErr := closeScenarios(scs, req.out, run)
+	if closeErr != nil {
+		closeErr = &teardownError{err: closeErr, out: req.out, cleanup: req.cleanup}
+	}
 	if run == nil {
 		req.releaseOut(true) // refused before anything was measured
 	}
 	if err := writeOutputs(cmd, req.out, run); err != nil {
 		return errors.Join(err, closeErr)
 	}
-	if errors.Is(runErr, ctx.Err()) && ctx.Err() != nil {
-		return errors.Join(fmt.Errorf("interrupted: completed samples are in %s%s", filepath.Join(req.out, results.FileName), closedNote(scs)), closeErr)
+	if ctx.Err() != nil && (runErr == nil || errors.Is(runErr, ctx.Err())) {
+		// Also when the signal came after the last sample (while tearing
+		// down): the exit status says the run was stopped.
+		return errors.Join(fmt.Errorf(msgInterrupted+"%s", filepath.Join(req.out, results.FileName), closedNote(scs)), closeErr)
 	}
 	return errors.Join(runErr, closeErr)
 }

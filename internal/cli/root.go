@@ -4,7 +4,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -45,7 +44,7 @@ func exitStatus(stderr io.Writer, err error, sig syscall.Signal) int {
 	switch {
 	case sig != 0:
 		return 128 + int(sig)
-	case errors.As(err, new(*teardownError)):
+	case onlyTeardown(err):
 		return exitTeardown
 	}
 	return 1

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -47,4 +48,19 @@ func labDownCommand(g *globals, name string) string {
 		cmd += " --state-dir " + g.stateDir
 	}
 	return cmd + " lab down"
+}
+
+// onlyTeardown tells whether every error joined in err is a failed
+// teardown: a run that also failed otherwise exits 1.
+func onlyTeardown(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyTeardown(e) {
+				return false
+			}
+		}
+		return len(j.Unwrap()) > 0
+	}
+	var td *teardownError
+	return errors.As(err, &td)
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/internal/kfeature"
 )
 
 // global flags shared by lab and run commands.
@@ -39,6 +41,12 @@ func exitStatus(stderr io.Writer, err error, sig syscall.Signal) int {
 	}
 	if ee, ok := err.(exitError); ok {
 		return int(ee)
+	}
+	if u, ok := kfeature.As(err); ok && sig == 0 && joined(err) == 1 {
+		// One line that says what the kernel lacks, not the path to it
+		// (unless another error, a failed cleanup, comes with it).
+		fmt.Fprintln(stderr, "cnibench: "+oneLine(u.Error()))
+		return 1
 	}
 	fmt.Fprintln(stderr, "cnibench: "+oneLine(err.Error()))
 	switch {
@@ -87,4 +95,20 @@ built from Linux network namespaces on this machine (needs root).
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// joined counts the errors errors.Join put together in err (1 for a
+// plain error).
+func joined(err error) int {
+	if _, ok := err.(*kfeature.Unsupported); ok {
+		return 1 // its Unwrap lists its cause, not joined errors
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		n := 0
+		for _, e := range j.Unwrap() {
+			n += joined(e)
+		}
+		return n
+	}
+	return 1
 }

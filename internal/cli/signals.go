@@ -21,8 +21,9 @@ const (
 	msgAbort = "cnibench: second %s: exiting without cleaning up; remove what is left with: %s"
 	// msgInterrupted starts the error of a run stopped after it measured.
 	msgInterrupted = "interrupted: completed samples are in %s"
-	// msgInterruptedOpen is the error of a run stopped before its first sample.
-	msgInterruptedOpen = "interrupted before the first sample: nothing measured"
+	// msgInterruptedOpen is the error of a lab run stopped before its
+	// first sample (Open took down what it had brought up).
+	msgInterruptedOpen = "interrupted before the first sample: nothing measured (the labs the run brought up are taken down)"
 	// msgInterruptedUp is the error of a lab up stopped by a signal (Up
 	// removed what it had made).
 	msgInterruptedUp = "interrupted: lab %q was not brought up and what was made of it is removed"

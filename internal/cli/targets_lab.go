@@ -95,7 +95,7 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 			if ctx.Err() != nil {
 				// Ctrl-C during bring-up or agent start: an interruption,
 				// not the error of the step it cut short.
-				err = errors.New(msgInterruptedOpen + " (the labs the run brought up are taken down)")
+				err = errors.New(msgInterruptedOpen)
 			}
 			err, scs = errors.Join(err, cerr), nil
 		}

@@ -24,11 +24,12 @@ type Unsupported struct {
 	Err     error  // the cause
 }
 
-// Error is the line the CLI prints: "unsupported: <feature> on this
-// kernel (<detail>)".
-func (e *Unsupported) Error() string {
-	return fmt.Sprintf("unsupported: %s on this kernel (%s)", e.Feature, e.Detail)
-}
+// Format is Unsupported's text, the line the CLI prints (quoted in
+// README's "Recovery" section).
+const Format = "unsupported: %s on this kernel (%s)"
+
+// Error is "unsupported: <feature> on this kernel (<detail>)".
+func (e *Unsupported) Error() string { return fmt.Sprintf(Format, e.Feature, e.Detail) }
 
 // Unwrap makes errors.Is work with errors.ErrUnsupported and the cause.
 func (e *Unsupported) Unwrap() []error { return []error{errors.ErrUnsupported, e.Err} }

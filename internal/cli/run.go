@@ -36,7 +36,9 @@ func newRunCmd(g *globals) *cobra.Command {
 		Long: `Run the suite on a target (default: the local lab). If the lab is not up, it is
 brought up for the run and taken down afterwards; a lab you started with
 'cnibench lab up' is used and left running. Every sample is written to
-DIR/results.json as soon as it finishes; Ctrl-C stops cleanly and keeps them.
+DIR/results.json as soon as it finishes; Ctrl-C (or SIGTERM) stops cleanly,
+keeps them, takes down what the run brought up and exits 130 (143); a second
+one exits at once, naming the 'lab down' to run (README: Recovery).
 
 Tests: ` + strings.Join(suite.TestNames(), ", ") + `, and service-scale (the
   Service-scale sweep, the same as 'cnibench sweep': see its --help)

@@ -44,7 +44,7 @@ func (l *lab) agentPID(endpoint string) int {
 // An agent SIGKILLed during a sample's measured interval fails that
 // sample with the cause, at once (the client's) or when the client's run
 // ends (the server's); a fresh agent measures the next samples; the run
-// exits 4 (samples failed) and leaves nothing behind.
+// exits 5 (samples failed) and leaves nothing behind.
 func TestAgentKilledMidSample(t *testing.T) {
 	l := newLab(t)
 	out := filepath.Join(t.TempDir(), "out")
@@ -79,8 +79,8 @@ func TestAgentKilledMidSample(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	}
-	if code != 4 {
-		t.Fatalf("exit status %d (%v), want 4 (samples failed):\n%s", code, err, stderr())
+	if code != 5 {
+		t.Fatalf("exit status %d (%v), want 5 (samples failed):\n%s", code, err, stderr())
 	}
 	if !strings.Contains(stderr(), "cnibench: 2 of 5 samples failed (first: agent on node0-pod0 died: signal: killed)") {
 		t.Errorf("stderr does not say which samples failed and why:\n%s", stderr())

@@ -6,6 +6,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/kfeature"
 )
 
 // buildVXLAN creates node i's VXLAN device and its address, and for every
@@ -25,7 +27,7 @@ func (l *Lab) buildVXLAN(h *netlink.Handle, i int, eth0 netlink.Link) error {
 		Port:         VXLANPort,
 		Learning:     false,
 	}
-	if err := h.LinkAdd(vx); err != nil {
+	if err := linkAdd(h, vx, "VXLAN links"); err != nil {
 		return fmt.Errorf("create %s: %w", VXLANDev, err)
 	}
 	dev, err := h.LinkByName(VXLANDev)
@@ -75,4 +77,10 @@ func (l *Lab) buildVXLAN(h *netlink.Handle, i int, eth0 netlink.Link) error {
 		}
 	}
 	return nil
+}
+
+// linkAdd creates link; a kernel without its kind (no module: the kernel
+// answers EOPNOTSUPP) fails with a kfeature.Unsupported naming feature.
+func linkAdd(h *netlink.Handle, link netlink.Link, feature string) error {
+	return kfeature.Check(feature, h.LinkAdd(link))
 }

@@ -264,7 +264,11 @@ func (s *Sweeper) Next(ctx context.Context, progress Progress) (Step, error) {
 	if err != nil {
 		s.done = true
 		st.Error = "programming: " + err.Error()
-		progress(" failed after %s\n", roundDur(time.Since(pstart)))
+		if ctx.Err() != nil {
+			progress(" interrupted after %s\n", roundDur(time.Since(pstart)))
+		} else {
+			progress(" failed after %s\n", roundDur(time.Since(pstart)))
+		}
 		return st, fmt.Errorf("%s: %w", label, err)
 	}
 	progress(" %s; verifying ...", roundDur(time.Since(pstart)))

@@ -147,11 +147,11 @@ func (c *core) loadOn(cp Capacity, existing map[string]*cebpf.Map) (*objects, er
 	coll, err := cebpf.NewCollectionWithOptions(spec, cebpf.CollectionOptions{MapReplacements: existing})
 	if err != nil {
 		var ve *cebpf.VerifierError
-		if errors.As(err, &ve) {
+		if errors.As(err, &ve) && len(ve.Log) > 0 {
 			// The full log says which instruction a kernel refused.
 			return nil, fmt.Errorf("%s: load programs: %+v", c.m.name, ve)
 		}
-		return nil, maybeUnsupported(c.m.name+": load programs", err)
+		return nil, loadUnsupported(c.m.name+" BPF programs and maps", err)
 	}
 	return &objects{coll: coll, svc: coll.Maps[mapSvc], be: coll.Maps[mapBe], flow: coll.Maps[c.m.flowMap]}, nil
 }

@@ -106,8 +106,8 @@ func probeSocket() error {
 		return unsupported("cgroup sock_addr programs", err)
 	}
 	for _, fn := range []asm.BuiltinFunc{asm.FnGetSocketCookie, asm.FnGetPrandomU32, asm.FnMapLookupElem} {
-		if err := features.HaveProgramHelper(cebpf.CGroupSockAddr, fn); err != nil {
-			return unsupported(fmt.Sprintf("helper %s in cgroup sock_addr programs", fn), err)
+		if err := probeHelper(cebpf.CGroupSockAddr, fn, "cgroup sock_addr programs"); err != nil {
+			return err
 		}
 	}
 	if err := features.HaveMapType(cebpf.LRUHash); err != nil {

@@ -93,8 +93,8 @@ func probeTC() error {
 		return unsupported("tc (sched_cls) programs", err)
 	}
 	for _, fn := range []asm.BuiltinFunc{asm.FnSkbLoadBytes, asm.FnSkbStoreBytes, asm.FnL3CsumReplace, asm.FnL4CsumReplace, asm.FnGetPrandomU32} {
-		if err := features.HaveProgramHelper(cebpf.SchedCLS, fn); err != nil {
-			return unsupported(fmt.Sprintf("helper %s in tc programs", fn), err)
+		if err := probeHelper(cebpf.SchedCLS, fn, "tc programs"); err != nil {
+			return err
 		}
 	}
 	if err := features.HaveMapType(cebpf.LRUHash); err != nil {

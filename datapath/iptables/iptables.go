@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/kfeature"
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/internal/nsexec"
 )
@@ -198,7 +199,7 @@ func checkNamespace(p string) error {
 func (d *Datapath) probe(ctx context.Context) error {
 	for _, t := range []string{"nat", "filter"} {
 		if _, err := d.run.Run(ctx, nil, nil, d.save, "-t", t); err != nil {
-			return fmt.Errorf("%s: table %s: %w", d.Name(), t, err)
+			return fmt.Errorf("%s: table %s: %w", d.Name(), t, kfeature.Check(d.save+" table "+t, err))
 		}
 	}
 	return nil

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/kfeature"
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/internal/nsexec"
 	"sigs.k8s.io/knftables"
@@ -122,7 +123,7 @@ func newDatapath(netnsPath string, opts Options) (*Datapath, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", d.Name(), errors.ErrUnsupported, err)
+		return nil, fmt.Errorf("%s: %w", d.Name(), &kfeature.Unsupported{Feature: "nftables", Detail: kfeature.Detail(err), Err: err})
 	}
 	if err := d.probe(); err != nil {
 		return nil, err
@@ -186,7 +187,10 @@ func (d *Datapath) probe() error {
 	defer cancel()
 	err := netnsx.Do(d.ns, func() error { return d.nft.Check(ctx, tx) })
 	if err != nil {
-		return fmt.Errorf("%s: %w: the kernel or nft lacks a feature of the layout: %w", d.Name(), errors.ErrUnsupported, err)
+		// The sample is fixed and known good: a refusal (ENOENT for an
+		// expression without its module, EOPNOTSUPP) is a missing feature.
+		return fmt.Errorf("%s: %w", d.Name(), &kfeature.Unsupported{Feature: "nftables expressions of the " + d.Name() + " layout",
+			Detail: kfeature.Detail(err), Err: err})
 	}
 	return nil
 }

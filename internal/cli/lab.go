@@ -36,7 +36,11 @@ func newLabUpCmd(g *globals) *cobra.Command {
 			if err := lab.RequirePrivileges(); err != nil {
 				return err
 			}
+			g.intr.cleansUp(labDownCommand(g, cfg.Name))
 			l, err := lab.Up(cmd.Context(), cfg)
+			if err != nil && cmd.Context().Err() != nil {
+				return fmt.Errorf(msgInterruptedUp+" (%v)", cfg.Name, err)
+			}
 			if err != nil {
 				return err
 			}

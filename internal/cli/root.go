@@ -4,37 +4,62 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/internal/kfeature"
 )
 
 // global flags shared by lab and run commands.
 type globals struct {
 	labName  string
 	stateDir string
+	intr     *interrupts // SIGINT/SIGTERM (signals.go)
 }
 
-// Execute runs the command line and returns the process exit code.
+// Execute runs the command line and returns the process exit code: 0, 1
+// on an error, a child's code (lab exec), exitTeardown when only the
+// teardown failed (teardown.go), 128+signal when a signal stopped it.
 func Execute() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	intr := &interrupts{stderr: os.Stderr, exit: os.Exit}
+	ctx, stop := intr.notify(context.Background())
 	defer stop()
-	root := newRoot()
-	if err := root.ExecuteContext(ctx); err != nil {
-		if ee, ok := err.(exitError); ok {
-			return int(ee)
-		}
-		fmt.Fprintln(os.Stderr, "cnibench: "+oneLine(err.Error()))
-		if ce, ok := err.(*codedError); ok { // run_exit.go
-			return ce.code
-		}
+	root := newRootWith(&globals{intr: intr})
+	err := root.ExecuteContext(ctx)
+	return exitStatus(os.Stderr, err, intr.signal())
+}
+
+// exitStatus prints err (if any) on one line and returns the exit code.
+func exitStatus(stderr io.Writer, err error, sig syscall.Signal) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(exitError); ok {
+		return int(ee)
+	}
+	if u, ok := kfeature.As(err); ok && sig == 0 && joined(err) == 1 {
+		// One line that says what the kernel lacks, not the path to it
+		// (unless another error, a failed cleanup, comes with it).
+		fmt.Fprintln(stderr, "cnibench: "+oneLine(u.Error()))
 		return 1
 	}
-	return 0
+	fmt.Fprintln(stderr, "cnibench: "+oneLine(err.Error()))
+	var ce *codedError // run_exit.go
+	switch {
+	case sig != 0:
+		return 128 + int(sig)
+	case onlyTeardown(err):
+		return exitTeardown
+	case errors.As(err, &ce) && joined(err) == 1:
+		return ce.code
+	}
+	return 1
 }
 
 // exitError carries a child's exit code through cobra without a message.
@@ -42,8 +67,12 @@ type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-func newRoot() *cobra.Command {
-	g := &globals{}
+func newRoot() *cobra.Command { return newRootWith(&globals{}) }
+
+func newRootWith(g *globals) *cobra.Command {
+	if g.intr == nil {
+		g.intr = &interrupts{stderr: io.Discard, exit: os.Exit}
+	}
 	root := &cobra.Command{
 		Use:   "cnibench",
 		Short: "Kubernetes network datapath benchmark: local lab or real clusters",
@@ -70,4 +99,20 @@ built from Linux network namespaces on this machine (needs root).
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// joined counts the errors errors.Join put together in err (1 for a
+// plain error).
+func joined(err error) int {
+	if _, ok := err.(*kfeature.Unsupported); ok {
+		return 1 // its Unwrap lists its cause, not joined errors
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		n := 0
+		for _, e := range j.Unwrap() {
+			n += joined(e)
+		}
+		return n
+	}
+	return 1
 }

@@ -36,10 +36,13 @@ func newRunCmd(g *globals) *cobra.Command {
 		Long: `Run the suite on a target (default: the local lab). If the lab is not up, it is
 brought up for the run and taken down afterwards; a lab you started with
 'cnibench lab up' is used and left running. Every sample is written to
-DIR/results.json as soon as it finishes; Ctrl-C stops cleanly and keeps them.
-A sample whose agent dies fails with the cause and a fresh agent takes the
-next. Exit status: 0 every sample measured, 4 some samples failed (each cause
-in results.json), 1 any other error (results.json unwritable, lab busy, ...).
+DIR/results.json as soon as it finishes; Ctrl-C (or SIGTERM) stops cleanly,
+keeps them, takes down what the run brought up and exits 130 (143); a second
+one exits at once, naming the 'lab down' to run (README: Recovery). A sample
+whose agent dies fails with the cause and a fresh agent takes the next.
+Exit status: 0 every sample measured; 4 the samples stand but the teardown
+failed; 5 the run went to the end but some samples failed (each cause in
+results.json); 1 any other error (results.json unwritable, lab busy, ...).
 
 Tests: ` + strings.Join(suite.TestNames(), ", ") + `, and service-scale (the
   Service-scale sweep, the same as 'cnibench sweep': see its --help)
@@ -165,6 +168,9 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 	}
 	run, runErr := runner.Run(ctx)
 	closeErr := closeScenarios(scs, req.out, run)
+	if closeErr != nil {
+		closeErr = &teardownError{err: closeErr, out: req.out, cleanup: req.cleanup}
+	}
 	if run == nil {
 		req.releaseOut(true) // refused before anything was measured
 	}
@@ -175,8 +181,10 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 	if err := writeOutputs(cmd, req.out, run); err != nil {
 		return errors.Join(err, closeErr)
 	}
-	if errors.Is(runErr, ctx.Err()) && ctx.Err() != nil {
-		return errors.Join(fmt.Errorf("interrupted: completed samples are in %s%s", filepath.Join(req.out, results.FileName), closedNote(scs)), closeErr)
+	if ctx.Err() != nil && (runErr == nil || errors.Is(runErr, ctx.Err())) {
+		// Also when the signal came after the last sample (while tearing
+		// down): the exit status says the run was stopped.
+		return errors.Join(fmt.Errorf(msgInterrupted+"%s", filepath.Join(req.out, results.FileName), closedNote(scs)), closeErr)
 	}
 	if runErr == nil && closeErr == nil {
 		return failedSamples(run, req.out)

@@ -10,8 +10,9 @@ import (
 // ExitSamplesFailed is the exit status of a run or sweep that went to the
 // end but with failed samples (each kept in results.json with its cause,
 // e.g. an agent killed mid-sample): the reports are written, yet a script
-// must not take the numbers for a whole run.
-const ExitSamplesFailed = 4
+// must not take the numbers for a whole run. (4 is a failed teardown,
+// teardown.go.)
+const ExitSamplesFailed = 5
 
 // codedError is an error printed as usual but exiting with its own status.
 type codedError struct {

@@ -18,8 +18,8 @@ func TestFailedSamplesExitStatus(t *testing.T) {
 	err := failedSamples(run, "out")
 	var ce *codedError
 	want := "2 of 4 samples failed (first: agent on node0-pod0 died: signal: killed); every sample and its cause is in out/results.json"
-	if !errors.As(err, &ce) || ce.code != ExitSamplesFailed || ExitSamplesFailed != 4 || err.Error() != want {
-		t.Fatalf("failedSamples = %v, want exit 4 and %q", err, want)
+	if !errors.As(err, &ce) || ce.code != ExitSamplesFailed || ExitSamplesFailed != 5 || err.Error() != want {
+		t.Fatalf("failedSamples = %v, want exit 5 and %q", err, want)
 	}
 	run.Results[0].Samples[1].Error, run.Results[1].Samples[1].Error = "", ""
 	if err := failedSamples(run, "out"); err != nil {

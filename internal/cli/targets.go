@@ -74,7 +74,8 @@ type runRequest struct {
 	progress   io.Writer      // stderr; a target may wrap it (progressOut)
 	stdout     io.Writer      // for what a target prints as output (a dry run's manifests)
 
-	createdOut bool // claimOut made the results directory
+	cleanup    []string // commands that remove what an aborted run leaves (set by open)
+	createdOut bool     // claimOut made the results directory
 }
 
 // schedule names the request's schedule, as the flag annotations do.

@@ -14,13 +14,14 @@ import (
 )
 
 func init() {
-	registerTarget("k8s", "Kubernetes flags", func(*globals) targetKind { return &k8sKind{} })
+	registerTarget("k8s", "Kubernetes flags", func(g *globals) targetKind { return &k8sKind{g: g} })
 }
 
 // k8sKind is a Kubernetes cluster as a --target: agents as pods on two
 // nodes, reached through kubeconfig; one scenario, named after the
 // kubeconfig context.
 type k8sKind struct {
+	g  *globals
 	kf k8sFlags
 	// the sweep's
 	syncTimeout         time.Duration
@@ -79,6 +80,8 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	if err := req.claimOut(); err != nil {
 		return nil, err
 	}
+	req.cleanup = []string{"cnibench k8s cleanup --namespace " + cfg.Namespace}
+	k.g.intr.cleansUp(req.cleanup...)
 	cl, access, err := f.connect(cfg, w)
 	if err != nil {
 		return nil, err

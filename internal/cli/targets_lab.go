@@ -84,11 +84,20 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 	if err := req.claimOut(); err != nil {
 		return nil, err
 	}
+	for _, l := range labs {
+		req.cleanup = append(req.cleanup, labDownCommand(k.g, l.cfg.Name))
+	}
+	k.g.intr.cleansUp(req.cleanup...)
 	k.header(req, labs)
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, closeScenarios(scs, req.out, nil))
-			scs = nil
+			cerr := closeScenarios(scs, req.out, nil)
+			if ctx.Err() != nil {
+				// Ctrl-C during bring-up or agent start: an interruption,
+				// not the error of the step it cut short.
+				err = errors.New(msgInterruptedOpen)
+			}
+			err, scs = errors.Join(err, cerr), nil
 		}
 	}()
 	for _, l := range labs {

@@ -2,7 +2,6 @@ package labtest
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/cnibench/cnibench/datapath"
@@ -13,9 +12,7 @@ import (
 // (errors.ErrUnsupported) and fails it on any other error.
 func OrSkip[D interface{ Close() error }](t *testing.T, d D, err error) D {
 	t.Helper()
-	if errors.Is(err, errors.ErrUnsupported) {
-		t.Skipf("unsupported here: %v", err)
-	}
+	SkipIfUnsupported(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}

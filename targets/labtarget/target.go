@@ -93,7 +93,8 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 	t = &Target{cfg: cfg, agents: map[string]*agentProc{}}
 	defer func() {
 		if err != nil {
-			t.Close()
+			// A failed teardown must not go unsaid behind the open error.
+			err = errors.Join(err, t.Close())
 		}
 	}()
 	l, err := t.useOrBringUp(ctx)
@@ -131,7 +132,7 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 			cpus = t.clientCPUs
 		}
 		if err := t.startAgent(ctx, ep, cpus, !isClient[ep]); err != nil {
-			t.progress(" failed\n")
+			t.progress(" %s\n", failedOr(ctx))
 			return t, err
 		}
 	}
@@ -156,7 +157,7 @@ func (t *Target) useOrBringUp(ctx context.Context) (*lab.Lab, error) {
 		start := time.Now()
 		l, err = lab.Up(ctx, cfg.Lab)
 		if err != nil {
-			t.progress(" failed\n")
+			t.progress(" %s\n", failedOr(ctx))
 			return nil, err
 		}
 		t.created = true
@@ -374,6 +375,11 @@ func (t *Target) CPUSeconds(endpoint string) (float64, error) {
 
 // Close stops the agents and, if Open brought the lab up, takes it down.
 func (t *Target) Close() error {
+	if t.created && t.lab != nil {
+		// Said first: removing the Services and stopping the agents are
+		// part of the teardown (a signal then lands in "teardown").
+		t.progress("taking lab %q down ...", t.lab.Config.Name)
+	}
 	t.closeServices()
 	for _, p := range t.agents {
 		_ = p.stdin.Close() // the agent exits on stdin EOF
@@ -392,7 +398,6 @@ func (t *Target) Close() error {
 	}
 	t.unlock()
 	if t.created && t.lab != nil {
-		t.progress("taking lab %q down ...", t.lab.Config.Name)
 		if _, err := lab.Down(t.cfg.Lab.StateDir, t.lab.Config.Name); err != nil {
 			t.progress(" failed\n")
 			return err
@@ -401,6 +406,15 @@ func (t *Target) Close() error {
 		t.created = false
 	}
 	return nil
+}
+
+// failedOr ends a progress line cut short: "interrupted" after a signal
+// (ctx cancelled), else "failed".
+func failedOr(ctx context.Context) string {
+	if ctx.Err() != nil {
+		return "interrupted"
+	}
+	return "failed"
 }
 
 func (t *Target) progress(format string, a ...any) {

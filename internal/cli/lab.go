@@ -87,7 +87,7 @@ func newLabDownCmd(g *globals) *cobra.Command {
 func newLabStatusCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Show the lab's nodes, pods, addresses and what runs in them",
+		Short: "Show the lab's nodes, pods, addresses and what runs in them; for a lab that is not up, what of it is left",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := lab.Load(g.stateDir, g.labName)

@@ -56,6 +56,19 @@ func assertIPNetnsClean(t *testing.T) {
 	}
 }
 
+// downClean runs Down and checks that nothing of the lab is left: no
+// namespace file, no mount (hidden or not), nothing `ip netns list`
+// complains about.
+func downClean(t *testing.T, dir, name string) {
+	t.Helper()
+	if _, err := Down(dir, name); err != nil {
+		t.Errorf("Down: %v", err)
+	}
+	assertGone(t, dir, name)
+	assertNoMounts(t, name)
+	assertIPNetnsClean(t)
+}
+
 // neighbourName is a namespace name of "another tool".
 func neighbourName() string { return fmt.Sprintf("nbr%06d", rand.IntN(1000000)) }
 
@@ -80,12 +93,7 @@ func TestDownAfterNeighbourRbind(t *testing.T) {
 	}
 	name, dir := upSmall(t)
 	sh(t, "mount", "--rbind", netnsx.RunDir, netnsx.RunDir)
-	if _, err := Down(dir, name); err != nil {
-		t.Errorf("Down: %v", err)
-	}
-	assertGone(t, dir, name)
-	assertNoMounts(t, name)
-	assertIPNetnsClean(t)
+	downClean(t, dir, name)
 }
 
 // Another tool's first `ip netns add` binds a plain /run/netns on itself;
@@ -103,12 +111,7 @@ func TestDownAfterNeighbourIPNetnsAdd(t *testing.T) {
 	if ns, _ := netnsx.ListNamed(Prefix(name)); len(ns) != 5 {
 		t.Errorf("namespaces after the neighbour's ip netns add: %v, want 5", ns)
 	}
-	if _, err := Down(dir, name); err != nil {
-		t.Errorf("Down: %v", err)
-	}
-	assertGone(t, dir, name)
-	assertNoMounts(t, name)
-	assertIPNetnsClean(t)
+	downClean(t, dir, name)
 	sh(t, "ip", "netns", "exec", nbr, "true")
 	sh(t, "ip", "netns", "del", nbr)
 }
@@ -168,13 +171,8 @@ func TestDownCoveredLeftovers(t *testing.T) {
 		!strings.Contains(got, "(sleep) in netns "+p+"node0-pod0") {
 		t.Errorf("leftovers of covered namespaces: %q, %v", left, err)
 	}
-	if _, err := Down(dir, name); err != nil {
-		t.Errorf("Down: %v", err)
-	}
+	downClean(t, dir, name)
 	assertKilled(t, "a process in a covered namespace", waited)
-	assertGone(t, dir, name)
-	assertNoMounts(t, name)
-	assertIPNetnsClean(t)
 	sh(t, "ip", "netns", "exec", nbr, "true")
 	sh(t, "ip", "netns", "del", nbr)
 }
@@ -235,13 +233,8 @@ func TestDownNameGoneProcessInside(t *testing.T) {
 	ns := Prefix(name) + "node0-pod0"
 	_, waited := startIn(t, ns)
 	sh(t, "umount", netnsx.Path(ns))
-	if _, err := Down(dir, name); err != nil {
-		t.Errorf("Down: %v", err)
-	}
+	downClean(t, dir, name)
 	assertKilled(t, "a process in a lab namespace whose name is gone", waited)
-	assertGone(t, dir, name)
-	assertNoMounts(t, name)
-	assertIPNetnsClean(t)
 }
 
 // Leftovers (what `lab status` shows for a lab without state) names every
@@ -284,12 +277,9 @@ func TestLeftoversEveryState(t *testing.T) {
 			t.Errorf("leftovers lack %q", want)
 		}
 	}
-	if _, err := Down(dir, name); err != nil {
-		t.Errorf("Down: %v", err)
-	}
+	downClean(t, dir, name)
 	assertKilled(t, "process in "+p+"node0-pod0", waitA)
 	assertKilled(t, "process in "+p+"node1-pod0", waitB)
-	assertGone(t, dir, name)
 	if left, err := Leftovers(dir, name); len(left) > 0 || err != nil {
 		t.Errorf("leftovers after Down: %q, %v", left, err)
 	}

@@ -233,6 +233,14 @@ func TestDownNameGoneProcessInside(t *testing.T) {
 	ns := Prefix(name) + "node0-pod0"
 	_, waited := startIn(t, ns)
 	sh(t, "umount", netnsx.Path(ns))
+	l, err := Load(dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := l.Status()
+	if want := "netns " + ns + " BROKEN (file without a namespace mount; 'cnibench lab down' removes it)"; err != nil || !strings.Contains(st, want) {
+		t.Errorf("status lacks %q (%v):\n%s", want, err, st)
+	}
 	downClean(t, dir, name)
 	assertKilled(t, "a process in a lab namespace whose name is gone", waited)
 }

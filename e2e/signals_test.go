@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"github.com/cnibench/cnibench/internal/hosttest"
-
 	"bufio"
 	"errors"
 	"os"
@@ -13,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/hosttest"
 )
 
 // started is a cnibench process whose stderr (progress) is watched as it

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"github.com/cnibench/cnibench/internal/hosttest"
-
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/hosttest"
 )
 
 // A teardown that fails (here: a mount inside the lab's state dir, which

@@ -37,7 +37,8 @@ func (b *builder) openNamespace(ns string, kind string) (*nsCtx, error) {
 		if err != nil {
 			return fmt.Errorf("lo up: %w", err)
 		}
-		return nil
+		// Lets Down find processes left in it should its name be lost.
+		return netnsx.TagLoopback(h, ns)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("netns %s: %w", ns, err)

@@ -50,4 +50,10 @@
 //
 // Nothing has a default route, and nothing is ever created in, or moved
 // through, the host's root network namespace.
+//
+// Names: every namespace is mounted at /run/netns/cnb-<name>-<ns> (netnsx
+// makes /run/netns a shared mount first, as iproute2 does) and its lo has
+// the alias cnb-<name>-<ns>, so Down still finds processes in a namespace
+// whose mount a neighbour removed. Down and Leftovers find every object by
+// its prefix alone, with or without the state file.
 package lab

@@ -2,8 +2,10 @@ package lab
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -94,24 +96,17 @@ func cgroupRoots(stateDir, name string) map[string]bool {
 	return roots
 }
 
-// killNamespaceProcs SIGKILLs every process in a namespace named with
-// prefix and waits up to killTimeout for them to exit. It returns the
-// namespace names.
+// killNamespaceProcs SIGKILLs every process in a namespace of the lab
+// (named with prefix, hidden under a cover of /run/netns, or whose name is
+// gone; see findNamespaces) and waits up to killTimeout for them to exit. It
+// returns the names under /run/netns.
 func (t *teardown) killNamespaceProcs(prefix string) []string {
-	names, lerr := netnsx.ListNamed(prefix)
-	t.fail(lerr)
-	ids := map[netnsx.ID]string{}
-	for _, n := range names {
-		if id, err := netnsx.IDOf(netnsx.Path(n)); err == nil {
-			ids[id] = n
-		}
-	}
-	pids, perr := netnsx.PidsIn(ids)
-	t.fail(perr)
+	f, ferr := findNamespaces(prefix)
+	t.fail(ferr)
 	var victims []int
-	for ns, ps := range pids {
-		for _, pid := range ps {
-			t.removed = append(t.removed, fmt.Sprintf("process %d (%s) in netns %s", pid, netnsx.Comm(pid), ns))
+	for _, ns := range slices.Sorted(maps.Keys(f.pids)) {
+		for _, pid := range f.pids[ns] {
+			t.removed = append(t.removed, fmt.Sprintf("process %d (%s) in netns %s%s", pid, netnsx.Comm(pid), ns, f.note(ns)))
 			unix.Kill(pid, unix.SIGKILL)
 			victims = append(victims, pid)
 		}
@@ -124,6 +119,10 @@ func (t *teardown) killNamespaceProcs(prefix string) []string {
 		if netnsx.Alive(pid) {
 			t.fail(fmt.Errorf("process %d did not exit after SIGKILL", pid))
 		}
+	}
+	names := make([]string, len(f.named))
+	for i, n := range f.named {
+		names[i] = n.Name
 	}
 	return names
 }

@@ -64,12 +64,16 @@ func (l *Lab) Start(ep Endpoint, cmd *exec.Cmd, cpus []int) error {
 // Status describes the lab: nodes, pods, addresses, whether each namespace
 // is present, and the processes running in each endpoint.
 func (l *Lab) Status() (string, error) {
+	named, err := netnsx.InspectNamed(l.Prefix)
+	if err != nil {
+		return "", err
+	}
 	ids := map[netnsx.ID]string{}
-	present := map[string]bool{}
-	for _, ns := range l.namespaces() {
-		if id, err := netnsx.IDOf(netnsx.Path(ns)); err == nil {
-			ids[id] = ns
-			present[ns] = true
+	info := map[string]netnsx.Named{}
+	for _, n := range named {
+		info[n.Name] = n
+		for _, id := range n.IDs {
+			ids[id] = n.Name
 		}
 	}
 	byNS, err := netnsx.PidsIn(ids)
@@ -101,10 +105,14 @@ func (l *Lab) Status() (string, error) {
 		return strings.Join(parts, ",")
 	}
 	state := func(ns string) string {
-		if present[ns] {
+		n, ok := info[ns]
+		switch {
+		case !ok:
+			return "MISSING"
+		case n.Mounted:
 			return "present"
 		}
-		return "MISSING"
+		return "BROKEN (" + n.State() + "; 'cnibench lab down' removes it)"
 	}
 	var b strings.Builder
 	pods := 0

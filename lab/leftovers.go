@@ -2,8 +2,11 @@ package lab
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -86,4 +89,90 @@ func labNameOf(s string) string {
 		return ""
 	}
 	return rest
+}
+
+// nsFound is what exists now of a lab's namespaces and the processes in them.
+type nsFound struct {
+	named   []netnsx.Named
+	pids    map[string][]int // by namespace name, or loopback tag when unnamed
+	unnamed map[string]bool  // namespaces in pids no name under /run/netns leads to
+}
+
+// findNamespaces finds the namespaces named with prefix, whether the name
+// shows the namespace or a cover of /run/netns hides its mount, and the
+// processes inside them; and processes in namespaces whose name is gone,
+// by the loopback tag Up gave each namespace.
+func findNamespaces(prefix string) (nsFound, error) {
+	f := nsFound{unnamed: map[string]bool{}}
+	named, err := netnsx.InspectNamed(prefix)
+	if err != nil {
+		return f, err
+	}
+	f.named = named
+	ids := map[netnsx.ID]string{}
+	for _, n := range named {
+		for _, id := range n.IDs {
+			ids[id] = n.Name
+		}
+	}
+	f.pids, err = netnsx.PidsIn(ids)
+	if err != nil {
+		return f, err
+	}
+	tagged, err := netnsx.PidsTagged(prefix, ids)
+	for tag, pids := range tagged {
+		f.pids[tag] = append(f.pids[tag], pids...)
+		f.unnamed[tag] = true
+	}
+	return f, err
+}
+
+// note qualifies namespace ns in a message when no name leads to it.
+func (f nsFound) note(ns string) string {
+	if f.unnamed[ns] {
+		return " (its name under /run/netns is gone)"
+	}
+	return ""
+}
+
+// Leftovers lists, one line each, what exists of lab name when its state
+// says it is not up (or there is no state): state dir, namespaces and what
+// state each is in, processes inside them, cgroups. `lab down` removes all
+// of it.
+func Leftovers(stateDir, name string) ([]string, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	if stateDir == "" {
+		stateDir = DefaultStateDir
+	}
+	var out []string
+	if dir := filepath.Join(stateDir, name); pathExists(dir) {
+		out = append(out, "state dir "+dir)
+	}
+	f, err := findNamespaces(Prefix(name))
+	for _, n := range f.named {
+		out = append(out, fmt.Sprintf("netns %s: %s", n.Name, n.State()))
+	}
+	for _, ns := range slices.Sorted(maps.Keys(f.pids)) {
+		for _, pid := range f.pids[ns] {
+			out = append(out, fmt.Sprintf("process %d (%s) in netns %s%s", pid, netnsx.Comm(pid), ns, f.note(ns)))
+		}
+	}
+	for r := range cgroupRoots(stateDir, name) {
+		if pathExists(r) {
+			n := 0
+			for _, d := range cgroupDirs(r) {
+				n += len(cgroupProcs(d))
+			}
+			out = append(out, fmt.Sprintf("cgroup %s (%d processes)", r, n))
+		}
+	}
+	return out, err
+}
+
+// pathExists reports whether path exists.
+func pathExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

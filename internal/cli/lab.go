@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -90,12 +91,12 @@ func newLabDownCmd(g *globals) *cobra.Command {
 func newLabStatusCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Show the lab's nodes, pods, addresses and what runs in them",
+		Short: "Show the lab's nodes, pods, addresses and what runs in them; for a lab that is not up, what of it is left",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := lab.Load(g.stateDir, g.labName)
 			if errors.Is(err, lab.ErrNotFound) {
-				return fmt.Errorf("lab %q is not up (start it with 'cnibench lab up')", g.labName)
+				return notUp(cmd.OutOrStdout(), g)
 			}
 			if err != nil {
 				return err
@@ -108,6 +109,29 @@ func newLabStatusCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// notUp answers `lab status` for a lab without state. "Not up" is the
+// whole answer only when nothing of the lab is left; otherwise it lists
+// what a crashed run or another tool's mounts left behind and how to
+// remove it.
+func notUp(w io.Writer, g *globals) error {
+	left, lerr := lab.Leftovers(g.stateDir, g.labName)
+	if len(left) == 0 && lerr == nil {
+		return fmt.Errorf("lab %q is not up (start it with 'cnibench lab up')", g.labName)
+	}
+	fmt.Fprintf(w, "lab %q is not up, but %d of its objects are left:\n", g.labName, len(left))
+	for _, l := range left {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	if lerr != nil {
+		fmt.Fprintf(w, "  (looking for more failed: %v)\n", lerr)
+	}
+	down := "cnibench lab down --lab " + g.labName
+	if g.stateDir != lab.DefaultStateDir {
+		down += " --state-dir " + g.stateDir
+	}
+	return fmt.Errorf("lab %q is not up, but objects of it are left (listed above): remove them with '%s'", g.labName, down)
 }
 
 func newLabExecCmd(g *globals) *cobra.Command {

@@ -168,11 +168,12 @@ func StartIn(nsPath, cgroupDir string, cpus []int, cmd *exec.Cmd) error {
 }
 
 // CreateNamed creates a new network namespace for each name and bind-mounts
-// it at /run/netns/<name>, like `ip netns add`. It fails if a name already
+// it at /run/netns/<name>, like `ip netns add` (including making /run/netns
+// a shared mount first, see shareRunDir). It fails if a name already
 // exists. Created namespaces are reported through created even on error so
 // the caller can remove them.
 func CreateNamed(names []string, created func(name string)) error {
-	if err := os.MkdirAll(RunDir, 0o755); err != nil {
+	if err := shareRunDir(); err != nil {
 		return err
 	}
 	return onFreshThread(func() (bool, error) {
@@ -198,14 +199,32 @@ func CreateNamed(names []string, created func(name string)) error {
 
 // DeleteNamed unmounts and removes /run/netns/<name>. The namespace itself
 // disappears once no process or open file refers to it. A missing name is not
-// an error; a leftover file that is not a mount point is removed.
+// an error; a leftover file that is not a mount point is removed. Every
+// mount stacked on the path is unmounted, and mounts hidden under a cover
+// of /run/netns too (see detachHidden): either would make remove fail with
+// EBUSY.
 func DeleteNamed(name string) error {
 	p := Path(name)
-	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil &&
-		!errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("unmount %s: %w", p, err)
+	for i := 0; ; i++ {
+		err := unix.Unmount(p, unix.MNT_DETACH)
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("unmount %s: %w", p, err)
+		}
+		if i == maxStack {
+			return fmt.Errorf("unmount %s: more than %d stacked mounts", p, maxStack)
+		}
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+	err := os.Remove(p)
+	if errors.Is(err, unix.EBUSY) {
+		if herr := detachHidden(name); herr != nil {
+			return fmt.Errorf("remove %s: a mount of it is hidden under a mount on %s and cannot be reached (%v): %w", p, RunDir, herr, err)
+		}
+		err = os.Remove(p)
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil

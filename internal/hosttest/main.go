@@ -17,6 +17,10 @@ const EnvNoisyNeighbour = "CNIBENCH_NOISY_NEIGHBOUR"
 // it from the TestMain of a package with lab tests:
 // os.Exit(hosttest.RunMain(m)).
 //
+// Afterwards `ip netns list` must be as clean as before: a cnb-…
+// namespace the tests left, or a name iproute2 can no longer resolve
+// ("Peer netns reference is invalid"), fails the run (leftovers.go).
+//
 // RunMain also serves the neighbour's own process (Neighbour.Start runs
 // the test binary again): call it before any other work of TestMain, and
 // put that work in m's Run.
@@ -24,6 +28,11 @@ func RunMain(m interface{ Run() int }) int {
 	if cfg := os.Getenv(envChild); cfg != "" {
 		return serveChild(cfg)
 	}
+	return checkNamespaces(func() int { return runMaybeNoisy(m) })
+}
+
+// runMaybeNoisy runs the tests, next to a Neighbour when asked.
+func runMaybeNoisy(m interface{ Run() int }) int {
 	switch v := os.Getenv(EnvNoisyNeighbour); {
 	case v == "" || v == "0":
 		return m.Run()

@@ -1,0 +1,61 @@
+package hosttest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+)
+
+// labPrefix starts the name of every lab namespace (lab.Prefix's "cnb-").
+const labPrefix = "cnb-"
+
+// netnsList is `ip netns list`: the names it prints and the lines it could
+// not resolve ("Peer netns reference is invalid": a name whose mount is
+// covered or gone). nil, nil without root or iproute2.
+func netnsList() (names []string, broken []string) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	out, err := exec.Command("ip", "netns", "list").CombinedOutput()
+	if err != nil {
+		return nil, nil
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		switch f := strings.Fields(line); {
+		case len(f) == 0:
+		case strings.Contains(line, "invalid"):
+			broken = append(broken, strings.TrimSpace(line))
+		default:
+			names = append(names, f[0])
+		}
+	}
+	return names, broken
+}
+
+// checkNamespaces runs run and fails it (exit 1, with the names) when it
+// leaves a lab namespace that was not there before, or a name `ip netns
+// list` cannot resolve. Namespaces of other tools are not ours to judge.
+func checkNamespaces(run func() int) int {
+	before, brokenBefore := netnsList()
+	code := run()
+	after, brokenAfter := netnsList()
+	var left []string
+	for _, n := range after {
+		if strings.HasPrefix(n, labPrefix) && !slices.Contains(before, n) {
+			left = append(left, n)
+		}
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "hosttest: the tests left lab namespaces in `ip netns list` (%d): %s\n", len(left), strings.Join(left, " "))
+	}
+	if len(brokenAfter) > len(brokenBefore) {
+		fmt.Fprintf(os.Stderr, "hosttest: `ip netns list` has %d unresolvable names after the tests (%d before): %s\n",
+			len(brokenAfter), len(brokenBefore), brokenAfter[0])
+	}
+	if (len(left) > 0 || len(brokenAfter) > len(brokenBefore)) && code == 0 {
+		code = 1
+	}
+	return code
+}

@@ -22,9 +22,8 @@ import (
 // results.go), not these.
 type limits struct {
 	readHeader time.Duration // request line and headers
-	// read bounds reading the whole request, body included; a run request
-	// lifts it once its options are read, since its answer waits for the
-	// run.
+	// read bounds reading the whole request, body included; net/http lifts
+	// it once the body is read, so a run's answer may wait for the run.
 	read time.Duration
 	idle time.Duration // a kept-alive connection between two requests
 	body int64         // bytes of a run request's body (options are < 1 KiB)
@@ -67,8 +66,7 @@ func (h *handler) runners() runners {
 }
 
 // readOptions reads a run request's body, at most the body limit, as
-// exactly one JSON document (decode's), then lifts the read deadline: the
-// options are in, and the answer waits for the run.
+// exactly one JSON document (decode's).
 func (h *handler) readOptions(w http.ResponseWriter, r *http.Request, decode func(*json.Decoder) (func(context.Context) (any, error), error)) (func(context.Context) (any, error), error) {
 	limit := h.limits().body
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
@@ -80,11 +78,7 @@ func (h *handler) readOptions(w http.ResponseWriter, r *http.Request, decode fun
 	if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
 		return nil, fmt.Errorf("request body is over the agent's limit of %d bytes: %w", limit, tooBig)
 	}
-	if err != nil {
-		return nil, err
-	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{}) // not supported by test recorders: nothing to lift there
-	return run, nil
+	return run, err
 }
 
 // endOfBody fails unless the body ends after the options: a second

@@ -129,15 +129,15 @@ func TestBodyLimit(t *testing.T) {
 	addr := serveLimited(t, c, defaultLimits)
 	huge := `{"test":"TCP_RR","host":"` + strings.Repeat("a", 100<<10) + `","duration":"1s"}`
 	if got := raw(t, addr, "POST", PathRun, huge, "tok"); got.status != http.StatusRequestEntityTooLarge || !strings.Contains(string(got.body), "limit of 65536 bytes") {
-		t.Errorf("100 KiB body: %d %q, want 413 naming the 65536-byte limit", got.status, got.body)
+		t.Errorf("100 KiB body: %d %q, want 413 naming the 65536-byte limit", got.status, short(got.body))
 	}
 	padded := rrBody + strings.Repeat(" ", 70<<10) // the excess after the options counts too
 	if got := raw(t, addr, "POST", PathRun, padded, "tok"); got.status != http.StatusRequestEntityTooLarge {
-		t.Errorf("options + 70 KiB of spaces: %d %q, want 413", got.status, got.body)
+		t.Errorf("options + 70 KiB of spaces: %d %q, want 413", got.status, short(got.body))
 	}
 	for _, body := range []string{rrBody + rrBody, rrBody + " x", rrBody + "]"} {
 		if got := raw(t, addr, "POST", PathRun, body, "tok"); got.status != http.StatusBadRequest || !strings.Contains(string(got.body), "after the options") {
-			t.Errorf("body %q: %d %q, want 400 about data after the options", body, got.status, got.body)
+			t.Errorf("body %q: %d %q, want 400 about data after the options", body, got.status, short(got.body))
 		}
 	}
 	if n := c.started.Load(); n != 0 {
@@ -145,8 +145,16 @@ func TestBodyLimit(t *testing.T) {
 	}
 	under := rrBody + strings.Repeat("\n", 60<<10)
 	if got := raw(t, addr, "POST", PathRun, under, "tok"); got.status != http.StatusOK || c.started.Load() != 1 {
-		t.Fatalf("60 KiB body: %d %q, %d runs; want 200 and 1 run", got.status, got.body, c.started.Load())
+		t.Fatalf("60 KiB body: %d %q, %d runs; want 200 and 1 run", got.status, short(got.body), c.started.Load())
 	}
+}
+
+// short is the start of an answer, for messages.
+func short(b []byte) string {
+	if len(b) > 120 {
+		return string(b[:120]) + "..."
+	}
+	return string(b)
 }
 
 // fastLimits make the time limits visible in a test.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/cnibench/cnibench/nodeprobe"
 )
@@ -61,9 +60,6 @@ type probeHandler struct {
 // (kube-proxy on iptables-legacy) is 501 Not Implemented, which the client
 // turns back into an error wrapping errors.ErrUnsupported.
 func (p *probeHandler) nodeServices(w http.ResponseWriter, r *http.Request) {
-	// A big datapath takes a while to read: the answer is not bounded by
-	// the request's read timeout (limits), only by the client.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rep, err := nodeprobe.Read(r.Context(), p.opts)

@@ -17,3 +17,14 @@ go vet ./...
 ./scripts/build.sh
 # -p 1: lab tests share the machine's CPUs and must not measure each other.
 go test -p 1 -count=1 -timeout 40m "$@" ./...
+# Then each fuzz target for a short while, on top of its committed corpus
+# (testdata/fuzz/<target>, run by the go test above): go test takes one
+# -fuzz target per package and invocation. A finding fails here and leaves
+# its input in that directory, to commit with the fix. FUZZTIME=0 skips.
+FUZZTIME=${FUZZTIME:-10s}
+if [ "$FUZZTIME" != 0 ]; then
+  for target in agent:FuzzRunRequest results:FuzzLoad report:FuzzRender \
+      internal/cli:FuzzPlanFlags internal/cli:FuzzScaleSteps internal/cli:FuzzLabFlags; do
+    go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime "$FUZZTIME" "./${target%%:*}"
+  done
+fi

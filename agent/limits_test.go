@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -240,4 +241,44 @@ func TestDefaultLimits(t *testing.T) {
 	if cl, _ := NewClient("a", "unix:/x", ""); cl.http.Transport.(*http.Transport).IdleConnTimeout >= l.idle {
 		t.Fatal("the client keeps idle connections as long as the agent: it could send on one the agent is closing")
 	}
+}
+
+// Health reports the agent's goroutines, and every finished run logs them
+// (bench/soak.sh reads those lines to see whether agents leak).
+func TestGoroutinesReported(t *testing.T) {
+	var log strings.Builder
+	c := &countingRunners{}
+	h := &handler{token: "tok", run: c.runners(), log: &syncWriter{w: &log}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newControlServer(h.routes(), h.limits())
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	cl, _ := NewClient("a", "tcp:"+ln.Addr().String(), "tok")
+	hl, err := cl.Health(context.Background())
+	if err != nil || hl.Goroutines < 1 {
+		t.Fatalf("health %+v, %v: want the goroutine count", hl, err)
+	}
+	if got := raw(t, ln.Addr().String(), "POST", PathRun, rrBody, "tok", HeaderRequest, "g1"); got.status != http.StatusOK {
+		t.Fatalf("run: %d %s", got.status, got.body)
+	}
+	h.busy.Lock() // the run's goroutine has logged
+	h.busy.Unlock()
+	if line := log.String(); !strings.HasPrefix(line, "agent: run g1 ended (200): ") || !strings.HasSuffix(line, " goroutines\n") {
+		t.Fatalf("log %q, want one line with the run's goroutine count", line)
+	}
+}
+
+// syncWriter serializes writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }

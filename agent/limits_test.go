@@ -282,3 +282,21 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(b)
 }
+
+// An agent or probe asked to serve its control API on TCP without a token
+// refuses to start, naming the variable to set; on a unix socket it may.
+func TestTCPControlNeedsToken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for what, serve := range map[string]func() error{
+		"agent": func() error { return Serve(ctx, Config{Control: "tcp:127.0.0.1:0", Bind: "127.0.0.1"}) },
+		"probe": func() error { return ServeProbe(ctx, ProbeConfig{Control: "tcp:127.0.0.1:0"}) },
+	} {
+		if err := serve(); err == nil || !strings.Contains(err.Error(), TokenEnv) {
+			t.Errorf("%s on TCP without a token: %v, want a refusal naming %s", what, err, TokenEnv)
+		}
+	}
+	if err := requireToken("unix:/run/x.sock", ""); err != nil {
+		t.Errorf("unix socket without a token: %v, want allowed", err)
+	}
+}

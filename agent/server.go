@@ -77,6 +77,9 @@ type Health struct {
 
 // Serve runs the engine servers and the control API until ctx is done.
 func Serve(ctx context.Context, cfg Config) error {
+	if err := requireToken(cfg.Control, cfg.Token); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -172,6 +175,16 @@ func serveControl(ctx context.Context, cancel context.CancelFunc, ln net.Listene
 	defer done()
 	_ = hs.Shutdown(shutdownCtx)
 	return err
+}
+
+// requireToken refuses a control API on TCP without a token: anyone who
+// reaches the port could run tests from the agent. A unix socket is
+// protected by its 0600 mode instead.
+func requireToken(control, token string) error {
+	if strings.HasPrefix(control, "tcp:") && token == "" {
+		return fmt.Errorf("--control %s: a TCP control API needs a token in %s (without one anyone who reaches the port could start tests)", control, TokenEnv)
+	}
+	return nil
 }
 
 func listenControl(control string) (net.Listener, error) {

@@ -51,13 +51,13 @@ trap cleanup EXIT INT TERM
 
 # The lab's namespaces by inode: a process is in the lab when its
 # /proc/PID/ns/net names one of them.
-ns_inodes() { for f in /run/netns/cnb-"$LAB"-*; do [ -e "$f" ] && stat -L -c %i "$f"; done; }
+ns_inodes() { for f in /run/netns/cnb-"$LAB"-*; do [ ! -e "$f" ] || stat -L -c %i "$f"; done; }
 lab_pids() {
   local inodes=" $(ns_inodes | tr '\n' ' ') " p ino
   for p in /proc/[0-9]*; do
     ino=$(readlink "$p/ns/net" 2>/dev/null) || continue
     ino=${ino#net:[}; ino=${ino%]}
-    [[ $inodes == *" $ino "* ]] && echo "${p#/proc/}"
+    [[ $inodes != *" $ino "* ]] || echo "${p#/proc/}"
   done
 }
 # A process may end between listing and reading it: that counts as 0.

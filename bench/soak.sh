@@ -10,13 +10,17 @@
 #
 # Env: ITER (10), PROFILE (standard), DURATION and WARMUP (the profile's),
 # RUN_ARGS (more `run` flags, e.g. "--tests TCP_CRR"), TOL (10: percent),
+# SETTLE (65: seconds to wait after a run before reading the tables),
 # LAB (soak<pid>), OUT (a temp dir: results of every run, soak.tsv).
 #
 # Growth rule: a metric grows when its value after the last run exceeds its
 # value after the second run by more than TOL percent and by more than its
 # slack (processes 0, fds 8, MiB 8, goroutines 8, conntrack 100, sockets 20).
 # The second run, not the first, is the baseline: the first warms up
-# caches, ARP and conntrack tables. Agents live for one run (each run starts
+# caches, ARP and conntrack tables. Conntrack entries and sockets are read
+# SETTLE seconds after a run: TIME_WAIT lasts 60 s (the lab's conntrack
+# keeps it 30 s), so what is left then did not expire; read at once they
+# would count the last minute's connections, two short runs' worth. Agents live for one run (each run starts
 # its own), so their numbers are peaks sampled every second during the run
 # and the goroutine count each agent logs as each of its tests ends (the
 # last one, with "first→last" over the run beside it).
@@ -31,6 +35,7 @@ DURATION=${DURATION:-}
 WARMUP=${WARMUP:-}
 RUN_ARGS=${RUN_ARGS:-}
 TOL=${TOL:-10}
+SETTLE=${SETTLE:-65}
 LAB=${LAB:-soak$$}
 OUT=${OUT:-$(mktemp -d /tmp/cnibench-soak.XXXXXX)}
 STATE=/run/cnibench
@@ -64,10 +69,11 @@ lab_pids() {
 fds() { { ls "/proc/$1/fd" 2>/dev/null || true; } | wc -l; }
 rss_kib() { local v; v=$(awk '/^VmRSS:/{print $2}' "/proc/$1/status" 2>/dev/null) || true; echo "${v:-0}"; }
 
-# sample PEAKFILE CLIPID: every second, the processes in the lab (count,
-# fds, RSS summed) and the CLI's fds and RSS; keeps the peaks in PEAKFILE.
+# sample PEAKFILE CLIPID LOGDIR: every second, the processes in the lab
+# (count, fds, RSS summed) and the CLI's fds and RSS; keeps the peaks in
+# PEAKFILE and a copy of the agents' logs in LOGDIR (the run removes them).
 sample() {
-  local peak=$1 cli=$2 n f r cf cr p
+  local peak=$1 cli=$2 logs=$3 n f r cf cr p
   local pn=0 pf=0 pr=0 pcf=0 pcr=0
   while kill -0 "$cli" 2>/dev/null; do
     n=0 f=0 r=0
@@ -76,16 +82,17 @@ sample() {
     ((n > pn)) && pn=$n; ((f > pf)) && pf=$f; ((r > pr)) && pr=$r
     ((cf > pcf)) && pcf=$cf; ((cr > pcr)) && pcr=$cr
     echo "$pn $pf $((pr / 1024)) $pcf $((pcr / 1024))" >"$peak"
+    cp "$STATE/$LAB"/agents/*.log "$logs"/ 2>/dev/null || true
     sleep 1
   done
 }
 
-# goroutines: over the agents of the last run, the largest count logged
+# goroutines LOGDIR: over the agents of a run, the largest count logged
 # after an agent's last test, and the range first→last of that agent.
 goroutines() {
   awk '/^agent: run .* goroutines$/{g=$(NF-1); if(!(FILENAME in first))first[FILENAME]=g; last[FILENAME]=g}
        END{m=0; for(f in last) if(last[f]+0>m){m=last[f]+0; a=first[f]}; if(m==0)print "- -"; else print m, a"→"m}' \
-    "$STATE/$LAB"/agents/*.log 2>/dev/null || echo "- -"
+    "$1"/*.log 2>/dev/null || echo "- -"
 }
 
 # conntrack and TCP sockets (in use, TIME_WAIT) summed over the lab's
@@ -115,7 +122,8 @@ for i in $(seq 1 "$ITER"); do
   $cnb "${args[@]}" >"$OUT/run$i.log" 2>&1 &
   cli=$!
   echo "0 0 0 0 0" >"$OUT/peak$i"
-  sample "$OUT/peak$i" "$cli" &
+  mkdir -p "$OUT/agents$i"
+  sample "$OUT/peak$i" "$cli" "$OUT/agents$i" &
   sampler=$!
   rc=0; wait "$cli" || rc=$?
   wait "$sampler" 2>/dev/null || true; sampler=
@@ -124,7 +132,8 @@ for i in $(seq 1 "$ITER"); do
   read -r samples failed < <(jq -r '[.results[].samples[]?] | "\(length) \(map(select(.error)) | length)"' "$OUT/run$i/results.json" 2>/dev/null || echo "0 0")
   procs=$(lab_pids | wc -l)
   read -r agents afds amib cfds cmib <"$OUT/peak$i"
-  read -r gor gorrun < <(goroutines)
+  read -r gor gorrun < <(goroutines "$OUT/agents$i")
+  sleep "$SETTLE"
   read -r ct inuse tw < <(ns_tables)
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$secs" "$samples" "$failed" "$procs" "$agents" "$afds" "$amib" "$gor" "$gorrun" "$cfds" "$cmib" "$ct" "$inuse" "$tw" >>"$tsv"
   echo "soak: run $i/$ITER done in ${secs}s: $samples samples, $failed failed, $procs processes left in the lab" >&2

@@ -40,6 +40,10 @@ func NewClient(name, control, token string) (*Client, error) {
 			return d.DialContext(ctx, network, addr)
 		},
 		DisableKeepAlives: false,
+		// Below the agent's idle limit (defaultLimits.idle): the client
+		// drops a kept-alive connection before the agent can close it
+		// under a new request.
+		IdleConnTimeout: 90 * time.Second,
 	}
 	base := "http://agent"
 	if network == "tcp" {

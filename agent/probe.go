@@ -36,6 +36,9 @@ type ProbeConfig struct {
 // starts no engine: a probe runs in the node's network namespace
 // (hostNetwork) and must not take the data ports the agents use there.
 func ServeProbe(ctx context.Context, cfg ProbeConfig) error {
+	if err := requireToken(cfg.Control, cfg.Token); err != nil {
+		return err
+	}
 	ln, err := listenControl(cfg.Control)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -212,5 +213,8 @@ func launch[O, R any](h *handler, id string, e *runEntry, budget time.Duration, 
 			return jsonAnswer(http.StatusOK, res)
 		}()
 		h.results.finish(id, e, a)
+		if h.log != nil { // a soak (bench/soak.sh) reads these for growth
+			fmt.Fprintf(h.log, "agent: run %s ended (%d): %d goroutines\n", id, a.status, runtime.NumGoroutine())
+		}
 	}()
 }

@@ -13,9 +13,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -68,10 +70,16 @@ type Health struct {
 	OK      bool   `json:"ok"`
 	Version string `json:"version"`
 	PID     int    `json:"pid"`
+	// Goroutines is runtime.NumGoroutine(): with nothing running it
+	// stays flat across runs, or the agent leaks.
+	Goroutines int `json:"goroutines,omitempty"`
 }
 
 // Serve runs the engine servers and the control API until ctx is done.
 func Serve(ctx context.Context, cfg Config) error {
+	if err := requireToken(cfg.Control, cfg.Token); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -120,7 +128,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	h := &handler{token: cfg.Token, ctx: ctx}
+	h := &handler{token: cfg.Token, ctx: ctx, log: os.Stderr}
 	return serveControl(ctx, cancel, ln, h.routes(), serveErr)
 }
 
@@ -151,7 +159,7 @@ func listenKinds(bind string) ([]func(context.Context) error, error) {
 // cancels what ctx bounds (engines, runs in progress) and shuts the API
 // down.
 func serveControl(ctx context.Context, cancel context.CancelFunc, ln net.Listener, h http.Handler, serveErr chan error) error {
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := newControlServer(h, defaultLimits)
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			serveErr <- fmt.Errorf("control API: %w", err)
@@ -167,6 +175,16 @@ func serveControl(ctx context.Context, cancel context.CancelFunc, ln net.Listene
 	defer done()
 	_ = hs.Shutdown(shutdownCtx)
 	return err
+}
+
+// requireToken refuses a control API on TCP without a token: anyone who
+// reaches the port could run tests from the agent. A unix socket is
+// protected by its 0600 mode instead.
+func requireToken(control, token string) error {
+	if strings.HasPrefix(control, "tcp:") && token == "" {
+		return fmt.Errorf("--control %s: a TCP control API needs a token in %s (without one anyone who reaches the port could start tests)", control, TokenEnv)
+	}
+	return nil
 }
 
 func listenControl(control string) (net.Listener, error) {
@@ -194,25 +212,35 @@ type handler struct {
 	// answers by request id for re-fetch (results.go).
 	ctx     context.Context
 	results resultRing
+	// run starts the client sides (nil: the real engines, realRunners);
+	// lim bounds requests (zero: defaultLimits). Both are set by tests.
+	run *runners
+	lim limits
+	log io.Writer // a line per finished run (nil: none)
 }
 
 func (h *handler) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathHealth, h.health)
 	mux.HandleFunc("GET "+PathSysctls, h.sysctls)
-	mux.HandleFunc("POST "+PathRun, runHandler[engine.Options](h, "options", engine.Run))
-	mux.HandleFunc("POST "+PathHTTP, runHandler[httpload.Options](h, "HTTP options", httpload.Run))
-	mux.HandleFunc("POST "+PathDNS, runHandler[dnsload.Options](h, "DNS options", dnsload.Run))
+	run := h.runners()
+	mux.HandleFunc("POST "+PathRun, runHandler[engine.Options](h, "options", run.engine))
+	mux.HandleFunc("POST "+PathHTTP, runHandler[httpload.Options](h, "HTTP options", run.http))
+	mux.HandleFunc("POST "+PathDNS, runHandler[dnsload.Options](h, "DNS options", run.dns))
 	mux.HandleFunc("POST "+PathKind+"{kind}", h.kindRun)
 	mux.HandleFunc("GET "+PathResult+"{id}", h.result)
 	return h.authenticate(mux)
 }
 
+// authenticate refuses a request without "Authorization: Bearer <token>"
+// before any route sees it: 401, with the scheme the agent wants
+// (RFC 6750), and nothing read or started.
 func (h *handler) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h.token != "" {
-			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) != 1 {
+			got, scheme := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !scheme || subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="cnibench agent"`)
 				http.Error(w, "bad or missing agent token", http.StatusUnauthorized)
 				return
 			}
@@ -222,7 +250,7 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 }
 
 func (h *handler) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, Health{OK: true, Version: version.Get().Version, PID: os.Getpid()})
+	writeJSON(w, http.StatusOK, Health{OK: true, Version: version.Get().Version, PID: os.Getpid(), Goroutines: runtime.NumGoroutine()})
 }
 
 // options are what a run endpoint decodes: a JSON Options struct that
@@ -261,6 +289,7 @@ func (h *handler) kindRun(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no kind %q runs through this agent", r.PathValue("kind")), http.StatusNotFound)
 		return
 	}
+	run := h.runners().kind
 	h.serveRun(w, r, func(dec *json.Decoder) (func(context.Context) (any, error), error) {
 		o := k.NewOptions()
 		if err := dec.Decode(o); err != nil {
@@ -271,7 +300,7 @@ func (h *handler) kindRun(w http.ResponseWriter, r *http.Request) {
 				return nil, err
 			}
 		}
-		return func(ctx context.Context) (any, error) { return k.Run(ctx, o) }, nil
+		return func(ctx context.Context) (any, error) { return run(ctx, k, o) }, nil
 	})
 }
 
@@ -287,11 +316,13 @@ func (h *handler) serveRun(w http.ResponseWriter, r *http.Request, decode func(*
 		e.reply(w, id)
 		return
 	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	run, err := decode(dec)
+	run, err := h.readOptions(w, r, decode)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		status := http.StatusBadRequest
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, oneLine(err.Error()), status)
 		return
 	}
 	if !h.busy.TryLock() {

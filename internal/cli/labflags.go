@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/lab"
 )
 
@@ -45,8 +46,21 @@ func (f *labFlags) config(fs *pflag.FlagSet, g *globals) (lab.Config, error) {
 			if !ok || strings.TrimSpace(k) == "" {
 				return cfg, fmt.Errorf("--sysctl %q: want KEY=VALUE, e.g. net.ipv4.tcp_tw_reuse=1", kv)
 			}
-			cfg.Sysctls[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			setSysctl(cfg.Sysctls, strings.TrimSpace(k), strings.TrimSpace(v))
 		}
 	}
 	return cfg, cfg.Validate()
+}
+
+// setSysctl sets key to value in m, replacing any key that names the same
+// kernel sysctl (net/ipv4/tcp_tw_reuse is net.ipv4.tcp_tw_reuse): the lab
+// applies m in map order, so two spellings of one key would give either
+// value, and a default would override the user's.
+func setSysctl(m map[string]string, key, value string) {
+	for k := range m {
+		if netnsx.SysctlPath(k) == netnsx.SysctlPath(key) {
+			delete(m, k)
+		}
+	}
+	m[key] = value
 }

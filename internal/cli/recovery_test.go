@@ -32,7 +32,7 @@ func TestREADMERecoveryMatchesMessages(t *testing.T) {
 			}
 		}
 	}
-	for _, code := range []int{0, 1, ExitRegression, exitTeardown, 130, 143} {
+	for _, code := range []int{0, 1, ExitRegression, exitTeardown, ExitSamplesFailed, 130, 143} {
 		if !strings.Contains(sec, fmt.Sprintf("`%d`", code)) {
 			t.Errorf("README Recovery lacks exit status %d", code)
 		}

@@ -9,7 +9,8 @@
 #   ITER=4 PROFILE=quick DURATION=1s WARMUP=200ms sudo bench/soak.sh   # the short check (~5 min)
 #
 # Env: ITER (10), PROFILE (standard), DURATION and WARMUP (the profile's),
-# RUN_ARGS (more `run` flags, e.g. "--tests TCP_CRR"), TOL (10: percent),
+# RUN_ARGS (more `run` flags, e.g. "--tests TCP_CRR"), UP_ARGS (`lab up`
+# flags, e.g. "--service-datapath iptables" for the Service placements), TOL (10: percent),
 # SETTLE (65: seconds to wait after a run before reading the tables),
 # LAB (soak<pid>), OUT (a temp dir: results of every run, soak.tsv).
 #
@@ -34,6 +35,7 @@ PROFILE=${PROFILE:-standard}
 DURATION=${DURATION:-}
 WARMUP=${WARMUP:-}
 RUN_ARGS=${RUN_ARGS:-}
+UP_ARGS=${UP_ARGS:-}
 TOL=${TOL:-10}
 SETTLE=${SETTLE:-65}
 LAB=${LAB:-soak$$}
@@ -109,7 +111,7 @@ ns_tables() {
 }
 
 echo "soak: lab $LAB, profile $PROFILE × $ITER${DURATION:+, --duration $DURATION}${WARMUP:+, --warmup $WARMUP}${RUN_ARGS:+, $RUN_ARGS}; results in $OUT" >&2
-$cnb lab up >/dev/null 2>"$OUT/lab-up.log" || { cat "$OUT/lab-up.log" >&2; exit 1; }
+$cnb lab up $UP_ARGS >/dev/null 2>"$OUT/lab-up.log" || { cat "$OUT/lab-up.log" >&2; exit 1; }
 tsv=$OUT/soak.tsv
 printf 'iter\tsecs\tsamples\tfailed\tprocs_after\tagents_peak\tagent_fds_peak\tagent_mib_peak\tgoroutines\tgoroutines_run\tcli_fds_peak\tcli_mib_peak\tconntrack\ttcp_inuse\ttcp_tw\n' >"$tsv"
 for i in $(seq 1 "$ITER"); do

@@ -167,15 +167,17 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 		runner.Schedule = &suite.ServiceScale{Sweep: *req.sweep}
 	}
 	run, runErr := runner.Run(ctx)
-	closeErr := closeScenarios(scs, req.out, run)
+	var saveErr *results.SaveError
+	saveFailed := errors.As(runErr, &saveErr)
+	closeErr, resaveErr := closeScenarios(scs, req.out, run, !saveFailed)
 	if closeErr != nil {
 		closeErr = &teardownError{err: closeErr, out: req.out, cleanup: req.cleanup}
 	}
+	closeErr = errors.Join(closeErr, resaveErr) // a save that failed is no teardown
 	if run == nil {
 		req.releaseOut(true) // refused before anything was measured
 	}
-	var saveErr *results.SaveError
-	if errors.As(runErr, &saveErr) { // the reports would fail the same way
+	if saveFailed { // the reports would fail the same way
 		return errors.Join(runErr, closeErr)
 	}
 	if err := writeOutputs(cmd, req.out, run); err != nil {
@@ -202,9 +204,11 @@ type closeRecorder interface {
 // closeScenarios closes every scenario's target, lets it record what
 // Close did, records a failed teardown in the run (its status would
 // otherwise read "complete" with a lab or cluster objects left behind) and
-// saves the results again if anything was recorded.
-func closeScenarios(scs []suite.Scenario, out string, run *results.Run) error {
-	var errs, closeErrs []error
+// saves the results again if anything was recorded (and save: the
+// results directory still takes them). It returns the teardown's error
+// and that save's apart: a full disk is not a failed teardown.
+func closeScenarios(scs []suite.Scenario, out string, run *results.Run, save bool) (closeErr, saveErr error) {
+	var closeErrs []error
 	recorded := false
 	for _, sc := range scs {
 		if err := sc.Target.Close(); err != nil {
@@ -215,15 +219,15 @@ func closeScenarios(scs []suite.Scenario, out string, run *results.Run) error {
 			recorded = true
 		}
 	}
-	closeErr := errors.Join(closeErrs...)
+	closeErr = errors.Join(closeErrs...)
 	if closeErr != nil && run != nil {
 		run.Teardown = oneLine(closeErr.Error())
 		recorded = true
 	}
-	if recorded && run != nil {
-		errs = append(errs, results.Save(out, run))
+	if recorded && run != nil && save {
+		saveErr = results.Save(out, run)
 	}
-	return errors.Join(append(errs, closeErr)...)
+	return closeErr, saveErr
 }
 
 // closedNote says, on an interrupted run, what closing removed.

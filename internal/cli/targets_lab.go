@@ -85,13 +85,16 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 		return nil, err
 	}
 	for _, l := range labs {
+		if _, err := lab.Load(l.cfg.StateDir, l.cfg.Name); err == nil {
+			continue // a lab from 'lab up': the run leaves it up, so must the advice
+		}
 		req.cleanup = append(req.cleanup, labDownCommand(k.g, l.cfg.Name))
 	}
 	k.g.intr.cleansUp(req.cleanup...)
 	k.header(req, labs)
 	defer func() {
 		if err != nil {
-			cerr := closeScenarios(scs, req.out, nil)
+			cerr, _ := closeScenarios(scs, req.out, nil, false)
 			if ctx.Err() != nil {
 				// Ctrl-C during bring-up or agent start: an interruption,
 				// not the error of the step it cut short.

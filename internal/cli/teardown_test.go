@@ -27,9 +27,9 @@ func TestTeardownFailureRecorded(t *testing.T) {
 	out := t.TempDir()
 	run := &results.Run{SchemaVersion: results.SchemaVersion, RunID: "r", Status: results.StatusComplete,
 		Scenarios: []results.Scenario{{Name: "a"}}}
-	err := closeScenarios([]suite.Scenario{{Name: "a", Target: failingClose{}}}, out, run)
-	if err == nil || !strings.Contains(err.Error(), "device busy") {
-		t.Fatalf("close error %v", err)
+	err, serr := closeScenarios([]suite.Scenario{{Name: "a", Target: failingClose{}}}, out, run, true)
+	if err == nil || !strings.Contains(err.Error(), "device busy") || serr != nil {
+		t.Fatalf("close error %v, save error %v", err, serr)
 	}
 	disk, lerr := results.Load(out)
 	if lerr != nil || !strings.Contains(disk.Teardown, "scenario a: lab down: device busy") {

@@ -36,6 +36,7 @@ func (t *Target) ReplaceDead(ctx context.Context, endpoints []string) (died, err
 			continue
 		}
 		deaths = append(deaths, t.deathCause(ep, p))
+		_ = p.stdin.Close() // the fresh agent replaces p in t.agents: Close would not reach it
 		if err := t.startAgent(ctx, ep, p.cpus, p.server); err != nil {
 			errs = append(errs, fmt.Errorf("agent on %s: %w", ep, err))
 		}

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // labPrefix starts the name of every lab namespace (lab.Prefix's "cnb-").
@@ -59,3 +61,33 @@ func checkNamespaces(run func() int) int {
 	}
 	return code
 }
+
+// lockLabTests makes the test binaries of lab-test packages take turns
+// (go test runs packages in parallel unless -p 1): their labs would
+// measure each other, and one package's lab would count as another's
+// leftover. A flock, so a killed binary never holds it.
+func lockLabTests() (unlock func()) {
+	// A test binary re-run by a test (in a private mount namespace, as a
+	// neighbour) runs under its parent's turn: it inherits this variable.
+	if os.Geteuid() != 0 || os.Getenv(envLabTestsLocked) != "" {
+		return func() {}
+	}
+	path := filepath.Join(os.TempDir(), "cnibench-lab-tests.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hosttest: %v: the lab tests run without taking turns\n", err)
+		return func() {}
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		fmt.Fprintf(os.Stderr, "hosttest: waiting for another package's lab tests (%s)\n", path)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			fmt.Fprintf(os.Stderr, "hosttest: lock %s: %v\n", path, err)
+		}
+	}
+	os.Setenv(envLabTestsLocked, fmt.Sprint(os.Getpid()))
+	return func() { f.Close() }
+}
+
+// envLabTestsLocked marks processes started by a test binary that holds
+// the lab-tests lock.
+const envLabTestsLocked = "CNIBENCH_LAB_TESTS_LOCKED"

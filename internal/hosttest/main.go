@@ -28,6 +28,8 @@ func RunMain(m interface{ Run() int }) int {
 	if cfg := os.Getenv(envChild); cfg != "" {
 		return serveChild(cfg)
 	}
+	unlock := lockLabTests()
+	defer unlock()
 	return checkNamespaces(func() int { return runMaybeNoisy(m) })
 }
 

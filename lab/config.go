@@ -30,7 +30,12 @@ type Config struct {
 	// (one of datapath.Names), "" for none; recorded here, programmed by
 	// the run that uses the lab.
 	ServiceDatapath string `json:"service_datapath,omitempty"`
-	StateDir        string `json:"-"` // default "/run/cnibench"
+	// Policy puts L3/L4 NetworkPolicy on the run's pods (servers accept
+	// only their clients, clients reach only their servers), enforced by
+	// the mechanism of the Service datapath's family (policy.ForDatapath);
+	// recorded here, programmed and verified by the run that uses the lab.
+	Policy   bool   `json:"policy,omitempty"`
+	StateDir string `json:"-"` // default "/run/cnibench"
 }
 
 // DefaultSysctls returns the sysctls applied in every node and pod namespace

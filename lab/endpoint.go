@@ -130,6 +130,9 @@ func (l *Lab) Status() (string, error) {
 	if d := l.Config.ServiceDatapath; d != "" {
 		fmt.Fprintf(&b, "services: %s datapath (programmed by each run that uses the lab)\n", d)
 	}
+	if l.Config.Policy {
+		fmt.Fprintf(&b, "policy: L3/L4 NetworkPolicy on the run's pods (programmed and verified by each run that uses the lab)\n")
+	}
 	if l.Routing == RoutingVXLAN {
 		fmt.Fprintf(&b, "overlay: %s vni %d udp port %d, mtu %d (underlay %d)\n", VXLANDev, VXLANVNI, VXLANPort, VXLANMTU, MTU)
 	}

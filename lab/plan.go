@@ -25,6 +25,19 @@ func bridgePort(i int) string { return fmt.Sprintf("cnbn%d", i) }
 // hostIf is the node end of pod j's veth.
 func hostIf(j int) string { return fmt.Sprintf("cnbp%d", j) }
 
+// HostIface is the name of pod's veth in its node's namespace (where
+// kube-proxy-like rules, tc programs and policy chains see the pod).
+func (l *Lab) HostIface(pod string) (string, error) {
+	for _, n := range l.Nodes {
+		for j, p := range n.Pods {
+			if p.Name == pod {
+				return hostIf(j), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("lab %s has no pod %q", l.Config.Name, pod)
+}
+
 // plan fills in the names and addresses of a lab for cfg (already validated).
 func plan(cfg Config, cgroupRoot string) *Lab {
 	p := Prefix(cfg.Name)

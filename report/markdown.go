@@ -48,6 +48,9 @@ func Markdown(w io.Writer, rep *Report) error {
 			if sc.Sysctls != "" {
 				fmt.Fprintf(b, "  - Effective sysctls (read by each agent in its network namespace): %s\n", mdText(sc.Sysctls))
 			}
+			if sc.Policy != "" {
+				fmt.Fprintf(b, "  - L3/L4 policy, enforcement checked before measuring: %s\n", mdText(sc.Policy))
+			}
 		}
 	}
 	b.WriteString("\n## Plan\n\n")

@@ -107,6 +107,9 @@ type ScenarioInfo struct {
 	// Sysctls are the endpoints' effective sysctls as their agents read
 	// them, on one line (sysctls.go); "" when not recorded.
 	Sysctls string `json:"sysctls,omitempty"`
+	// Policy is the L3/L4 policy the scenario ran under and its
+	// enforcement check, on one line (policy.go); "" without policy.
+	Policy string `json:"policy,omitempty"`
 }
 
 // Column is one (run, scenario).
@@ -646,7 +649,7 @@ func runInfo(run *results.Run, label string) RunInfo {
 	}
 	for _, sc := range scs {
 		ri.Scenarios = append(ri.Scenarios, ScenarioInfo{Name: sc.Name, Kind: sc.Target.Kind, Details: flatten(sc.Target.Details),
-			Sysctls: sysctlsText(run, sc.Target.Details)})
+			Sysctls: sysctlsText(run, sc.Target.Details), Policy: policyText(sc.Target.Details)})
 	}
 	return ri
 }
@@ -657,6 +660,9 @@ func runInfo(run *results.Run, label string) RunInfo {
 func flatten(d map[string]any) map[string]string {
 	out := map[string]string{}
 	for k, v := range d {
+		if k == "policy" {
+			continue // a line of its own (ScenarioInfo.Policy)
+		}
 		switch x := v.(type) {
 		case map[string]any:
 			for sk, sv := range x {

@@ -45,7 +45,9 @@ func TestScenarioLabNames(t *testing.T) {
 		"iptables": "ipt", "iptables-legacy": "iptl", "nftables": "nft", "nftables-flat": "nftf",
 		"ebpf": "ebpf", "ebpf-tc": "ebpftc", "native": "native", "vxlan": "vxlan",
 		"native+iptables-legacy": "nativeiptl", "vxlan+nftables-flat": "vxlannftf", "VXLAN+EBPF-TC": "vxlanebpftc",
-		"iptables+vxlan": "iptvxlan",
+		"iptables+vxlan": "iptvxlan", "nftables+policy": "nftpol",
+		// Over 12 characters: 8 kept and 4 hex digits of a hash.
+		"vxlan+ebpf-tc+policy": "vxlanebpe08f",
 	} {
 		cfg, err := ScenarioConfig(scenario, base)
 		if err != nil || cfg.Name != want {
@@ -53,7 +55,7 @@ func TestScenarioLabNames(t *testing.T) {
 		}
 	}
 	_, err := ScenarioConfig("vxlan+bogus", base)
-	want := `unknown scenario "bogus" (known: ebpf, ebpf-tc, iptables, iptables-legacy, native, nftables, nftables-flat, vxlan; combine with +, e.g. vxlan+ebpf)`
+	want := `unknown scenario "bogus" (known: ebpf, ebpf-tc, iptables, iptables-legacy, native, nftables, nftables-flat, policy, vxlan; combine with +, e.g. vxlan+ebpf)`
 	if err == nil || err.Error() != want {
 		t.Errorf("vxlan+bogus: %v, want %q", err, want)
 	}

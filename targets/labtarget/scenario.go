@@ -2,6 +2,7 @@ package labtarget
 
 import (
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 
@@ -15,7 +16,14 @@ import (
 var scenarios = map[string]func(*lab.Config){
 	"native": func(c *lab.Config) { c.Routing = lab.RoutingNative },
 	"vxlan":  func(c *lab.Config) { c.Routing = lab.RoutingVXLAN },
+	// L3/L4 NetworkPolicy on the run's pods, enforced the way the Service
+	// datapath's family does it (policy.go).
+	"policy": func(c *lab.Config) { c.Policy = true },
 }
+
+// scenarioTokens shortens scenario parts that are not Service datapaths
+// in lab names ("vxlan+iptables-legacy+policy" is lab "vxlaniptlpol").
+var scenarioTokens = map[string]string{"policy": "pol"}
 
 func init() {
 	for _, d := range datapath.Names() {
@@ -24,17 +32,28 @@ func init() {
 }
 
 // labName shortens a scenario's known parts into a lab name: a Service
-// datapath becomes its registered token ("iptables-legacy" → "iptl"), the
-// "+" between parts goes.
+// datapath becomes its registered token ("iptables-legacy" → "iptl"),
+// "policy" becomes "pol", the "+" between parts goes; a name still over
+// the 12 characters allowed keeps 8 and adds 4 hex digits of a hash.
 func labName(parts []string) string {
 	var b strings.Builder
 	for _, p := range parts {
 		if v, ok := datapath.Lookup(p); ok {
 			p = v.Short
+		} else if tok, ok := scenarioTokens[p]; ok {
+			p = tok
 		}
 		b.WriteString(p)
 	}
-	return b.String()
+	name := b.String()
+	if len(name) > 12 {
+		// Too long for a lab name ("vxlan+ebpf-tc+policy"): keep a
+		// readable start and make it unique with a hash of the whole.
+		h := fnv.New32a()
+		h.Write([]byte(strings.Join(parts, "+")))
+		name = fmt.Sprintf("%s%04x", name[:8], h.Sum32()&0xffff)
+	}
+	return name
 }
 
 // ScenarioNames lists the known scenarios.

@@ -19,6 +19,9 @@ func TestScenarioConfigs(t *testing.T) {
 			if _, err := ScenarioConfig(r+"+"+d, base); err != nil {
 				t.Errorf("%s+%s: %v", r, d, err)
 			}
+			if cfg, err := ScenarioConfig(r+"+"+d+"+policy", base); err != nil || !cfg.Policy {
+				t.Errorf("%s+%s+policy: %+v %v", r, d, cfg, err)
+			}
 		}
 	}
 	if _, err := ScenarioConfig("native+bogus", base); err == nil {

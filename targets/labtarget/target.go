@@ -57,6 +57,7 @@ type Target struct {
 	serverCPUs []int
 	dir        string
 	dps        []datapath.Datapath      // the lab's Service datapath, when it has one
+	policy     *policyState             // the lab's L3/L4 policy, when it has one (policy.go)
 	sysctls    map[string]agent.Sysctls // effective, per endpoint (sysctls.go)
 	notes      []string
 }
@@ -139,6 +140,9 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 	t.progress(" ready\n")
 	t.readSysctls(ctx)
 	if err := t.openServices(ctx); err != nil {
+		return t, err
+	}
+	if err := t.openPolicy(ctx); err != nil {
 		return t, err
 	}
 	return t, nil
@@ -280,7 +284,7 @@ func (t *Target) Kind() string { return "lab" }
 // Details implements suite.Target: the lab's topology and settings.
 func (t *Target) Details() map[string]any {
 	l := t.lab
-	return map[string]any{
+	d := map[string]any{
 		"lab":                 l.Config.Name,
 		"nodes":               len(l.Nodes),
 		"pods_per_node":       l.Config.PodsPerNode,
@@ -297,6 +301,10 @@ func (t *Target) Details() map[string]any {
 		"topology":            l.Nodes,
 		"endpoint_sysctls":    t.sysctlDetails(),
 	}
+	if p := t.policyDetails(); p != nil {
+		d["policy"] = p
+	}
+	return d
 }
 
 // Placement implements suite.Target.
@@ -380,6 +388,7 @@ func (t *Target) Close() error {
 		// part of the teardown (a signal then lands in "teardown").
 		t.progress("taking lab %q down ...", t.lab.Config.Name)
 	}
+	policyErr := t.closePolicy()
 	t.closeServices()
 	for _, p := range t.agents {
 		_ = p.stdin.Close() // the agent exits on stdin EOF
@@ -400,10 +409,13 @@ func (t *Target) Close() error {
 	if t.created && t.lab != nil {
 		if _, err := lab.Down(t.cfg.Lab.StateDir, t.lab.Config.Name); err != nil {
 			t.progress(" failed\n")
-			return err
+			return errors.Join(policyErr, err)
 		}
 		t.progress(" done\n")
 		t.created = false
+	}
+	if policyErr != nil {
+		return fmt.Errorf("removing the policy: %w", policyErr)
 	}
 	return nil
 }

@@ -1,0 +1,33 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+// The policy line carries the enforcer, what the kernel held, every probe
+// and the kernel's drop count; a scenario without policy has none.
+func TestPolicyText(t *testing.T) {
+	d := map[string]any{"policy": map[string]any{
+		"enforcer": "iptables", "program_ns": float64(12e6), "drops": float64(6),
+		"counts": map[string]any{"pods": float64(3), "rules": float64(3), "peers": float64(4)},
+		"probes": []any{
+			map[string]any{"from": "node0-pod0", "to": "node1-pod0 198.19.1.10:40000", "want": "connect", "got": "connected"},
+			map[string]any{"from": "node1-pod1", "to": "node1-pod0 198.19.1.10:40001", "want": "drop", "got": "dropped (no answer in 500ms)"},
+		},
+		"skipped": []any{"egress: every pod but the clients is a server"},
+	}}
+	got := policyText(d)
+	for _, want := range []string{"iptables: 3 pods, 3 rules, 4 peers", "programmed in 12ms", "node0-pod0 → node1-pod0 connected",
+		"node1-pod1 → node1-pod0 dropped (no answer in 500ms)", "6 packets dropped", "not probed: egress"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("policy line %q lacks %q", got, want)
+		}
+	}
+	if s := policyText(map[string]any{"lab": "x"}); s != "" {
+		t.Errorf("no policy gave %q", s)
+	}
+	if _, ok := flatten(d)["policy.enforcer"]; ok {
+		t.Error("the policy check is flattened into the details as well as its own line")
+	}
+}

@@ -127,8 +127,8 @@ func newHTMLView(rep *Report) htmlView {
 		for _, c := range rep.Columns {
 			sv.Head = append(sv.Head, c.Label)
 		}
-		for _, c := range rep.Columns[1:] {
-			sv.Head = append(sv.Head, c.Label+" vs "+rep.Baseline)
+		for ci := range rep.Columns[1:] {
+			sv.Head = append(sv.Head, vsLabel(rep.Columns, ci+1))
 		}
 		if len(rep.Columns) > 2 {
 			sv.Head = append(sv.Head, "Winner")

@@ -123,8 +123,8 @@ func Markdown(w io.Writer, rep *Report) error {
 			for _, c := range rep.Columns {
 				head = append(head, c.Label)
 			}
-			for _, c := range rep.Columns[1:] {
-				head = append(head, c.Label+" vs "+rep.Baseline)
+			for ci := range rep.Columns[1:] {
+				head = append(head, vsLabel(rep.Columns, ci+1))
 			}
 			if len(rep.Columns) > 2 {
 				head = append(head, "Winner")

@@ -118,6 +118,13 @@ type Column struct {
 	Run      int    `json:"run"` // index into Runs
 	RunID    string `json:"run_id"`
 	Scenario string `json:"scenario"`
+	// Against is the column this one's verdicts compare with: the first,
+	// or a scenario it adds parts to (against.go).
+	Against int `json:"against,omitempty"`
+	// Adds is what this column's scenario adds to the one it is compared
+	// with ("policy"), "" when it is compared with the first column as
+	// another contender.
+	Adds string `json:"adds,omitempty"`
 }
 
 // Section is one (test, placement) with every metric in every column.
@@ -256,6 +263,9 @@ func Build(in []Input, opt Options) (*Report, error) {
 		return nil, fmt.Errorf("report: the results hold no scenario")
 	}
 	rep.Baseline = rep.Columns[0].Label
+	if setAgainst(rep.Columns); anyAgainst(rep.Columns) {
+		rep.Baseline += " (a scenario that adds parts to another, as iptables+policy to iptables, is compared with that one)"
+	}
 	rep.Title = title(rep)
 	rep.Warnings = runWarnings(rep, opt)
 
@@ -286,7 +296,11 @@ func Build(in []Input, opt Options) (*Report, error) {
 	if w := inconclusiveWarning(rep); w != "" {
 		rep.Warnings = append(rep.Warnings, w)
 	}
-	rep.Answers = answers(rep)
+	if allAgainst(rep.Columns) {
+		rep.Answers = overheadAnswers(rep)
+	} else {
+		rep.Answers = append(answers(rep), overheadAnswers(rep)...)
+	}
 	return rep, nil
 }
 
@@ -450,11 +464,9 @@ func rows(series []*results.Series, cols []Column, opt Options) []Row {
 			}
 		}
 		if p.Judged() {
-			if ms[0] != nil {
-				for ci := 1; ci < len(cols); ci++ {
-					if ms[ci] != nil {
-						row.VsBaseline[ci] = delta(ms[0], ms[ci], opt, cols[0].Run == cols[ci].Run)
-					}
+			for ci := 1; ci < len(cols); ci++ {
+				if b := cols[ci].Against; ms[b] != nil && ms[ci] != nil {
+					row.VsBaseline[ci] = delta(ms[b], ms[ci], opt, cols[b].Run == cols[ci].Run)
 				}
 			}
 			if len(cols) > 1 {

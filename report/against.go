@@ -1,0 +1,110 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// A scenario that adds parts to another scenario of the same run
+// ("iptables+policy" over "iptables", "ebpf+flows" over "ebpf") asks what
+// the added part costs, so its column is compared with that scenario's
+// column, not with the first: one run then gives the overhead table of
+// every feature against the same datapath without it. Other columns are
+// compared with the first, as before.
+
+// setAgainst fills Column.Against: the column with the most parts of
+// those whose parts are a strict subset of the column's own (same run),
+// else 0. The first column stays the baseline of everything else.
+func setAgainst(cols []Column) {
+	for i := 1; i < len(cols); i++ {
+		own := scenarioParts(cols[i].Scenario)
+		best, bestN := 0, 0
+		for j := range cols {
+			if j == i || cols[j].Run != cols[i].Run {
+				continue
+			}
+			p := scenarioParts(cols[j].Scenario)
+			if len(p) < len(own) && len(p) > bestN && subset(p, own) {
+				best, bestN = j, len(p)
+			}
+		}
+		cols[i].Against = best
+		if bestN > 0 {
+			var added []string
+			for _, p := range own {
+				if !slices.Contains(scenarioParts(cols[best].Scenario), p) {
+					added = append(added, p)
+				}
+			}
+			cols[i].Adds = strings.Join(added, "+")
+		}
+	}
+}
+
+func scenarioParts(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.ToLower(s), "+")
+}
+
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// anyAgainst tells whether some column is an overhead column (adds parts
+// to the scenario it is compared with).
+func anyAgainst(cols []Column) bool {
+	for _, c := range cols {
+		if c.Adds != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// allAgainst tells whether every column but the first is an overhead
+// column: then the overhead lines are the answers, and a winner among
+// the columns is not a question anyone asked.
+func allAgainst(cols []Column) bool {
+	for _, c := range cols[1:] {
+		if c.Adds == "" {
+			return false
+		}
+	}
+	return len(cols) > 1
+}
+
+// vsLabel is a verdict column's header: "b vs a".
+func vsLabel(cols []Column, ci int) string {
+	return cols[ci].Label + " vs " + cols[cols[ci].Against].Label
+}
+
+// overheadAnswers are the answer lines of overhead columns: what the
+// added part costs, per headline metric of each
+// contest, as the verdict says it.
+func overheadAnswers(rep *Report) []string {
+	var out []string
+	for ci, c := range rep.Columns {
+		if c.Adds == "" {
+			continue
+		}
+		for _, sec := range rep.Sections {
+			if sec.Control != "" {
+				continue
+			}
+			for _, row := range sec.Metrics {
+				if d := row.VsBaseline[ci]; row.Headline && d != nil && d.Verdict != VerdictNA {
+					out = append(out, fmt.Sprintf("%s %s, %s: %s: %s", sec.Placement, sec.Test, row.Metric, vsLabel(rep.Columns, ci), d.Text))
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,73 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+// A column that adds parts to another column's scenario is compared with
+// it; every other column with the first; other runs' columns never.
+func TestSetAgainst(t *testing.T) {
+	cols := []Column{
+		{Label: "ebpf", Scenario: "ebpf"},
+		{Label: "ebpf+policy", Scenario: "ebpf+policy"},
+		{Label: "iptables", Scenario: "iptables"},
+		{Label: "iptables+policy", Scenario: "iptables+policy"},
+		{Label: "vxlan+iptables+policy", Scenario: "vxlan+iptables+policy"},
+		{Label: "r2/iptables+flows", Scenario: "iptables+flows", Run: 1},
+	}
+	setAgainst(cols)
+	want := []int{0, 0, 0, 2, 3, 0}
+	adds := []string{"", "policy", "", "policy", "vxlan", ""}
+	for i, c := range cols {
+		if c.Against != want[i] || c.Adds != adds[i] {
+			t.Errorf("%s compared with column %d adding %q, want %d adding %q", c.Label, c.Against, c.Adds, want[i], adds[i])
+		}
+	}
+	if got := vsLabel(cols, 3); got != "iptables+policy vs iptables" {
+		t.Errorf("header %q", got)
+	}
+	if !anyAgainst(cols) || anyAgainst(cols[:1]) {
+		t.Error("anyAgainst")
+	}
+}
+
+// Built from results, an overhead column's verdicts are against its own
+// baseline and it gets answer lines of its own.
+func TestOverheadColumnsInReport(t *testing.T) {
+	run := loadFixture(t)
+	if len(run.Scenarios) < 2 {
+		t.Skip("fixture has one scenario")
+	}
+	// Rename the fixture's scenarios into base and base+feature.
+	base := run.Scenarios[0].Name
+	for i := range run.Results {
+		if run.Results[i].Scenario != base {
+			run.Results[i].Scenario = base + "+policy"
+		}
+	}
+	for i := range run.Scenarios[1:] {
+		run.Scenarios[i+1].Name = base + "+policy"
+	}
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.Baseline, "compared with that one") {
+		t.Errorf("baseline %q does not say how overhead columns are compared", rep.Baseline)
+	}
+	found := false
+	for _, a := range rep.Answers {
+		if strings.Contains(a, base+"+policy vs "+base+": ") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no overhead answer line among %q", rep.Answers)
+	}
+	for _, a := range rep.Answers {
+		if !strings.Contains(a, " vs "+base+": ") {
+			t.Errorf("a pure overhead comparison still names a winner: %q", a)
+		}
+	}
+}

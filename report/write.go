@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -106,24 +105,10 @@ func Write(dir string, rep *Report, formats []string) ([]string, error) {
 	return paths, nil
 }
 
+// writeAtomic writes a report file as results.json is written
+// (results.WriteAtomic: whole or not at all, one file mode).
 func writeAtomic(path string, render func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := render(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(results.FileMode); err != nil { // the mode of results.json too
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := results.WriteAtomic(path, render); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -25,22 +26,40 @@ func Save(dir string, r *Run) error {
 		return fmt.Errorf("encode results: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	tmp, err := os.CreateTemp(dir, ".results-*.json")
+	err = WriteAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
 	if err != nil {
 		return &SaveError{Path: path, Err: unwrapPathErr(err)}
 	}
+	return nil
+}
+
+// WriteAtomic writes path whole or not at all: render fills a temp file
+// beside it, which gets FileMode (CreateTemp makes 0600: results and
+// reports share one mode) and an fsync before the rename publishes it, so
+// a full disk or a crash leaves the previous file in place.
+func WriteAtomic(path string, render func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
 	defer os.Remove(tmp.Name())
-	err = writeFile(tmp, append(b, '\n'))
+	err = render(tmp)
+	if err == nil {
+		err = tmp.Chmod(FileMode)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
-	if err != nil {
-		return &SaveError{Path: path, Err: unwrapPathErr(err)}
-	}
-	return nil
+	return err
 }
 
 // SaveError is a results document that could not be written: the disk is
@@ -53,18 +72,6 @@ type SaveError struct {
 
 func (e *SaveError) Error() string { return fmt.Sprintf("write %s: %v", e.Path, e.Err) }
 func (e *SaveError) Unwrap() error { return e.Err }
-
-// writeFile fills a fresh temp file: content, the run directory's mode
-// (CreateTemp makes 0600), and fsync, so the rename publishes whole data.
-func writeFile(f *os.File, b []byte) error {
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
-	if err := f.Chmod(FileMode); err != nil {
-		return err
-	}
-	return f.Sync()
-}
 
 // Load reads dir/results.json (or a path to the file itself) and checks the
 // schema version.

@@ -127,11 +127,7 @@ func notUp(w io.Writer, g *globals) error {
 	if lerr != nil {
 		fmt.Fprintf(w, "  (looking for more failed: %v)\n", lerr)
 	}
-	down := "cnibench lab down --lab " + g.labName
-	if g.stateDir != lab.DefaultStateDir {
-		down += " --state-dir " + g.stateDir
-	}
-	return fmt.Errorf("lab %q is not up, but objects of it are left (listed above): remove them with '%s'", g.labName, down)
+	return fmt.Errorf("lab %q is not up, but objects of it are left (listed above): remove them with '%s'", g.labName, labDownCommand(g, g.labName))
 }
 
 func newLabExecCmd(g *globals) *cobra.Command {

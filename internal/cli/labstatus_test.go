@@ -34,8 +34,8 @@ func TestLabStatusLeftovers(t *testing.T) {
 	}
 	out, _, err := cnibench(t, "lab", "status", "--lab", name, "--state-dir", dir)
 	t.Logf("lab status:\n%s%v", out, err)
-	if err == nil || !strings.Contains(err.Error(), "cnibench lab down --lab "+name) {
-		t.Errorf("lab status error %v, want one that says 'cnibench lab down --lab %s'", err, name)
+	if err == nil || !strings.Contains(err.Error(), "cnibench --lab "+name+" lab down") {
+		t.Errorf("lab status error %v, want one that says 'cnibench --lab %s lab down'", err, name)
 	}
 	for _, ns := range []string{"underlay", "node0", "node0-pod0"} {
 		if want := "netns " + lab.Prefix(name) + ns + ": mounted"; !strings.Contains(out, want) {

@@ -34,7 +34,7 @@ func TestLabStatusLeftovers(t *testing.T) {
 	}
 	out, _, err := cnibench(t, "lab", "status", "--lab", name, "--state-dir", dir)
 	t.Logf("lab status:\n%s%v", out, err)
-	if err == nil || !strings.Contains(err.Error(), "cnibench --lab "+name+" lab down") {
+	if err == nil || !strings.Contains(err.Error(), "cnibench --lab "+name+" --state-dir "+dir+" lab down") {
 		t.Errorf("lab status error %v, want one that says 'cnibench --lab %s lab down'", err, name)
 	}
 	for _, ns := range []string{"underlay", "node0", "node0-pod0"} {

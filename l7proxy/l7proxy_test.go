@@ -1,0 +1,137 @@
+package l7proxy
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/lab"
+)
+
+// podRef is lab pod name as l7proxy wants it.
+func podRef(t *testing.T, l *lab.Lab, name string) PodRef {
+	t.Helper()
+	for _, n := range l.Nodes {
+		for _, p := range n.Pods {
+			if p.Name == name {
+				return PodRef{Name: p.Name, Node: n.Name, Netns: netnsx.Path(p.Netns), NodeNetns: netnsx.Path(n.Netns), IP: p.IP, NodeIP: n.IP}
+			}
+		}
+	}
+	t.Fatalf("no pod %s", name)
+	return PodRef{}
+}
+
+// serveHTTP runs cnibench's own HTTP server (any path gets 200) in pod's
+// namespace until the test ends.
+func serveHTTP(t *testing.T, pod PodRef) {
+	t.Helper()
+	s := &httpload.Server{Port: httpload.DefaultPort}
+	if err := netnsx.Do(pod.Netns, s.Listen); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestModels runs both models on a 2-node lab (client node0-pod0, server
+// node1-pod0): Verify passes (200 through every proxy of the model, 403
+// from the enforcing one), the counters and CPU move, and Close leaves no
+// process, rule, file or cgroup; then direct traffic flows again.
+func TestModels(t *testing.T) {
+	l := labtest.NewLab(t, "l7t")
+	cli, srv := podRef(t, l, "node0-pod0"), podRef(t, l, "node1-pod0")
+	serveHTTP(t, srv)
+	addr := net.JoinHostPort(srv.IP, strconv.Itoa(httpload.DefaultPort))
+	for _, m := range []Model{PerNode, Sidecar} {
+		t.Run(string(m), func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			spec := Spec{Model: m, Rules: BenchRules, Port: httpload.DefaultPort, Client: cli, Servers: []PodRef{srv}}
+			d, err := Start(ctx, spec, Options{Prefix: l.Prefix, StateDir: dir, CgroupParent: l.CgroupRoot})
+			labtest.SkipIfUnsupported(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Verify(ctx); err != nil {
+				d.Close()
+				t.Fatal(err)
+			}
+			checkCounters(t, d, m)
+			if u, err := d.CPU(); err != nil || u.Total <= 0 || len(u.ByProxy) != len(d.Proxies) {
+				t.Errorf("CPU: %+v %v, want > 0 for every proxy", u, err)
+			}
+			closeAndCheck(t, d, dir)
+			// Without the proxies the server answers directly.
+			st, via, err := d.Probe(ctx, addr, "GET", DefaultDeniedPath)
+			if err != nil || st != http.StatusOK || len(via) != 0 {
+				t.Errorf("after Close: %d through %v (%v), want 200 straight from the server", st, via, err)
+			}
+		})
+	}
+}
+
+// checkCounters: Verify sent one allowed and one denied request; every
+// proxy saw both, the enforcing one denied one.
+func checkCounters(t *testing.T, d *Deployment, m Model) {
+	t.Helper()
+	cs, err := d.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantN := map[Model]int{PerNode: 1, Sidecar: 2}[m]
+	if len(cs) != wantN {
+		t.Errorf("%d proxies, want %d: %v", len(cs), wantN, cs)
+	}
+	for name, c := range cs {
+		enforcing := name == "node-node1" || name == "server-node1-pod0"
+		if c.Requests != 2 || (enforcing && c.Denied != 1) || (!enforcing && c.Denied != 0) {
+			t.Errorf("%s: %+v, want 2 requests and %d denied", name, c, map[bool]int{true: 1}[enforcing])
+		}
+	}
+}
+
+// closeAndCheck closes d twice and checks nothing of it is left.
+func closeAndCheck(t *testing.T, d *Deployment, dir string) {
+	t.Helper()
+	pids := []int{}
+	for _, p := range d.Proxies {
+		pids = append(pids, p.PID)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	for _, p := range pids {
+		if netnsx.Alive(p) {
+			t.Errorf("haproxy pid %d still alive after Close", p)
+		}
+	}
+	for _, ns := range append(d.ruleNamespaces(), d.Spec.Client.Netns) {
+		if n, err := countRules(context.Background(), ns, d.Opts.Prefix); err != nil || n != 0 {
+			t.Errorf("%s: %d rules of ours after Close (%v)", ns, n, err)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("files left in the state dir: %v", ents)
+	}
+	for _, p := range d.Proxies {
+		if _, err := os.Stat(p.Cgroup); p.Cgroup != "" && err == nil {
+			t.Errorf("cgroup %s left", p.Cgroup)
+		}
+	}
+	if slices.ContainsFunc(pids, func(p int) bool { return p == 0 }) {
+		t.Error("a proxy had no pid")
+	}
+}

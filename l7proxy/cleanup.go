@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/netnsx"
 )
 
 // Cleanup removes what a deployment of prefix in stateDir left after a
-// crash, with no live Deployment: it reads the state file, deletes the
-// tagged nat rules in the namespaces it names (those still present),
+// crash, with no live Deployment: it deletes the tagged nat rules in the
+// namespaces the state file names and in every /run/netns/<prefix>*,
 // kills the HAProxy processes whose command line names a config
 // <stateDir>/<prefix>l7-*.cfg (found by scanning /proc, so even without
 // the state file), removes the proxies' cgroups and the files. Lab down
@@ -31,7 +34,15 @@ func Cleanup(stateDir, prefix string) error {
 			errs = append(errs, fmt.Errorf("l7proxy: state file: %w", err))
 		}
 	}
-	for _, ns := range d.ruleNamespaces() {
+	nss := d.ruleNamespaces()
+	named, err := netnsx.ListNamed(prefix)
+	errs = append(errs, err)
+	for _, n := range named {
+		if p := netnsx.Path(n); !slices.Contains(nss, p) {
+			nss = append(nss, p)
+		}
+	}
+	for _, ns := range nss {
 		errs = append(errs, removeRules(ctx, ns, prefix))
 	}
 	for _, pid := range ownPids(filepath.Join(stateDir, prefix+"l7-")) {

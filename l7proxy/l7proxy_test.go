@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"testing"
 
@@ -103,24 +102,39 @@ func checkCounters(t *testing.T, d *Deployment, m Model) {
 // closeAndCheck closes d twice and checks nothing of it is left.
 func closeAndCheck(t *testing.T, d *Deployment, dir string) {
 	t.Helper()
-	pids := []int{}
-	for _, p := range d.Proxies {
-		pids = append(pids, p.PID)
-	}
+	pids := pidsOf(t, d)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
+	checkGone(t, d, dir, pids)
+}
+
+func pidsOf(t *testing.T, d *Deployment) []int {
+	t.Helper()
+	var pids []int
+	for _, p := range d.Proxies {
+		if p.PID == 0 || !netnsx.Alive(p.PID) {
+			t.Fatalf("proxy %s has no live pid (%d)", p.Name, p.PID)
+		}
+		pids = append(pids, p.PID)
+	}
+	return pids
+}
+
+// checkGone checks that no process, nat rule, file or cgroup of d is left.
+func checkGone(t *testing.T, d *Deployment, dir string, pids []int) {
+	t.Helper()
 	for _, p := range pids {
 		if netnsx.Alive(p) {
-			t.Errorf("haproxy pid %d still alive after Close", p)
+			t.Errorf("haproxy pid %d still alive", p)
 		}
 	}
 	for _, ns := range append(d.ruleNamespaces(), d.Spec.Client.Netns) {
 		if n, err := countRules(context.Background(), ns, d.Opts.Prefix); err != nil || n != 0 {
-			t.Errorf("%s: %d rules of ours after Close (%v)", ns, n, err)
+			t.Errorf("%s: %d rules of ours left (%v)", ns, n, err)
 		}
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
@@ -131,7 +145,31 @@ func closeAndCheck(t *testing.T, d *Deployment, dir string) {
 			t.Errorf("cgroup %s left", p.Cgroup)
 		}
 	}
-	if slices.ContainsFunc(pids, func(p int) bool { return p == 0 }) {
-		t.Error("a proxy had no pid")
+}
+
+// TestCleanupAfterCrash: a deployment never closed (its state file lost
+// too) is removed by Cleanup alone: processes found by their config path,
+// rules by the lab's namespaces.
+func TestCleanupAfterCrash(t *testing.T) {
+	l := labtest.NewLab(t, "l7c")
+	cli, srv := podRef(t, l, "node0-pod0"), podRef(t, l, "node1-pod0")
+	dir := t.TempDir()
+	spec := Spec{Model: Sidecar, Rules: BenchRules, Port: httpload.DefaultPort, Client: cli, Servers: []PodRef{srv}}
+	d, err := Start(context.Background(), spec, Options{Prefix: l.Prefix, StateDir: dir})
+	labtest.SkipIfUnsupported(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(context.Background(), spec, Options{Prefix: l.Prefix, StateDir: dir}); err == nil {
+		t.Error("a second Start over a live deployment: want an error")
+	}
+	pids := pidsOf(t, d)
+	os.Remove(stateFile(dir, l.Prefix))
+	if err := Cleanup(dir, l.Prefix); err != nil {
+		t.Fatal(err)
+	}
+	checkGone(t, d, dir, pids)
+	if err := Cleanup(dir, l.Prefix); err != nil {
+		t.Errorf("second Cleanup: %v", err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 //     network namespace and leaves no file.
 //   - logs: only alerts and warnings, to stderr (captured in a file):
 //     no per-request logging, which would be a cost of its own.
+//
 // maxConn is each proxy's connection limit: far above the benchmark's 64
 // or 256 connections, and HAProxy needs about two descriptors per
 // connection within the hard RLIMIT_NOFILE (20,000 in some containers).

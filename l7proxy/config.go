@@ -5,6 +5,11 @@ import (
 	"strings"
 )
 
+// maxConn is each proxy's connection limit: far above the benchmark's 64
+// or 256 connections, and HAProxy needs about two descriptors per
+// connection within the hard RLIMIT_NOFILE (20,000 in some containers).
+const maxConn = 4096
+
 // config is the HAProxy configuration of p under spec s.
 //
 // Choices, and why:
@@ -23,11 +28,6 @@ import (
 //     network namespace and leaves no file.
 //   - logs: only alerts and warnings, to stderr (captured in a file):
 //     no per-request logging, which would be a cost of its own.
-//
-// maxConn is each proxy's connection limit: far above the benchmark's 64
-// or 256 connections, and HAProxy needs about two descriptors per
-// connection within the hard RLIMIT_NOFILE (20,000 in some containers).
-const maxConn = 4096
 
 func config(s Spec, p proxy, stats string) string {
 	var b strings.Builder

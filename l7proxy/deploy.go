@@ -67,7 +67,7 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Deployment, error) {
 		d.Rules = append(d.Rules, r)
 		err := d.save()
 		if err == nil {
-			_ = r
+			err = addRule(ctx, r, opts.Prefix)
 		}
 		if err != nil {
 			return nil, errors.Join(err, d.Close())

@@ -110,8 +110,8 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestParseStat reads "show stat -1 1 -1" of HAProxy 2.6.12 after 4
-// allowed and 4 denied requests.
+// TestParseStat reads "show stat" of HAProxy 2.6.12 after 4 allowed and 4
+// denied requests (to an HTTP/1.0 server: no reuse).
 func TestParseStat(t *testing.T) {
 	f, err := os.Open(filepath.Join("testdata", "show-stat.csv"))
 	if err != nil {
@@ -122,11 +122,11 @@ func TestParseStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c != (Counters{Requests: 8, Denied: 4}) {
-		t.Errorf("got %+v, want 8 requests, 4 denied", c)
+	if c != (Counters{Requests: 8, Denied: 4, Connects: 5}) {
+		t.Errorf("got %+v, want 8 requests, 4 denied, 5 connects", c)
 	}
-	if _, err := parseStat(strings.NewReader("# pxname,svname\nbackend,BACKEND\n")); err == nil {
-		t.Error("no frontend row: want an error")
+	if _, err := parseStat(strings.NewReader("# pxname,svname,req_tot,dreq\nin,FRONTEND,3,1\n")); err == nil {
+		t.Error("no server row: want an error")
 	}
 }
 

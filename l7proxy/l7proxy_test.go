@@ -66,6 +66,7 @@ func TestModels(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkCounters(t, d, m)
+			checkPooled(t, d, addr)
 			if u, err := d.CPU(); err != nil || u.Total <= 0 || len(u.ByProxy) != len(d.Proxies) {
 				t.Errorf("CPU: %+v %v, want > 0 for every proxy", u, err)
 			}
@@ -96,6 +97,28 @@ func checkCounters(t *testing.T, d *Deployment, m Model) {
 		if c.Requests != 2 || (enforcing && c.Denied != 1) || (!enforcing && c.Denied != 0) {
 			t.Errorf("%s: %+v, want 2 requests and %d denied", name, c, map[bool]int{true: 1}[enforcing])
 		}
+	}
+}
+
+// checkPooled sends 20 requests, each on a new client connection, and
+// checks every proxy served most of them on pooled upstream connections,
+// as Envoy would (http-reuse always, with the original destination).
+func checkPooled(t *testing.T, d *Deployment, addr string) {
+	t.Helper()
+	for i := 0; i < 20; i++ {
+		if st, _, err := d.Probe(context.Background(), addr, "GET", "/"); err != nil || st != http.StatusOK {
+			t.Fatalf("request %d: %d %v", i, st, err)
+		}
+	}
+	cs, err := d.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range cs {
+		if c.Reuses < 15 || c.Connects > 5 {
+			t.Errorf("%s: %d upstream connects and %d reuses for %d requests: want the pool to serve most", name, c.Connects, c.Reuses, c.Requests)
+		}
+		t.Logf("%s: %+v", name, c)
 	}
 }
 

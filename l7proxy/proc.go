@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -95,14 +96,18 @@ func (r *running) logTail() string {
 	return "no output"
 }
 
-// Counters are a proxy's frontend counters, from its stats socket.
+// Counters are a proxy's counters, from its stats socket.
 type Counters struct {
-	Requests uint64 `json:"requests"` // HTTP requests received (req_tot)
-	Denied   uint64 `json:"denied"`   // requests denied by the rules (dreq)
+	Requests uint64 `json:"requests"` // HTTP requests received (frontend req_tot)
+	Denied   uint64 `json:"denied"`   // requests denied by the rules (frontend dreq)
+	// Connects and Reuses are upstream connections opened and requests
+	// sent on an idle pooled one (server connect, reuse): the pool at work.
+	Connects uint64 `json:"connects"`
+	Reuses   uint64 `json:"reuses"`
 }
 
-// stats reads the frontend's counters with "show stat" on the socket,
-// dialled inside the proxy's namespace (abstract sockets are per netns).
+// stats reads the counters with "show stat" on the socket, dialled inside
+// the proxy's namespace (abstract sockets are per netns).
 func (r *running) stats() (Counters, error) {
 	var c net.Conn
 	err := netnsx.Do(r.Netns, func() (err error) {
@@ -114,7 +119,7 @@ func (r *running) stats() (Counters, error) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("show stat -1 1 -1\n")); err != nil {
+	if _, err := c.Write([]byte("show stat\n")); err != nil {
 		return Counters{}, err
 	}
 	return parseStat(c)
@@ -127,11 +132,26 @@ func abstractName(name string) string {
 	return "@" + name + strings.Repeat("\x00", 107-len(name))
 }
 
-// parseStat reads HAProxy's "show stat" CSV and returns the counters of
-// frontend "in".
-func parseStat(rd interface{ Read([]byte) (int, error) }) (Counters, error) {
+// parseStat reads HAProxy's "show stat" CSV: the counters of frontend
+// "in" and of server "original" of backend "original".
+func parseStat(rd io.Reader) (Counters, error) {
 	sc := bufio.NewScanner(rd)
 	var cols map[string]int
+	var c Counters
+	var errs []error
+	get := func(f []string, n string) uint64 {
+		i, ok := cols[n]
+		if !ok || i >= len(f) {
+			errs = append(errs, fmt.Errorf("l7proxy: show stat has no %s column", n))
+			return 0
+		}
+		v, err := strconv.ParseUint(f[i], 10, 64)
+		if err != nil && f[i] != "" {
+			errs = append(errs, fmt.Errorf("l7proxy: show stat %s %q: %w", n, f[i], err))
+		}
+		return v
+	}
+	rows := 0
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(line, "# ") {
@@ -142,27 +162,21 @@ func parseStat(rd interface{ Read([]byte) (int, error) }) (Counters, error) {
 			continue
 		}
 		f := strings.Split(line, ",")
-		if cols == nil || len(f) < 2 || f[0] != "in" || f[1] != "FRONTEND" {
-			continue
+		switch {
+		case cols == nil || len(f) < 2:
+		case f[0] == "in" && f[1] == "FRONTEND":
+			c.Requests, c.Denied = get(f, "req_tot"), get(f, "dreq")
+			rows++
+		case f[0] == "original" && f[1] == "original":
+			c.Connects, c.Reuses = get(f, "connect"), get(f, "reuse")
+			rows++
 		}
-		get := func(n string) (uint64, error) {
-			i, ok := cols[n]
-			if !ok || i >= len(f) {
-				return 0, fmt.Errorf("l7proxy: show stat has no %s column", n)
-			}
-			if f[i] == "" {
-				return 0, nil
-			}
-			return strconv.ParseUint(f[i], 10, 64)
-		}
-		req, err1 := get("req_tot")
-		den, err2 := get("dreq")
-		return Counters{Requests: req, Denied: den}, errors.Join(err1, err2)
 	}
-	if err := sc.Err(); err != nil {
-		return Counters{}, err
+	errs = append(errs, sc.Err())
+	if rows != 2 {
+		errs = append(errs, errors.New("l7proxy: show stat lacks the frontend \"in\" or the server \"original\" row"))
 	}
-	return Counters{}, errors.New("l7proxy: show stat has no frontend \"in\" row")
+	return c, errors.Join(errs...)
 }
 
 // stop ends the process: SIGTERM (HAProxy's hard stop), then SIGKILL

@@ -54,7 +54,7 @@ func run(name, stateDir, bin string, tests []string, dur time.Duration, rounds i
 	}
 	defer func() { server.Process.Kill(); server.Wait() }()
 	time.Sleep(time.Second)
-	fmt.Println("round test model req/s proxy_cpu_s client_cpu_s server_cpu_s proxy_us_per_req proxies(requests/upstream_connects)")
+	fmt.Println("round test model req/s proxy_cpu_s client_cpu_s server_cpu_s proxy_us_per_req(all_proxies/path_request) proxies(requests/upstream_connects)")
 	for r := 1; r <= rounds; r++ {
 		for _, t := range tests {
 			for _, m := range []l7proxy.Model{"none", l7proxy.PerNode, l7proxy.Sidecar} {
@@ -88,6 +88,7 @@ func sample(l *lab.Lab, bin string, cli, srv l7proxy.PodRef, test string, m l7pr
 		}
 	}
 	p0, c0, s0 := cpus(l, d, cli, srv)
+	r0 := pathRequests(d)
 	ep, _ := l.Endpoint(cli.Name)
 	c := exec.Command(bin, "client", test, srv.IP, "--duration", dur.String(), "--json")
 	var out strings.Builder
@@ -99,6 +100,7 @@ func sample(l *lab.Lab, bin string, cli, srv l7proxy.PodRef, test string, m l7pr
 		return fmt.Errorf("client: %v", err)
 	}
 	p1, c1, s1 := cpus(l, d, cli, srv)
+	r1 := pathRequests(d)
 	var res struct {
 		RPS      float64 `json:"rps"`
 		Requests int64   `json:"requests"`
@@ -107,12 +109,22 @@ func sample(l *lab.Lab, bin string, cli, srv l7proxy.PodRef, test string, m l7pr
 		return fmt.Errorf("client output: %v: %.200s", err, out.String())
 	}
 	perReq := 0.0
-	if res.Requests > 0 {
-		perReq = (p1 - p0).Seconds() * 1e6 / float64(res.Requests)
+	if r1 > r0 {
+		perReq = (p1 - p0).Seconds() * 1e6 / float64(r1-r0)
 	}
 	fmt.Printf("%d %s %s %.0f %.2f %.2f %.2f %.1f %s\n", round, test, m, res.RPS,
 		(p1 - p0).Seconds(), (c1 - c0).Seconds(), (s1 - s0).Seconds(), perReq, pool(d))
 	return nil
+}
+
+// pathRequests is the requests the first proxy on the path has received
+// (warm-up included, like the CPU times), to divide proxy CPU by.
+func pathRequests(d *l7proxy.Deployment) uint64 {
+	if d == nil {
+		return 0
+	}
+	cs, _ := d.Counters()
+	return cs[d.Names()[0]].Requests
 }
 
 // pool is each proxy's requests and upstream connections so far.

@@ -17,15 +17,11 @@ import (
 // podRef is lab pod name as l7proxy wants it.
 func podRef(t *testing.T, l *lab.Lab, name string) PodRef {
 	t.Helper()
-	for _, n := range l.Nodes {
-		for _, p := range n.Pods {
-			if p.Name == name {
-				return PodRef{Name: p.Name, Node: n.Name, Netns: netnsx.Path(p.Netns), NodeNetns: netnsx.Path(n.Netns), IP: p.IP, NodeIP: n.IP}
-			}
-		}
+	p, err := LabPod(l, name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no pod %s", name)
-	return PodRef{}
+	return p
 }
 
 // serveHTTP runs cnibench's own HTTP server (any path gets 200) in pod's

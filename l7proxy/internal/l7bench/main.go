@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine/httpload"
-	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/internal/nsexec"
 	"github.com/cnibench/cnibench/l7proxy"
 	"github.com/cnibench/cnibench/lab"
@@ -46,7 +45,14 @@ func run(name, stateDir, bin string, tests []string, dur time.Duration, rounds i
 	if err != nil {
 		return err
 	}
-	cli, srv := pod(l, "node0-pod0"), pod(l, "node1-pod0")
+	cli, err := l7proxy.LabPod(l, "node0-pod0")
+	if err != nil {
+		return err
+	}
+	srv, err := l7proxy.LabPod(l, "node1-pod0")
+	if err != nil {
+		return err
+	}
 	srvEp, _ := l.Endpoint(srv.Name)
 	server := exec.Command(bin, "server")
 	if err := l.Start(srvEp, server, nil); err != nil {
@@ -163,15 +169,4 @@ func podCPU(l *lab.Lab, name string) time.Duration {
 		fmt.Sscanf(line, "usage_usec %d", &us)
 	}
 	return time.Duration(us) * time.Microsecond
-}
-
-func pod(l *lab.Lab, name string) l7proxy.PodRef {
-	for _, n := range l.Nodes {
-		for _, p := range n.Pods {
-			if p.Name == name {
-				return l7proxy.PodRef{Name: p.Name, Node: n.Name, Netns: netnsx.Path(p.Netns), NodeNetns: netnsx.Path(n.Netns), IP: p.IP, NodeIP: n.IP}
-			}
-		}
-	}
-	panic("no pod " + name)
 }

@@ -33,32 +33,34 @@ func main() {
 	tests := flag.String("tests", "HTTP_RPS_C64,HTTP_RPS_SHORT_C64", "tests")
 	dur := flag.Duration("duration", 5*time.Second, "measured time per sample")
 	rounds := flag.Int("rounds", 2, "interleaved rounds")
+	client := flag.String("client", "node0-pod0", "client pod")
+	server := flag.String("server", "node1-pod0", "server pod")
 	flag.Parse()
-	if err := run(*name, *stateDir, *bin, strings.Split(*tests, ","), *dur, *rounds); err != nil {
+	if err := run(*name, *stateDir, *bin, *client, *server, strings.Split(*tests, ","), *dur, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "l7bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(name, stateDir, bin string, tests []string, dur time.Duration, rounds int) error {
+func run(name, stateDir, bin, client, server string, tests []string, dur time.Duration, rounds int) error {
 	l, err := lab.Load(stateDir, name)
 	if err != nil {
 		return err
 	}
-	cli, err := l7proxy.LabPod(l, "node0-pod0")
+	cli, err := l7proxy.LabPod(l, client)
 	if err != nil {
 		return err
 	}
-	srv, err := l7proxy.LabPod(l, "node1-pod0")
+	srv, err := l7proxy.LabPod(l, server)
 	if err != nil {
 		return err
 	}
 	srvEp, _ := l.Endpoint(srv.Name)
-	server := exec.Command(bin, "server")
-	if err := l.Start(srvEp, server, nil); err != nil {
+	agent := exec.Command(bin, "server")
+	if err := l.Start(srvEp, agent, nil); err != nil {
 		return err
 	}
-	defer func() { server.Process.Kill(); server.Wait() }()
+	defer func() { agent.Process.Kill(); agent.Wait() }()
 	time.Sleep(time.Second)
 	fmt.Println("round test model req/s proxy_cpu_s client_cpu_s server_cpu_s proxy_us_per_req(all_proxies/path_request) proxies(requests/upstream_connects)")
 	for r := 1; r <= rounds; r++ {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -155,4 +156,14 @@ func (d *Deployment) Names() []string {
 		out[i] = p.Name
 	}
 	return out
+}
+
+// Log is the last lines each proxy wrote to stderr (alerts, warnings),
+// for a failed run's message; Close removes the files.
+func (d *Deployment) Log() string {
+	var b strings.Builder
+	for _, p := range d.Proxies {
+		fmt.Fprintf(&b, "%s: %s\n", p.Name, p.logTail())
+	}
+	return b.String()
 }

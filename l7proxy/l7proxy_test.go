@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cnibench/cnibench/engine/httpload"
@@ -63,6 +64,9 @@ func TestModels(t *testing.T) {
 			}
 			checkCounters(t, d, m)
 			checkPooled(t, d, addr)
+			if log := d.Log(); strings.Count(log, "\n") != len(d.Proxies) || strings.Contains(log, "ALERT") {
+				t.Errorf("Log: want one line per proxy and no alert, got %q", log)
+			}
 			if u, err := d.CPU(); err != nil || u.Total <= 0 || len(u.ByProxy) != len(d.Proxies) {
 				t.Errorf("CPU: %+v %v, want > 0 for every proxy", u, err)
 			}

@@ -1,0 +1,89 @@
+package l7proxy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// maxConn is each proxy's connection limit: far above the benchmark's 64
+// or 256 connections, and HAProxy needs about two descriptors per
+// connection within the hard RLIMIT_NOFILE (20,000 in some containers).
+const maxConn = 4096
+
+// config is the HAProxy configuration of p under spec s.
+//
+// Choices, and why:
+//   - nbthread 1: one thread per proxy, like one Envoy worker per sidecar
+//     at small scale, and so that the proxy's CPU is one core at most on
+//     a 2-core machine shared with client and server.
+//   - keep-alive on both sides (HAProxy's default http-keep-alive mode,
+//     not http-server-close) and "http-reuse always": idle upstream
+//     connections are shared across downstream connections, as Envoy's
+//     per-cluster connection pool. A short-connection client (one request
+//     per connection) then still reuses pooled upstream connections, as
+//     it would through Envoy.
+//   - "server 0.0.0.0:0": forward to the connection's original
+//     destination, read with SO_ORIGINAL_DST (the nat rule redirected it).
+//   - the stats socket is abstract (abns@), so it lives in the proxy's
+//     network namespace and leaves no file.
+//   - logs: only alerts and warnings, to stderr (captured in a file):
+//     no per-request logging, which would be a cost of its own.
+
+func config(s Spec, p proxy, stats string) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	w("# cnibench l7proxy %s (%s model)", p.Name, s.Model)
+	w("global")
+	w("    nbthread 1")
+	w("    maxconn %d", maxConn)
+	w("    log stderr format raw local0 warning")
+	w("    stats socket abns@%s level operator", stats)
+	if p.UID != 0 {
+		w("    uid %d", p.UID)
+		w("    gid %d", p.UID)
+	}
+	w("")
+	w("defaults")
+	w("    mode http")
+	w("    log global")
+	w("    option http-keep-alive")
+	w("    http-reuse always")
+	w("    timeout connect 5s")
+	w("    timeout client 30s")
+	w("    timeout server 30s")
+	w("    timeout http-keep-alive 30s")
+	w("")
+	w("frontend in")
+	w("    bind %s", p.Bind)
+	w("    maxconn %d", maxConn)
+	if p.Enforce {
+		for _, r := range s.Rules {
+			w("    http-request allow if%s", conditions(r))
+		}
+		w("    http-request deny deny_status 403")
+	}
+	w("    http-after-response add-header %s %s", HeaderProxy, p.Name)
+	w("    default_backend original")
+	w("")
+	w("backend original")
+	w("    server original 0.0.0.0:0")
+	return b.String()
+}
+
+// conditions is r as HAProxy anonymous ACLs, ANDed.
+func conditions(r HTTPRule) string {
+	c := ""
+	if r.Method != "" {
+		c += " { method " + r.Method + " }"
+	}
+	if r.Path != "" {
+		c += " { path " + r.Path + " }"
+	}
+	if r.PathPrefix != "" {
+		c += " { path_beg " + r.PathPrefix + " }"
+	}
+	if c == "" {
+		c = " TRUE"
+	}
+	return c
+}

@@ -1,0 +1,169 @@
+package l7proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Options says where a deployment keeps its things.
+type Options struct {
+	// Prefix is the lab's prefix ("cnb-<lab>-"): it names the files, the
+	// stats sockets and the rules' comment.
+	Prefix string
+	// StateDir holds the configs, logs and the state file Cleanup reads
+	// (the lab's state dir suits: lab down removes it).
+	StateDir string
+	// CgroupParent, if set, gets one cgroup v2 dir per proxy (l7-<name>)
+	// whose cpu.stat is the proxy's CPU (the lab's cgroup root suits).
+	CgroupParent string
+	// CPUs pins every proxy to these CPUs; nil: not pinned.
+	CPUs []int
+}
+
+// Deployment is a started Spec: its proxies and nat rules.
+type Deployment struct {
+	Spec    Spec       `json:"spec"`
+	Opts    Options    `json:"opts"`
+	Proxies []*running `json:"proxies"`
+	Rules   []natRule  `json:"rules"`
+}
+
+func stateFile(stateDir, prefix string) string {
+	return filepath.Join(stateDir, prefix+"l7proxy.json")
+}
+
+// Start starts the proxies of spec, then adds the nat rules that send
+// traffic to them (proxies first, so no connection is captured before a
+// proxy listens). Needs root, haproxy and iptables; the namespaces must
+// exist. On error everything started is removed.
+func Start(ctx context.Context, spec Spec, opts Options) (*Deployment, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Prefix == "" || opts.StateDir == "" {
+		return nil, errors.New("l7proxy: Options need Prefix and StateDir")
+	}
+	if _, err := os.Stat(stateFile(opts.StateDir, opts.Prefix)); err == nil {
+		return nil, fmt.Errorf("l7proxy: a deployment of %s is already in %s (Close it, or Cleanup)", opts.Prefix, opts.StateDir)
+	}
+	d := &Deployment{Spec: spec, Opts: opts}
+	ps, rs := plan(spec)
+	for _, p := range ps {
+		r, err := startProxy(ctx, spec, p, opts)
+		d.Proxies = append(d.Proxies, r)
+		if err == nil {
+			err = d.save()
+		}
+		if err != nil {
+			return nil, errors.Join(err, d.Close())
+		}
+	}
+	for _, r := range rs {
+		d.Rules = append(d.Rules, r)
+		err := d.save()
+		if err == nil {
+			err = addRule(ctx, r, opts.Prefix)
+		}
+		if err != nil {
+			return nil, errors.Join(err, d.Close())
+		}
+	}
+	return d, nil
+}
+
+// save records d in the state file, before each new object, so Cleanup
+// can find everything after a crash.
+func (d *Deployment) save() error {
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(stateFile(d.Opts.StateDir, d.Opts.Prefix), b, 0o644)
+}
+
+// Close removes the rules, stops the proxies, removes their cgroups and
+// files. Idempotent.
+func (d *Deployment) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var errs []error
+	for _, ns := range d.ruleNamespaces() {
+		errs = append(errs, removeRules(ctx, ns, d.Opts.Prefix))
+	}
+	for _, p := range d.Proxies {
+		errs = append(errs, p.stop())
+	}
+	errs = append(errs, removeFiles(d.Opts.StateDir, d.Opts.Prefix, d.Proxies))
+	return errors.Join(errs...)
+}
+
+func (d *Deployment) ruleNamespaces() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range d.Rules {
+		if !seen[r.Netns] {
+			seen[r.Netns] = true
+			out = append(out, r.Netns)
+		}
+	}
+	return out
+}
+
+// Usage is the CPU time the proxies have used since they started.
+type Usage struct {
+	Total   time.Duration            `json:"total"`
+	ByProxy map[string]time.Duration `json:"by_proxy"`
+}
+
+// CPU reads each proxy's CPU time (cgroup cpu.stat, else /proc stat of
+// the live process); take it before and after a run and subtract.
+func (d *Deployment) CPU() (Usage, error) {
+	u := Usage{ByProxy: map[string]time.Duration{}}
+	for _, p := range d.Proxies {
+		c, err := p.cpu()
+		if err != nil {
+			return u, fmt.Errorf("%s: %w", p.Name, err)
+		}
+		u.ByProxy[p.Name] = c
+		u.Total += c
+	}
+	return u, nil
+}
+
+// Counters reads each proxy's request and denied counters.
+func (d *Deployment) Counters() (map[string]Counters, error) {
+	out := map[string]Counters{}
+	for _, p := range d.Proxies {
+		c, err := p.stats()
+		if err != nil {
+			return out, fmt.Errorf("l7proxy: stats of %s: %w", p.Name, err)
+		}
+		out[p.Name] = c
+	}
+	return out, nil
+}
+
+// Names lists the proxies, in start order (client sidecar first).
+func (d *Deployment) Names() []string {
+	out := make([]string, len(d.Proxies))
+	for i, p := range d.Proxies {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// Log is the last lines each proxy wrote to stderr (alerts, warnings),
+// for a failed run's message; Close removes the files.
+func (d *Deployment) Log() string {
+	var b strings.Builder
+	for _, p := range d.Proxies {
+		fmt.Fprintf(&b, "%s: %s\n", p.Name, p.logTail())
+	}
+	return b.String()
+}

@@ -34,9 +34,20 @@ type Config struct {
 	// only their clients, clients reach only their servers), enforced by
 	// the mechanism of the Service datapath's family (policy.ForDatapath);
 	// recorded here, programmed and verified by the run that uses the lab.
-	Policy   bool   `json:"policy,omitempty"`
+	Policy bool `json:"policy,omitempty"`
+	// L7 puts an HTTP allow-list policy on the run's HTTP traffic through
+	// a real proxy (HAProxy): "per-node" (one proxy per server node, as
+	// Cilium) or "sidecar" (one per pod, as Istio); "" for none. Started
+	// and verified (200 allowed, 403 denied) by the run that uses the lab.
+	L7       string `json:"l7,omitempty"`
 	StateDir string `json:"-"` // default "/run/cnibench"
 }
+
+// The L7 proxy models of Config.L7 (l7proxy.PerNode and l7proxy.Sidecar).
+const (
+	L7PerNode = "per-node"
+	L7Sidecar = "sidecar"
+)
 
 // DefaultSysctls returns the sysctls applied in every node and pod namespace
 // when Config.Sysctls is nil. Keys absent from a namespace (for example
@@ -112,6 +123,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ServiceDatapath != "" && !slices.Contains(datapath.Names(), c.ServiceDatapath) {
 		return fmt.Errorf("lab config: service datapath %q unknown (known: %s)", c.ServiceDatapath, strings.Join(datapath.Names(), ", "))
+	}
+	if c.L7 != "" && c.L7 != L7PerNode && c.L7 != L7Sidecar {
+		return fmt.Errorf("lab config: l7 must be %q or %q, got %q", L7PerNode, L7Sidecar, c.L7)
 	}
 	if c.StateDir == "" {
 		c.StateDir = DefaultStateDir

@@ -47,9 +47,9 @@ func (t *Target) openPolicy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	clients, servers, err := t.policyPods()
+	clients, servers, err := t.runPods()
 	if err != nil {
-		return err
+		return fmt.Errorf("policy: %w", err)
 	}
 	spec, err := policySpec(t.lab, clients, servers)
 	if err != nil {
@@ -102,9 +102,10 @@ func programPolicy(ctx context.Context, e policy.Enforcer, spec policy.Spec, sum
 	return nil
 }
 
-// policyPods splits the run's pod endpoints into clients and servers (an
-// endpoint that is a client anywhere is a client, as agents are pinned).
-func (t *Target) policyPods() (clients, servers []string, err error) {
+// runPods splits the run's pod endpoints into clients and servers (an
+// endpoint that is a client anywhere is a client, as agents are pinned):
+// what policy and L7 proxies are put on.
+func (t *Target) runPods() (clients, servers []string, err error) {
 	order, isClient, err := t.endpoints(t.lab)
 	if err != nil {
 		return nil, nil, err
@@ -124,7 +125,7 @@ func (t *Target) policyPods() (clients, servers []string, err error) {
 		}
 	}
 	if len(clients) == 0 || len(servers) == 0 {
-		return nil, nil, errors.New("policy: the run's placements have no pod-to-pod or pod-to-service pair to put policy on")
+		return nil, nil, errors.New("the run's placements have no pod-to-pod or pod-to-service pair to put policy on")
 	}
 	return clients, servers, nil
 }

@@ -19,11 +19,15 @@ var scenarios = map[string]func(*lab.Config){
 	// L3/L4 NetworkPolicy on the run's pods, enforced the way the Service
 	// datapath's family does it (policy.go).
 	"policy": func(c *lab.Config) { c.Policy = true },
+	// HTTP policy through a real proxy, per node (Cilium) or as sidecars
+	// (Istio) (l7.go).
+	"l7-node":    func(c *lab.Config) { c.L7 = lab.L7PerNode },
+	"l7-sidecar": func(c *lab.Config) { c.L7 = lab.L7Sidecar },
 }
 
 // scenarioTokens shortens scenario parts that are not Service datapaths
 // in lab names ("vxlan+iptables-legacy+policy" is lab "vxlaniptlpol").
-var scenarioTokens = map[string]string{"policy": "pol"}
+var scenarioTokens = map[string]string{"policy": "pol", "l7-node": "l7n", "l7-sidecar": "l7s"}
 
 func init() {
 	for _, d := range datapath.Names() {
@@ -45,15 +49,20 @@ func labName(parts []string) string {
 		}
 		b.WriteString(p)
 	}
-	name := b.String()
-	if len(name) > 12 {
-		// Too long for a lab name ("vxlan+ebpf-tc+policy"): keep a
-		// readable start and make it unique with a hash of the whole.
-		h := fnv.New32a()
-		h.Write([]byte(strings.Join(parts, "+")))
-		name = fmt.Sprintf("%s%04x", name[:8], h.Sum32()&0xffff)
+	return FitLabName(b.String(), strings.Join(parts, "+"))
+}
+
+// FitLabName returns name when it fits the 12 characters a lab name
+// allows, else its first 8 and 4 hex digits of a hash of whole (what the
+// name stands for, e.g. the scenario "vxlan+ebpf-tc+policy"): readable,
+// and still unique.
+func FitLabName(name, whole string) string {
+	if len(name) <= 12 {
+		return name
 	}
-	return name
+	h := fnv.New32a()
+	h.Write([]byte(whole))
+	return fmt.Sprintf("%s%04x", name[:8], h.Sum32()&0xffff)
 }
 
 // ScenarioNames lists the known scenarios.

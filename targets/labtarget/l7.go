@@ -1,0 +1,148 @@
+package labtarget
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/l7proxy"
+)
+
+// L7Check is the L7 policy a scenario ran under and how it was proved
+// before measuring; results keep it in the target's details.
+type L7Check struct {
+	Model   string             `json:"model"`
+	Rules   []l7proxy.HTTPRule `json:"rules"`
+	Proxies []string           `json:"proxies"`
+	// Checks: one line per probe made after Verify passed, e.g.
+	// "node1-pod0: GET / 200 through [node-node1]; GET /cnb-l7-denied 403 from node-node1".
+	Checks []string      `json:"checks"`
+	Start  time.Duration `json:"start_ns"` // proxies started, rules added, verified
+}
+
+// l7State is the run's live L7 deployment.
+type l7State struct {
+	d     *l7proxy.Deployment
+	check L7Check
+}
+
+// openL7 starts the lab's L7 proxies (lab.Config.L7) in front of the run's
+// HTTP servers and verifies, from the client pod, that an allowed request
+// gets 200 through every proxy of the model and a denied path gets 403
+// from the enforcing proxy, on the pod addresses and on every test
+// Service address the run measures. Nothing is measured before.
+func (t *Target) openL7(ctx context.Context) error {
+	model := t.lab.Config.L7
+	if model == "" {
+		return nil
+	}
+	clients, servers, err := t.runPods()
+	if err != nil {
+		return fmt.Errorf("l7: %w", err)
+	}
+	spec := l7proxy.Spec{Model: l7proxy.Model(model), Rules: l7proxy.BenchRules, Port: httpload.DefaultPort}
+	if spec.Client, err = l7proxy.LabPod(t.lab, clients[0]); err != nil {
+		return err
+	}
+	for _, s := range servers {
+		ref, err := l7proxy.LabPod(t.lab, s)
+		if err != nil {
+			return err
+		}
+		spec.Servers = append(spec.Servers, ref)
+	}
+	t.progress("starting %s L7 proxies (HAProxy) for %d server pods ...", model, len(servers))
+	start := time.Now()
+	d, err := l7proxy.Start(ctx, spec, l7proxy.Options{Prefix: t.lab.Prefix,
+		StateDir: filepath.Join(t.lab.Config.StateDir, t.lab.Config.Name), CgroupParent: t.lab.CgroupRoot})
+	if err != nil {
+		t.progress(" %s\n", failedOr(ctx))
+		return fmt.Errorf("l7 %s: %w", model, err)
+	}
+	t.l7 = &l7State{d: d, check: L7Check{Model: model, Rules: spec.Rules, Proxies: d.Names()}}
+	if err := d.Verify(ctx); err != nil {
+		t.progress(" %s\n", failedOr(ctx))
+		return fmt.Errorf("l7 %s: %w (proxy log: %s)", model, err, d.Log())
+	}
+	for _, addr := range t.l7Addresses(servers) {
+		line, err := t.l7Probe(ctx, addr)
+		if err != nil {
+			t.progress(" %s\n", failedOr(ctx))
+			return err
+		}
+		t.l7.check.Checks = append(t.l7.check.Checks, line)
+	}
+	t.l7.check.Start = time.Since(start)
+	t.progress(" %d proxies verified (200 allowed, 403 denied) in %s\n", len(d.Names()), t.l7.check.Start.Round(time.Millisecond))
+	return nil
+}
+
+// l7Addresses are the HTTP server addresses the run's placements dial
+// (pod addresses, test Service addresses), each once.
+func (t *Target) l7Addresses(servers []string) []string {
+	var out []string
+	add := func(ip string) {
+		a := net.JoinHostPort(ip, strconv.Itoa(httpload.DefaultPort))
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	for _, pl := range t.cfg.Placements {
+		if ts, ok := testServices[pl]; ok {
+			add(datapath.TestVIP(ts.vip).String())
+			continue
+		}
+		eps := placementEndpoints[pl]
+		if e, err := t.lab.Endpoint(eps[1]); err == nil && e.Kind == "pod" && slices.Contains(servers, eps[1]) {
+			add(e.IP)
+		}
+	}
+	return out
+}
+
+// l7Probe checks one address the benchmark dials: the allowed request
+// must pass the model's proxies, the denied path must get 403.
+func (t *Target) l7Probe(ctx context.Context, addr string) (string, error) {
+	d := t.l7.d
+	st, via, err := d.Probe(ctx, addr, "GET", "/")
+	if err != nil {
+		return "", fmt.Errorf("l7 %s: %w", t.l7.check.Model, err)
+	}
+	if st != http.StatusOK || len(via) == 0 {
+		return "", fmt.Errorf("l7 %s: GET http://%s/ got %d through %v: the proxies do not see this path (a ClusterIP translated before their rules, or an eBPF datapath that bypasses netfilter); leave its placement out", t.l7.check.Model, addr, st, via)
+	}
+	dst, dvia, err := d.Probe(ctx, addr, "GET", l7proxy.DefaultDeniedPath)
+	if err != nil {
+		return "", fmt.Errorf("l7 %s: %w", t.l7.check.Model, err)
+	}
+	if dst != http.StatusForbidden {
+		return "", fmt.Errorf("l7 %s: GET http://%s%s got %d through %v, want 403 from the proxy", t.l7.check.Model, addr, l7proxy.DefaultDeniedPath, dst, dvia)
+	}
+	return fmt.Sprintf("%s: GET / %d through %s; GET %s %d from %s", addr, st, strings.Join(via, ", "), l7proxy.DefaultDeniedPath, dst, strings.Join(dvia, ", ")), nil
+}
+
+// closeL7 stops the proxies and removes their rules.
+func (t *Target) closeL7() error {
+	if t.l7 == nil || t.l7.d == nil {
+		return nil
+	}
+	err := t.l7.d.Close()
+	t.l7.d = nil
+	return err
+}
+
+// l7Details is the L7 part of Details: nil without L7.
+func (t *Target) l7Details() *L7Check {
+	if t.l7 == nil {
+		return nil
+	}
+	return &t.l7.check
+}

@@ -1,0 +1,7 @@
+// Package all registers every policy enforcer: import it for its side
+// effect where the lab picks one with policy.ForDatapath.
+package all
+
+import (
+	_ "github.com/cnibench/cnibench/policy/ebpf" // "ebpf", for ebpf and ebpf-tc
+)

@@ -50,7 +50,7 @@ type ipcKey struct {
 
 // epVal is struct ep_val.
 type epVal struct {
-	Flags uint32
+	Flags    uint32
 	Identity uint32
 }
 

@@ -1,0 +1,234 @@
+package ebpf
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	cebpf "github.com/cilium/ebpf"
+
+	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/policy"
+)
+
+const (
+	echoPort   = 8080
+	denyWithin = 300 * time.Millisecond // a dropped SYN: the connect times out
+)
+
+// policyLab is a 1-node lab with three pods: server, client and a third.
+type policyLab struct {
+	l                       *lab.Lab
+	node                    lab.Node
+	server, client, third   lab.Endpoint
+	serverIf, clientIf, tIf string
+}
+
+func newPolicyLab(t *testing.T) *policyLab {
+	t.Helper()
+	labtest.NeedRoot(t)
+	cfg := lab.Config{Name: fmt.Sprintf("pe%06d", rand.IntN(1000000)), Nodes: 1, PodsPerNode: 3, StateDir: t.TempDir()}
+	t.Cleanup(func() {
+		if _, err := lab.Down(cfg.StateDir, cfg.Name); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	l, err := lab.Up(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("lab up: %v", err)
+	}
+	return &policyLab{l: l, node: l.Nodes[0],
+		server: labtest.Endpoint(t, l, "node0-pod0"), client: labtest.Endpoint(t, l, "node0-pod1"), third: labtest.Endpoint(t, l, "node0-pod2"),
+		serverIf: "cnbp0", clientIf: "cnbp1", tIf: "cnbp2"}
+}
+
+func (p *policyLab) site() policy.Site {
+	return policy.Site{Netns: netnsx.Path(p.node.Netns), Node: p.node.Name, StateDir: p.l.Config.StateDir, Prefix: p.l.Prefix}
+}
+
+// spec: the server takes TCP echoPort from `from` only; the client may
+// only reach the server on it.
+func (p *policyLab) spec(from lab.Endpoint) policy.Spec {
+	tcp := []policy.Port{{Protocol: datapath.TCP, Port: echoPort}}
+	return policy.Spec{Pods: []policy.PodPolicy{
+		{Pod: p.server.Name, Node: p.node.Name, IP: addr(p.server), HostIface: p.serverIf,
+			Ingress: []policy.Rule{{Peers: []netip.Prefix{host(from)}, Ports: tcp}}},
+		{Pod: p.client.Name, Node: p.node.Name, IP: addr(p.client), HostIface: p.clientIf,
+			Egress: []policy.Rule{{Peers: []netip.Prefix{host(p.server)}, Ports: tcp}}},
+	}}
+}
+
+func addr(ep lab.Endpoint) netip.Addr   { return netip.MustParseAddr(ep.IP) }
+func host(ep lab.Endpoint) netip.Prefix { return netip.PrefixFrom(addr(ep), 32) }
+
+// openT opens the enforcer (skipping on a kernel without what it needs),
+// closed at cleanup.
+func openT(t *testing.T, site policy.Site) *Enforcer {
+	t.Helper()
+	e, err := Open(site)
+	labtest.SkipIfUnsupported(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// syncT programs spec and checks Verify's counts hold Expected's.
+func syncT(t *testing.T, e *Enforcer, spec policy.Spec) {
+	t.Helper()
+	if _, err := e.Program(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Verify(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := got.Holds(e.Expected(spec)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// echo serves lines back on ep:port until the test ends.
+func echo(t *testing.T, ep lab.Endpoint, port int) {
+	t.Helper()
+	var ln net.Listener
+	err := netnsx.Do(ep.NetnsPath(), func() error {
+		var err error
+		ln, err = net.Listen("tcp4", net.JoinHostPort(ep.IP, fmt.Sprint(port)))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(2 * time.Second))
+				line, err := bufio.NewReader(c).ReadString('\n')
+				if err == nil {
+					c.Write([]byte(line))
+				}
+			}()
+		}
+	}()
+}
+
+// exchange connects from ep to to, sends a line and reads it back: data
+// both ways. A dropped SYN shows as a timeout.
+func exchange(ep lab.Endpoint, to netip.AddrPort, timeout time.Duration) error {
+	return netnsx.Do(ep.NetnsPath(), func() error {
+		c, err := net.DialTimeout("tcp4", to.String(), timeout)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Write([]byte("ping\n")); err != nil {
+			return err
+		}
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || line != "ping\n" {
+			return fmt.Errorf("echo from %s: %q, %v", to, line, err)
+		}
+		return nil
+	})
+}
+
+// mustPass and mustDrop check one connection from ep to to.
+func mustPass(t *testing.T, ep lab.Endpoint, to netip.AddrPort) {
+	t.Helper()
+	if err := exchange(ep, to, 2*time.Second); err != nil {
+		t.Fatalf("%s -> %s: %v, want allowed", ep.Name, to, err)
+	}
+}
+
+func mustDrop(t *testing.T, e *Enforcer, ep lab.Endpoint, to netip.AddrPort) {
+	t.Helper()
+	before, err := e.Drops(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = exchange(ep, to, denyWithin)
+	var ne net.Error
+	if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("%s -> %s: %v, want a timeout (SYN dropped)", ep.Name, to, err)
+	}
+	after, err := e.Drops(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after < before+1 {
+		t.Fatalf("%s -> %s timed out but drops went %d -> %d", ep.Name, to, before, after)
+	}
+}
+
+// kernelIDs are the IDs of e's programs and maps.
+func kernelIDs(t *testing.T, e *Enforcer) (progs []cebpf.ProgramID, maps []cebpf.MapID) {
+	t.Helper()
+	for _, p := range e.coll.Programs {
+		info, err := p.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := info.ID()
+		progs = append(progs, id)
+	}
+	for _, m := range e.coll.Maps {
+		id, err := m.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mid, _ := id.ID()
+		maps = append(maps, mid)
+	}
+	return progs, maps
+}
+
+// gone waits (briefly: the kernel frees some objects from a work queue)
+// until no program or map with these IDs exists.
+func gone(t *testing.T, progs []cebpf.ProgramID, maps []cebpf.MapID) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	exists := func() string {
+		for _, id := range progs {
+			if p, err := cebpf.NewProgramFromID(id); !errors.Is(err, os.ErrNotExist) {
+				if err == nil {
+					p.Close()
+				}
+				return fmt.Sprintf("program %d", id)
+			}
+		}
+		for _, id := range maps {
+			if m, err := cebpf.NewMapFromID(id); !errors.Is(err, os.ErrNotExist) {
+				if err == nil {
+					m.Close()
+				}
+				return fmt.Sprintf("map %d", id)
+			}
+		}
+		return ""
+	}
+	for left := exists(); left != ""; left = exists() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still exists after Close", left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -27,15 +27,7 @@ func TestLayoutMatchesBTF(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, ms := range spec.Maps {
-			m, ok := mirrors[name]
-			if !ok {
-				t.Errorf("map %s has no Go mirror", name)
-				continue
-			}
-			bpftest.CheckType(t, name+" key", ms.Key, m[0])
-			bpftest.CheckType(t, name+" value", ms.Value, m[1])
-		}
+		bpftest.CheckMaps(t, spec, mirrors)
 	}
 }
 

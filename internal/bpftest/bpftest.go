@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	cebpf "github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 )
 
@@ -83,5 +84,20 @@ func CheckType(t *testing.T, what string, bt btf.Type, goVal any) {
 		if int(m.Offset.Bytes()) != int(f.Offset) || !strings.EqualFold(m.Name, f.Name) {
 			t.Errorf("%s: member %d is %s at %d in C, %s at %d in Go", what, i, m.Name, m.Offset.Bytes(), f.Name, f.Offset)
 		}
+	}
+}
+
+// CheckMaps checks every map of spec against its Go mirrors, mirrors[name]
+// = {key, value}; a map without a mirror is an error.
+func CheckMaps(t *testing.T, spec *cebpf.CollectionSpec, mirrors map[string][2]any) {
+	t.Helper()
+	for name, ms := range spec.Maps {
+		m, ok := mirrors[name]
+		if !ok {
+			t.Errorf("map %s has no Go mirror", name)
+			continue
+		}
+		CheckType(t, name+" key", ms.Key, m[0])
+		CheckType(t, name+" value", ms.Value, m[1])
 	}
 }

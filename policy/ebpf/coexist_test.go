@@ -16,7 +16,7 @@ import (
 // appends behind the policy, which Verify reports and Program repairs.
 func TestServiceLBCoexists(t *testing.T) {
 	p := newPolicyLab(t)
-	echo(t, p.server, echoPort)
+	labtest.Echo(t, p.server, echoPort)
 	vip := netip.MustParseAddrPort("198.18.128.10:80")
 	svc := datapath.Spec{Services: []datapath.Service{{Namespace: "default", Name: "echo", PortName: "tcp", VIP: vip.Addr(), Port: vip.Port(),
 		Protocol: datapath.TCP, Endpoints: []datapath.Endpoint{{IP: addr(p.server), Port: echoPort}}}}}

@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
+	"github.com/cnibench/cnibench/internal/labtest"
 	"github.com/cnibench/cnibench/internal/netnsx"
 )
 
@@ -21,7 +22,7 @@ import (
 // no program attached and frees every program and map.
 func TestEnforce(t *testing.T) {
 	p := newPolicyLab(t)
-	echo(t, p.server, echoPort)
+	labtest.Echo(t, p.server, echoPort)
 	srv := netip.AddrPortFrom(addr(p.server), echoPort)
 	for _, how := range []string{attachTCX, attachNetlink} {
 		t.Run(how, func(t *testing.T) {

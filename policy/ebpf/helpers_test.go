@@ -1,11 +1,8 @@
 package ebpf
 
 import (
-	"bufio"
-	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -28,28 +25,18 @@ const (
 
 // policyLab is a 1-node lab with three pods: server, client and a third.
 type policyLab struct {
-	l                       *lab.Lab
-	node                    lab.Node
-	server, client, third   lab.Endpoint
-	serverIf, clientIf, tIf string
+	l                     *lab.Lab
+	node                  lab.Node
+	server, client, third lab.Endpoint
+	serverIf, clientIf    string
 }
 
 func newPolicyLab(t *testing.T) *policyLab {
 	t.Helper()
-	labtest.NeedRoot(t)
-	cfg := lab.Config{Name: fmt.Sprintf("pe%06d", rand.IntN(1000000)), Nodes: 1, PodsPerNode: 3, StateDir: t.TempDir()}
-	t.Cleanup(func() {
-		if _, err := lab.Down(cfg.StateDir, cfg.Name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	l, err := lab.Up(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("lab up: %v", err)
-	}
+	l := labtest.NewLabSized(t, "pe", 1, 3)
 	return &policyLab{l: l, node: l.Nodes[0],
 		server: labtest.Endpoint(t, l, "node0-pod0"), client: labtest.Endpoint(t, l, "node0-pod1"), third: labtest.Endpoint(t, l, "node0-pod2"),
-		serverIf: "cnbp0", clientIf: "cnbp1", tIf: "cnbp2"}
+		serverIf: "cnbp0", clientIf: "cnbp1"}
 }
 
 func (p *policyLab) site() policy.Site {
@@ -99,62 +86,10 @@ func syncT(t *testing.T, e *Enforcer, spec policy.Spec) {
 	}
 }
 
-// echo serves lines back on ep:port until the test ends.
-func echo(t *testing.T, ep lab.Endpoint, port int) {
-	t.Helper()
-	var ln net.Listener
-	err := netnsx.Do(ep.NetnsPath(), func() error {
-		var err error
-		ln, err = net.Listen("tcp4", net.JoinHostPort(ep.IP, fmt.Sprint(port)))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(2 * time.Second))
-				line, err := bufio.NewReader(c).ReadString('\n')
-				if err == nil {
-					c.Write([]byte(line))
-				}
-			}()
-		}
-	}()
-}
-
-// exchange connects from ep to to, sends a line and reads it back: data
-// both ways. A dropped SYN shows as a timeout.
-func exchange(ep lab.Endpoint, to netip.AddrPort, timeout time.Duration) error {
-	return netnsx.Do(ep.NetnsPath(), func() error {
-		c, err := net.DialTimeout("tcp4", to.String(), timeout)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(2 * time.Second))
-		if _, err := c.Write([]byte("ping\n")); err != nil {
-			return err
-		}
-		line, err := bufio.NewReader(c).ReadString('\n')
-		if err != nil || line != "ping\n" {
-			return fmt.Errorf("echo from %s: %q, %v", to, line, err)
-		}
-		return nil
-	})
-}
-
 // mustPass and mustDrop check one connection from ep to to.
 func mustPass(t *testing.T, ep lab.Endpoint, to netip.AddrPort) {
 	t.Helper()
-	if err := exchange(ep, to, 2*time.Second); err != nil {
+	if err := labtest.Exchange(ep, to, 2*time.Second); err != nil {
 		t.Fatalf("%s -> %s: %v, want allowed", ep.Name, to, err)
 	}
 }
@@ -165,7 +100,7 @@ func mustDrop(t *testing.T, e *Enforcer, ep lab.Endpoint, to netip.AddrPort) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = exchange(ep, to, denyWithin)
+	err = labtest.Exchange(ep, to, denyWithin)
 	var ne net.Error
 	if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("%s -> %s: %v, want a timeout (SYN dropped)", ep.Name, to, err)

@@ -23,15 +23,7 @@ func TestLayoutMatchesBTF(t *testing.T) {
 	if len(spec.Maps) != len(mirrors) {
 		t.Errorf("object has %d maps, %d have Go mirrors", len(spec.Maps), len(mirrors))
 	}
-	for name, ms := range spec.Maps {
-		m, ok := mirrors[name]
-		if !ok {
-			t.Errorf("map %s has no Go mirror", name)
-			continue
-		}
-		bpftest.CheckType(t, name+" key", ms.Key, m[0])
-		bpftest.CheckType(t, name+" value", ms.Value, m[1])
-	}
+	bpftest.CheckMaps(t, spec, mirrors)
 	for _, p := range []string{progFromPod, progToPod} {
 		if spec.Programs[p] == nil {
 			t.Errorf("object has no program %s", p)

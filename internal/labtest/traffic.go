@@ -22,28 +22,12 @@ func Listeners(t *testing.T, ep lab.Endpoint, ports []uint16) func() map[uint16]
 	var mu sync.Mutex
 	counts := map[uint16]int{}
 	for _, p := range ports {
-		var ln net.Listener
-		err := netnsx.Do(ep.NetnsPath(), func() error {
-			var err error
-			ln, err = net.Listen("tcp4", net.JoinHostPort(ep.IP, strconv.Itoa(int(p))))
-			return err
+		serve(t, ep, p, func(c net.Conn) {
+			c.Close()
+			mu.Lock()
+			counts[p]++
+			mu.Unlock()
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-				mu.Lock()
-				counts[p]++
-				mu.Unlock()
-			}
-		}()
 	}
 	return func() map[uint16]int {
 		mu.Lock()
@@ -111,6 +95,19 @@ func CheckBalance(t *testing.T, counts func() map[uint16]int, ports []uint16, n 
 // receives, until the test ends.
 func Echo(t *testing.T, ep lab.Endpoint, port uint16) {
 	t.Helper()
+	serve(t, ep, port, func(c net.Conn) {
+		go func() {
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			io.Copy(c, c)
+		}()
+	})
+}
+
+// serve listens on ep:port in ep's namespace and hands every accepted
+// connection to handle, until the test ends.
+func serve(t *testing.T, ep lab.Endpoint, port uint16, handle func(net.Conn)) {
+	t.Helper()
 	var ln net.Listener
 	err := netnsx.Do(ep.NetnsPath(), func() error {
 		var err error
@@ -127,11 +124,7 @@ func Echo(t *testing.T, ep lab.Endpoint, port uint16) {
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				io.Copy(c, c)
-			}()
+			handle(c)
 		}
 	}()
 }

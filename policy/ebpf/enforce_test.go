@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	cebpf "github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -15,14 +16,16 @@ import (
 )
 
 // TestEnforce, with tcx and with the netlink fallback: the server takes
-// TCP from the client only, the client may only reach the server. An
-// allowed connection carries data both ways; the third pod's SYN is
+// TCP and UDP from the client only, the client may only reach the server,
+// and neither takes replies by rule. An allowed connection (and a UDP
+// request) gets its answer back through conntrack; the third pod's SYN is
 // dropped and counted; reprogramming swaps who is allowed; an entry
 // deleted behind the enforcer's back fails Verify and Holds; Close leaves
 // no program attached and frees every program and map.
 func TestEnforce(t *testing.T) {
 	p := newPolicyLab(t)
 	labtest.Echo(t, p.server, echoPort)
+	udpEcho(t, p.server, echoPort)
 	srv := netip.AddrPortFrom(addr(p.server), echoPort)
 	for _, how := range []string{attachTCX, attachNetlink} {
 		t.Run(how, func(t *testing.T) {
@@ -35,6 +38,12 @@ func TestEnforce(t *testing.T) {
 			}
 			mustPass(t, p.client, srv)
 			mustDrop(t, e, p.third, srv)
+			if err := udpExchange(p.client, srv, time.Second); err != nil {
+				t.Errorf("UDP client -> server: %v, want the echo back through conntrack", err)
+			}
+			if err := udpExchange(p.third, srv, denyWithin); err == nil {
+				t.Errorf("UDP third -> server got an answer, want it dropped")
+			}
 			if n, err := e.Allowed(t.Context()); err != nil || n < 2 {
 				t.Errorf("allowed counter %d, %v: want the client's flow counted at both ends", n, err)
 			}

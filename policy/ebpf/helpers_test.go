@@ -43,16 +43,63 @@ func (p *policyLab) site() policy.Site {
 	return policy.Site{Netns: netnsx.Path(p.node.Netns), Node: p.node.Name, StateDir: p.l.Config.StateDir, Prefix: p.l.Prefix}
 }
 
-// spec: the server takes TCP echoPort from `from` only; the client may
-// only reach the server on it.
+// spec: the server takes TCP and UDP echoPort from `from` only and sends
+// nothing of its own; the client may only reach the server on them and
+// takes nothing in. Every reply passes only through conntrack.
 func (p *policyLab) spec(from lab.Endpoint) policy.Spec {
-	tcp := []policy.Port{{Protocol: datapath.TCP, Port: echoPort}}
+	ports := []policy.Port{{Protocol: datapath.TCP, Port: echoPort}, {Protocol: datapath.UDP, Port: echoPort}}
 	return policy.Spec{Pods: []policy.PodPolicy{
 		{Pod: p.server.Name, Node: p.node.Name, IP: addr(p.server), HostIface: p.serverIf,
-			Ingress: []policy.Rule{{Peers: []netip.Prefix{host(from)}, Ports: tcp}}},
+			Ingress: []policy.Rule{{Peers: []netip.Prefix{host(from)}, Ports: ports}}, Egress: []policy.Rule{}},
 		{Pod: p.client.Name, Node: p.node.Name, IP: addr(p.client), HostIface: p.clientIf,
-			Egress: []policy.Rule{{Peers: []netip.Prefix{host(p.server)}, Ports: tcp}}},
+			Ingress: []policy.Rule{}, Egress: []policy.Rule{{Peers: []netip.Prefix{host(p.server)}, Ports: ports}}},
 	}}
+}
+
+// udpEcho sends every datagram to ep:port back, until the test ends.
+func udpEcho(t *testing.T, ep lab.Endpoint, port int) {
+	t.Helper()
+	var c net.PacketConn
+	err := netnsx.Do(ep.NetnsPath(), func() error {
+		var err error
+		c, err = net.ListenPacket("udp4", net.JoinHostPort(ep.IP, fmt.Sprint(port)))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			c.WriteTo(buf[:n], from)
+		}
+	}()
+}
+
+// udpExchange sends a datagram from ep to to and waits for it back.
+func udpExchange(ep lab.Endpoint, to netip.AddrPort, timeout time.Duration) error {
+	return netnsx.Do(ep.NetnsPath(), func() error {
+		c, err := net.Dial("udp4", to.String())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(timeout))
+		if _, err := c.Write([]byte("ping")); err != nil {
+			return err
+		}
+		buf := make([]byte, 16)
+		n, err := c.Read(buf)
+		if err == nil && string(buf[:n]) != "ping" {
+			err = fmt.Errorf("udp echo from %s: %q", to, buf[:n])
+		}
+		return err
+	})
 }
 
 func addr(ep lab.Endpoint) netip.Addr   { return netip.MustParseAddr(ep.IP) }

@@ -45,6 +45,7 @@ type hook struct {
 	tcx     link.Link
 	filter  *netlink.BpfFilter
 	qdisc   bool // we added the clsact qdisc
+	spare   bool // runs the spare copy of the program (after a fixOrder)
 }
 
 func (h *hook) String() string {
@@ -101,7 +102,7 @@ func (e *Enforcer) attach(iface string, ifindex int) error {
 // attachHook uses tcx, or netlink when the kernel has no tcx (decided at
 // the first hook).
 func (e *Enforcer) attachHook(h *hook) error {
-	p := e.coll.Programs[h.prog()]
+	p := e.program(h)
 	if e.how == "" || e.how == attachTCX {
 		err := e.attachTCX(h, p)
 		if err == nil {
@@ -201,7 +202,7 @@ func (e *Enforcer) clsactUnused(ifindex int) bool {
 
 // progID is the kernel ID of the program h runs.
 func (e *Enforcer) progID(h *hook) (cebpf.ProgramID, error) {
-	info, err := e.coll.Programs[h.prog()].Info()
+	info, err := e.program(h).Info()
 	if err != nil {
 		return 0, err
 	}
@@ -269,9 +270,18 @@ func (e *Enforcer) placed(h *hook) (present, inPlace bool, err error) {
 	return true, i == 0, nil
 }
 
+// program is the copy of h's program that h runs.
+func (e *Enforcer) program(h *hook) *cebpf.Program {
+	if h.spare {
+		return e.spare.Programs[h.prog()]
+	}
+	return e.coll.Programs[h.prog()]
+}
+
 // fixOrder moves our tcx programs back to their places when another
-// program (an LB opened later) was appended behind them. The hook is
-// without policy for the time between the detach and the attach.
+// program (an LB opened later) was appended behind them: the other copy of
+// the program is attached in place first, then the old link closed, so the
+// hook is never without policy (for a moment it runs both copies).
 func (e *Enforcer) fixOrder() error {
 	for _, p := range e.hooks {
 		for _, h := range p {
@@ -279,17 +289,20 @@ func (e *Enforcer) fixOrder() error {
 				continue
 			}
 			present, ok, err := e.placed(h)
-			if err != nil || ok {
-				if err != nil {
-					return err
-				}
+			if err != nil {
+				return err
+			}
+			if ok {
 				continue
 			}
-			if present {
-				h.tcx.Close()
-			}
-			if err := e.attachTCX(h, e.coll.Programs[h.prog()]); err != nil {
+			old := h.tcx
+			h.spare = !h.spare
+			if err := e.attachTCX(h, e.program(h)); err != nil {
+				h.tcx, h.spare = old, !h.spare
 				return fmt.Errorf("re-attach %s: %w", h, err)
+			}
+			if present {
+				old.Close()
 			}
 		}
 	}

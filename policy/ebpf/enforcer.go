@@ -50,6 +50,7 @@ type Enforcer struct {
 	site   policy.Site
 	h      *netlink.Handle // netlink socket inside the node namespace
 	coll   *cebpf.Collection
+	spare  *cebpf.Collection // a second copy of the programs on the same maps (fixOrder)
 	maps   maps
 	ids    identities
 	cur    *state           // what the last Program wrote (nil: nothing)
@@ -83,19 +84,32 @@ func Open(site policy.Site) (*Enforcer, error) {
 	}
 	coll, err := cebpf.NewCollection(spec)
 	if err != nil {
-		var ve *cebpf.VerifierError
-		if errors.As(err, &ve) && len(ve.Log) > 0 {
-			return nil, fmt.Errorf("ebpf policy: load programs: %+v", ve)
-		}
-		return nil, loadUnsupported("ebpf policy programs and maps", err)
+		return nil, loadError(err)
+	}
+	// The spare copy lets fixOrder attach before it detaches: tcx refuses
+	// the same program twice on one hook.
+	spare, err := cebpf.NewCollectionWithOptions(spec, cebpf.CollectionOptions{MapReplacements: coll.Maps})
+	if err != nil {
+		coll.Close()
+		return nil, loadError(err)
 	}
 	h, err := netnsx.NewHandle(site.Netns)
 	if err != nil {
 		coll.Close()
+		spare.Close()
 		return nil, fmt.Errorf("ebpf policy: %w", err)
 	}
-	return &Enforcer{site: site, h: h, coll: coll, hooks: map[string]*pair{},
+	return &Enforcer{site: site, h: h, coll: coll, spare: spare, hooks: map[string]*pair{},
 		maps: maps{ipc: coll.Maps[mapIPCache], ep: coll.Maps[mapEndpoint], pol: coll.Maps[mapPolicy], ct: coll.Maps[mapCT], cnt: coll.Maps[mapCounters]}}, nil
+}
+
+// loadError words a failed load: the verifier's full log, or unsupported.
+func loadError(err error) error {
+	var ve *cebpf.VerifierError
+	if errors.As(err, &ve) && len(ve.Log) > 0 {
+		return fmt.Errorf("ebpf policy: load programs: %+v", ve)
+	}
+	return loadUnsupported("ebpf policy programs and maps", err)
 }
 
 // probe checks the kernel features the enforcer needs.
@@ -306,6 +320,7 @@ func (e *Enforcer) Close() error {
 		errs = append(errs, e.detach(iface))
 	}
 	e.coll.Close()
+	e.spare.Close()
 	e.h.Close()
 	e.cur = nil
 	return errors.Join(errs...)

@@ -162,15 +162,17 @@ func mustDrop(t *testing.T, e *Enforcer, ep lab.Endpoint, to netip.AddrPort) {
 }
 
 // kernelIDs are the IDs of e's programs and maps.
-func kernelIDs(t *testing.T, e *Enforcer) (progs []cebpf.ProgramID, maps []cebpf.MapID) {
+func kernelIDs(t *testing.T, e *Enforcer) (progs []cebpf.ProgramID, mapIDs []cebpf.MapID) {
 	t.Helper()
-	for _, p := range e.coll.Programs {
-		info, err := p.Info()
-		if err != nil {
-			t.Fatal(err)
+	for _, c := range []*cebpf.Collection{e.coll, e.spare} {
+		for _, p := range c.Programs {
+			info, err := p.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, _ := info.ID()
+			progs = append(progs, id)
 		}
-		id, _ := info.ID()
-		progs = append(progs, id)
 	}
 	for _, m := range e.coll.Maps {
 		id, err := m.Info()
@@ -178,9 +180,9 @@ func kernelIDs(t *testing.T, e *Enforcer) (progs []cebpf.ProgramID, maps []cebpf
 			t.Fatal(err)
 		}
 		mid, _ := id.ID()
-		maps = append(maps, mid)
+		mapIDs = append(mapIDs, mid)
 	}
-	return progs, maps
+	return progs, mapIDs
 }
 
 // gone waits (briefly: the kernel frees some objects from a work queue)

@@ -35,7 +35,8 @@ func scalePod(ingress []policy.Rule) policy.Spec {
 }
 
 // TestScale programs 10 .. 10,000 rules of one peer each on a pod (the
-// steps of a policy-scale sweep, each replacing the last) and then one
+// steps of a policy-scale sweep, each replacing the last; then each from
+// none), and then one
 // rule of 10,000 peers, verifying each, and logs the programming and
 // Verify times (the figures of the sweep's eBPF curve).
 func TestScale(t *testing.T) {
@@ -56,18 +57,24 @@ func TestScale(t *testing.T) {
 		if err := got.Holds(e.Expected(spec)); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		t.Logf("%-22s program %8.2f ms (generate %6.2f, apply %7.2f), verify %7.2f ms; %d map entries", what,
+		t.Logf("%-24s program %8.2f ms (generate %6.2f, apply %7.2f), verify %7.2f ms; %d map entries", what,
 			ms(st.Generate+st.Apply), ms(st.Generate), ms(st.Apply), ms(verify), got.MapEntries)
 		if st.Generate+st.Apply > 10*time.Second {
 			t.Errorf("%s: programming took %v", what, st.Generate+st.Apply)
 		}
 	}
-	for _, n := range []int{10, 100, 1000, 10000} {
+	steps := []int{10, 100, 1000, 10000}
+	for _, n := range steps { // a sweep: each step replaces the last
 		rules, err := policy.ScaleRules(n, port)
 		if err != nil {
 			t.Fatal(err)
 		}
 		step(fmt.Sprintf("%d rules", n), scalePod(rules))
+	}
+	for _, n := range steps { // each from a selected pod without rules
+		rules, _ := policy.ScaleRules(n, port)
+		step("0 rules", scalePod([]policy.Rule{}))
+		step(fmt.Sprintf("%d rules from 0", n), scalePod(rules))
 	}
 	peers, err := policy.ScalePeers(10000)
 	if err != nil {

@@ -16,21 +16,25 @@ import (
 // How the programs sit next to datapath/ebpf's "ebpf-tc" Service LB, which
 // attaches to the same host veths: the policy must see the pods' real
 // addresses, as Kubernetes policy is about endpoints, not ClusterIPs.
-//   - from the pod (tcx ingress): after the LB's DNAT, so at the tail;
-//   - to the pod (tcx egress): before the LB's reverse NAT of replies, so
-//     at the head (a reply is then matched in conntrack as pod -> pod).
-// tcx keeps no "stay last" position: an LB attached after the policy would
-// append behind it, so every Program puts our programs back in place
-// (fixOrder), which Verify checks. Under the netlink fallback (kernels
-// before 6.6) both cls_bpf filters have priority 2, after the LB's
-// priority 1: right from the pod, but to the pod the policy then sees
-// ClusterIP sources in replies through a Service (a known limit there).
+//   - from the pod (tc ingress): after the LB's DNAT;
+//   - to the pod (tc egress): before the LB's reverse NAT of replies (a
+//     reply is then matched in conntrack as pod -> pod).
+// With tcx: at the tail, resp. the head. With cls_bpf (kernels before
+// 6.6): priority 2 from the pod, after the LB's priority 1; to the pod,
+// priority 1 beside the LB's filter (handle 1) in the same list, where a
+// filter added later runs first. Neither keeps its place when the LB is
+// attached after the policy, so every Program puts our programs back
+// (fixOrder: the spare copy attached in place, then the old one removed),
+// and Verify checks the places.
 
 // Attach modes.
 const (
 	attachTCX     = "tcx"
 	attachNetlink = "netlink"
-	filterPrio    = 2 // cls_bpf priority and handle: after ebpf-tc's (1)
+	prioFromPod   = 2 // cls_bpf priority: after ebpf-tc's (1)
+	prioToPod     = 1 // beside ebpf-tc's filter, ahead of it once added after it
+	handleMain    = 2 // cls_bpf handles of the two copies (ebpf-tc's is 1)
+	handleSpare   = 3
 )
 
 // pair is the two hooks of one host veth: [0] ingress (from the pod),
@@ -141,8 +145,15 @@ func (e *Enforcer) attachNetlink(h *hook, p *cebpf.Program) error {
 	case !errors.Is(err, unix.EEXIST):
 		return fmt.Errorf("attach %s: add clsact qdisc: %w", h, err)
 	}
+	prio, handle := uint16(prioToPod), uint32(handleMain)
+	if h.ingress {
+		prio = prioFromPod
+	}
+	if h.spare {
+		handle = handleSpare
+	}
 	h.filter = &netlink.BpfFilter{
-		FilterAttrs:  netlink.FilterAttrs{LinkIndex: h.ifindex, Parent: h.parent(), Handle: filterPrio, Priority: filterPrio, Protocol: unix.ETH_P_ALL},
+		FilterAttrs:  netlink.FilterAttrs{LinkIndex: h.ifindex, Parent: h.parent(), Handle: handle, Priority: prio, Protocol: unix.ETH_P_ALL},
 		Fd:           p.FD(),
 		Name:         h.prog(),
 		DirectAction: true,
@@ -162,25 +173,31 @@ func (e *Enforcer) detach(iface string) error {
 	}
 	var errs []error
 	for i := len(p) - 1; i >= 0; i-- {
-		h := p[i]
-		if h == nil {
-			continue
+		if p[i] != nil {
+			errs = append(errs, e.release(p[i]))
 		}
-		if h.tcx != nil {
-			if err := h.tcx.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("detach %s: %w", h, err))
-			}
+	}
+	return errors.Join(errs...)
+}
+
+// release removes h's link or filter (and a clsact qdisc we added, once
+// nothing else uses it).
+func (e *Enforcer) release(h *hook) error {
+	var errs []error
+	if h.tcx != nil {
+		if err := h.tcx.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("detach %s: %w", h, err))
 		}
-		if h.filter != nil {
-			if err := e.h.FilterDel(h.filter); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) {
-				errs = append(errs, fmt.Errorf("detach %s: %w", h, err))
-			}
+	}
+	if h.filter != nil {
+		if err := e.h.FilterDel(h.filter); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) {
+			errs = append(errs, fmt.Errorf("detach %s: %w", h, err))
 		}
-		if h.qdisc && e.clsactUnused(h.ifindex) {
-			q := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: h.ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}, QdiscType: "clsact"}
-			if err := e.h.QdiscDel(q); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.EINVAL) {
-				errs = append(errs, fmt.Errorf("detach %s: delete clsact: %w", h, err))
-			}
+	}
+	if h.qdisc && e.clsactUnused(h.ifindex) {
+		q := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: h.ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}, QdiscType: "clsact"}
+		if err := e.h.QdiscDel(q); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("detach %s: delete clsact: %w", h, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -246,8 +263,8 @@ func (e *Enforcer) chain(h *hook) ([]cebpf.ProgramID, error) {
 	return out, nil
 }
 
-// placed says whether h's program is on its hook and in its place (tcx:
-// last from the pod, first to the pod).
+// placed says whether h's program is on its hook and in its place: last
+// from the pod, first to the pod.
 func (e *Enforcer) placed(h *hook) (present, inPlace bool, err error) {
 	id, err := e.progID(h)
 	if err != nil {
@@ -260,9 +277,6 @@ func (e *Enforcer) placed(h *hook) (present, inPlace bool, err error) {
 	i := slices.Index(ids, id)
 	if i < 0 {
 		return false, false, nil
-	}
-	if h.tcx == nil {
-		return true, true, nil
 	}
 	if h.ingress {
 		return true, i == len(ids)-1, nil
@@ -285,7 +299,7 @@ func (e *Enforcer) program(h *hook) *cebpf.Program {
 func (e *Enforcer) fixOrder() error {
 	for _, p := range e.hooks {
 		for _, h := range p {
-			if h == nil || h.tcx == nil {
+			if h == nil {
 				continue
 			}
 			present, ok, err := e.placed(h)
@@ -295,16 +309,25 @@ func (e *Enforcer) fixOrder() error {
 			if ok {
 				continue
 			}
-			old := h.tcx
+			old := *h
 			h.spare = !h.spare
-			if err := e.attachTCX(h, e.program(h)); err != nil {
-				h.tcx, h.spare = old, !h.spare
+			if err := e.attachOne(h); err != nil {
+				*h = old
 				return fmt.Errorf("re-attach %s: %w", h, err)
 			}
 			if present {
-				old.Close()
+				old.qdisc = false // h keeps the ownership of the clsact qdisc
+				e.release(&old)
 			}
 		}
 	}
 	return nil
+}
+
+// attachOne attaches h's current copy the way the enforcer attaches.
+func (e *Enforcer) attachOne(h *hook) error {
+	if e.how == attachTCX {
+		return e.attachTCX(h, e.program(h))
+	}
+	return e.attachNetlink(h, e.program(h))
 }

@@ -3,14 +3,13 @@ package ebpf
 import (
 	"errors"
 	"net/netip"
-	"reflect"
 	"strings"
 	"testing"
 
 	cebpf "github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/bpftest"
 )
 
 // TestLayoutMatchesBTF checks that the Go mirrors of the map keys and
@@ -28,40 +27,7 @@ func TestLayoutMatchesBTF(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, ms := range spec.Maps {
-			m, ok := mirrors[name]
-			if !ok {
-				t.Errorf("map %s has no Go mirror", name)
-				continue
-			}
-			checkType(t, name+" key", ms.Key, m[0])
-			checkType(t, name+" value", ms.Value, m[1])
-		}
-	}
-}
-
-func checkType(t *testing.T, what string, bt btf.Type, goVal any) {
-	t.Helper()
-	rt := reflect.TypeOf(goVal)
-	size, err := btf.Sizeof(bt)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	if size != int(rt.Size()) {
-		t.Errorf("%s: C size %d, Go %s size %d", what, size, rt, rt.Size())
-	}
-	st, ok := btf.UnderlyingType(bt).(*btf.Struct)
-	if !ok || rt.Kind() != reflect.Struct {
-		return
-	}
-	if len(st.Members) != rt.NumField() {
-		t.Fatalf("%s: C has %d members, Go %s has %d fields", what, len(st.Members), rt, rt.NumField())
-	}
-	for i, m := range st.Members {
-		f := rt.Field(i)
-		if int(m.Offset.Bytes()) != int(f.Offset) || !strings.EqualFold(m.Name, f.Name) {
-			t.Errorf("%s: member %d is %s at %d in C, %s at %d in Go", what, i, m.Name, m.Offset.Bytes(), f.Name, f.Offset)
-		}
+		bpftest.CheckMaps(t, spec, mirrors)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/bpfmap"
 )
 
 // update is what one Program writes and deletes.
@@ -160,7 +161,7 @@ func (c *core) relayout(t *table, u *update, old *table) (*update, error) {
 	if c.fresh && !c.dirty {
 		return u, nil
 	}
-	svcs, err := dump[svcKey, svcVal](c.objs.svc, 0)
+	svcs, err := bpfmap.Dump[svcKey, svcVal](c.objs.svc, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +170,7 @@ func (c *core) relayout(t *table, u *update, old *table) (*update, error) {
 			u.delSvc = append(u.delSvc, k)
 		}
 	}
-	bes, err := dump[uint32, backendVal](c.objs.be, 0)
+	bes, err := bpfmap.Dump[uint32, backendVal](c.objs.be, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -188,10 +189,10 @@ func (c *core) apply(ctx context.Context, u *update) (int, time.Duration, error)
 	if err != nil {
 		return n, gen, err
 	}
-	if err := deleteAll(ctx, c.objs.svc, u.delSvc); err != nil {
+	if err := bpfmap.DeleteAll(ctx, c.objs.svc, u.delSvc); err != nil {
 		return n, gen, err
 	}
-	if err := deleteAll(ctx, c.objs.be, u.delSlots); err != nil {
+	if err := bpfmap.DeleteAll(ctx, c.objs.be, u.delSlots); err != nil {
 		return n, gen, err
 	}
 	return n + len(u.delSvc)*svcKeySize + len(u.delSlots)*4, gen, nil
@@ -253,10 +254,10 @@ func (c *core) writeEntries(ctx context.Context, objs *objects, t *table, idx []
 	}
 	gen := time.Since(built)
 	n := nends*(4+beValSize) + nsvc*(svcKeySize+svcValSize)
-	if err := putAll(ctx, objs.be, slots, bes); err != nil {
+	if err := bpfmap.PutAll(ctx, objs.be, slots, bes); err != nil {
 		return n, gen, err
 	}
-	if err := putAll(ctx, objs.svc, keys, vals); err != nil {
+	if err := bpfmap.PutAll(ctx, objs.svc, keys, vals); err != nil {
 		return n, gen, err
 	}
 	return n, gen, nil

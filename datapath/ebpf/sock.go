@@ -9,6 +9,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/cnibench/cnibench/internal/bpfmap"
 )
 
 // SocketLB is the "ebpf" datapath: socket-level load balancing at
@@ -53,7 +55,7 @@ func NewSocketLB(cgroupDir string, opts Options) (*SocketLB, error) {
 		flowWhat:     "UDP reverse-NAT map",
 		entriesPer:   1,
 		defaultFlows: DefaultSockFlowMapMax,
-		countFlows:   count[[16]byte, [8]byte],
+		countFlows:   bpfmap.Count[[16]byte, [8]byte],
 		swap:         s.swap,
 		detach:       s.detach,
 	}, opts)

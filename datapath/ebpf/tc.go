@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
+	"github.com/cnibench/cnibench/internal/bpfmap"
 	"github.com/cnibench/cnibench/internal/netnsx"
 )
 
@@ -71,7 +72,7 @@ func NewTCLB(netnsPath string, ifaces []string, opts Options) (*TCLB, error) {
 		flowWhat:     "conntrack map",
 		entriesPer:   2,
 		defaultFlows: DefaultFlowMapMax,
-		countFlows:   count[[16]byte, [12]byte],
+		countFlows:   bpfmap.Count[[16]byte, [12]byte],
 		swap:         t.swap,
 		detach:       t.detach,
 	}, opts)

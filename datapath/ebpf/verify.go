@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/bpfmap"
 )
 
 // Expected is what Verify should find once spec is programmed: one service
@@ -46,14 +47,14 @@ func (c *core) verify(ctx context.Context) (datapath.Counts, error) {
 	if want == nil {
 		want = &table{}
 	}
-	svcs, err := dump[svcKey, svcVal](c.objs.svc, len(want.svcs))
+	svcs, err := bpfmap.Dump[svcKey, svcVal](c.objs.svc, len(want.svcs))
 	if err != nil {
 		return n, fmt.Errorf("%s: verify: %w", c.m.name, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return n, err
 	}
-	bes, err := dump[uint32, backendVal](c.objs.be, len(want.ends))
+	bes, err := bpfmap.Dump[uint32, backendVal](c.objs.be, len(want.ends))
 	if err != nil {
 		return n, fmt.Errorf("%s: verify: %w", c.m.name, err)
 	}

@@ -38,10 +38,13 @@ func ScratchNS(t *testing.T, tag string) string {
 // NewLab brings up a 2-node lab with one pod per node, named
 // <prefix><random> so that concurrent packages never collide, and takes it
 // down at cleanup.
-func NewLab(t *testing.T, prefix string) *lab.Lab {
+func NewLab(t *testing.T, prefix string) *lab.Lab { return NewLabSized(t, prefix, 2, 1) }
+
+// NewLabSized is NewLab with nodes nodes of podsPerNode pods.
+func NewLabSized(t *testing.T, prefix string, nodes, podsPerNode int) *lab.Lab {
 	t.Helper()
 	NeedRoot(t)
-	cfg := lab.Config{Name: fmt.Sprintf("%s%06d", prefix, rand.IntN(1000000)), Nodes: 2, PodsPerNode: 1, StateDir: t.TempDir()}
+	cfg := lab.Config{Name: fmt.Sprintf("%s%06d", prefix, rand.IntN(1000000)), Nodes: nodes, PodsPerNode: podsPerNode, StateDir: t.TempDir()}
 	t.Cleanup(func() {
 		if _, err := lab.Down(cfg.StateDir, cfg.Name); err != nil {
 			t.Errorf("lab down: %v", err)

@@ -1,7 +1,9 @@
 package labtest
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -20,28 +22,12 @@ func Listeners(t *testing.T, ep lab.Endpoint, ports []uint16) func() map[uint16]
 	var mu sync.Mutex
 	counts := map[uint16]int{}
 	for _, p := range ports {
-		var ln net.Listener
-		err := netnsx.Do(ep.NetnsPath(), func() error {
-			var err error
-			ln, err = net.Listen("tcp4", net.JoinHostPort(ep.IP, strconv.Itoa(int(p))))
-			return err
+		serve(t, ep, p, func(c net.Conn) {
+			c.Close()
+			mu.Lock()
+			counts[p]++
+			mu.Unlock()
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-				mu.Lock()
-				counts[p]++
-				mu.Unlock()
-			}
-		}()
 	}
 	return func() map[uint16]int {
 		mu.Lock()
@@ -103,4 +89,64 @@ func CheckBalance(t *testing.T, counts func() map[uint16]int, ports []uint16, n 
 	if chi2 > 30 {
 		t.Fatalf("unbalanced: %v (chi-square %.1f > 30 for a uniform choice)", got, chi2)
 	}
+}
+
+// Echo serves TCP on ep:port in ep's namespace, sending back whatever it
+// receives, until the test ends.
+func Echo(t *testing.T, ep lab.Endpoint, port uint16) {
+	t.Helper()
+	serve(t, ep, port, func(c net.Conn) {
+		go func() {
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			io.Copy(c, c)
+		}()
+	})
+}
+
+// serve listens on ep:port in ep's namespace and hands every accepted
+// connection to handle, until the test ends.
+func serve(t *testing.T, ep lab.Endpoint, port uint16, handle func(net.Conn)) {
+	t.Helper()
+	var ln net.Listener
+	err := netnsx.Do(ep.NetnsPath(), func() error {
+		var err error
+		ln, err = net.Listen("tcp4", net.JoinHostPort(ep.IP, strconv.Itoa(int(port))))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			handle(c)
+		}
+	}()
+}
+
+// Exchange connects from ep's namespace to addr (an Echo server) within
+// timeout, sends a line and reads it back: data both ways. A dropped SYN
+// shows as a net.Error whose Timeout() is true.
+func Exchange(ep lab.Endpoint, addr netip.AddrPort, timeout time.Duration) error {
+	return netnsx.Do(ep.NetnsPath(), func() error {
+		c, err := net.DialTimeout("tcp4", addr.String(), timeout)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Write([]byte("ping\n")); err != nil {
+			return err
+		}
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || line != "ping\n" {
+			return fmt.Errorf("echo from %s: %q, %v", addr, line, err)
+		}
+		return nil
+	})
 }

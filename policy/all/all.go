@@ -1,3 +1,8 @@
 // Package all registers every policy enforcer (as datapath/all does for
-// Service datapaths): a program that opens enforcers by name imports it.
+// Service datapaths): import it for its side effect where the lab picks
+// one with policy.ForDatapath.
 package all
+
+import (
+	_ "github.com/cnibench/cnibench/policy/ebpf" // "ebpf", for ebpf and ebpf-tc
+)

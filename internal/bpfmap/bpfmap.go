@@ -1,4 +1,6 @@
-package ebpf
+// Package bpfmap reads and writes whole BPF maps in batches, for the eBPF
+// Service datapaths (datapath/ebpf) and the eBPF policy (policy/ebpf).
+package bpfmap
 
 import (
 	"context"
@@ -8,41 +10,41 @@ import (
 	cebpf "github.com/cilium/ebpf"
 )
 
-// batchChunk is how many entries one batch syscall carries: large enough
+// BatchChunk is how many entries one batch syscall carries: large enough
 // that syscall overhead vanishes, small enough to notice a cancelled ctx.
-const batchChunk = 16384
+const BatchChunk = 16384
 
-// putAll writes keys[i] -> vals[i] with BPF_MAP_UPDATE_BATCH, or one entry
+// PutAll writes keys[i] -> vals[i] with BPF_MAP_UPDATE_BATCH, or one entry
 // at a time on kernels without batch operations (before 5.6).
-func putAll[K, V any](ctx context.Context, m *cebpf.Map, keys []K, vals []V) error {
-	for i := 0; i < len(keys); i += batchChunk {
+func PutAll[K, V any](ctx context.Context, m *cebpf.Map, keys []K, vals []V) error {
+	for i := 0; i < len(keys); i += BatchChunk {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		j := min(i+batchChunk, len(keys))
+		j := min(i+BatchChunk, len(keys))
 		_, err := m.BatchUpdate(keys[i:j], vals[i:j], nil)
 		if errors.Is(err, cebpf.ErrNotSupported) {
 			for k := i; k < j; k++ {
 				if err := m.Put(keys[k], vals[k]); err != nil {
-					return fmt.Errorf("update %s: %w", mapName(m), err)
+					return fmt.Errorf("update %s: %w", Name(m), err)
 				}
 			}
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("update %s (entries %d..%d of %d): %w", mapName(m), i, j-1, len(keys), err)
+			return fmt.Errorf("update %s (entries %d..%d of %d): %w", Name(m), i, j-1, len(keys), err)
 		}
 	}
 	return nil
 }
 
-// deleteAll removes keys; keys already absent are not an error.
-func deleteAll[K any](ctx context.Context, m *cebpf.Map, keys []K) error {
-	for i := 0; i < len(keys); i += batchChunk {
+// DeleteAll removes keys; keys already absent are not an error.
+func DeleteAll[K any](ctx context.Context, m *cebpf.Map, keys []K) error {
+	for i := 0; i < len(keys); i += BatchChunk {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		j := min(i+batchChunk, len(keys))
+		j := min(i+BatchChunk, len(keys))
 		_, err := m.BatchDelete(keys[i:j], nil)
 		if err == nil {
 			continue
@@ -50,23 +52,23 @@ func deleteAll[K any](ctx context.Context, m *cebpf.Map, keys []K) error {
 		// Unsupported, or a key was missing (the batch stops there): go
 		// one by one.
 		if !errors.Is(err, cebpf.ErrNotSupported) && !errors.Is(err, cebpf.ErrKeyNotExist) {
-			return fmt.Errorf("delete from %s: %w", mapName(m), err)
+			return fmt.Errorf("delete from %s: %w", Name(m), err)
 		}
 		for k := i; k < j; k++ {
 			if err := m.Delete(keys[k]); err != nil && !errors.Is(err, cebpf.ErrKeyNotExist) {
-				return fmt.Errorf("delete from %s: %w", mapName(m), err)
+				return fmt.Errorf("delete from %s: %w", Name(m), err)
 			}
 		}
 	}
 	return nil
 }
 
-// dump reads every entry of m, with BPF_MAP_LOOKUP_BATCH when the kernel
+// Dump reads every entry of m, with BPF_MAP_LOOKUP_BATCH when the kernel
 // has it, else with the key iterator.
-func dump[K comparable, V any](m *cebpf.Map, hint int) (map[K]V, error) {
+func Dump[K comparable, V any](m *cebpf.Map, hint int) (map[K]V, error) {
 	out := make(map[K]V, hint)
-	keys := make([]K, batchChunk)
-	vals := make([]V, batchChunk)
+	keys := make([]K, BatchChunk)
+	vals := make([]V, BatchChunk)
 	var cursor cebpf.MapBatchCursor
 	for {
 		n, err := m.BatchLookup(&cursor, keys, vals, nil)
@@ -85,23 +87,23 @@ func dump[K comparable, V any](m *cebpf.Map, hint int) (map[K]V, error) {
 				out[k] = v
 			}
 			if err := it.Err(); err != nil {
-				return nil, fmt.Errorf("read %s: %w", mapName(m), err)
+				return nil, fmt.Errorf("read %s: %w", Name(m), err)
 			}
 			return out, nil
 		case err != nil:
-			return nil, fmt.Errorf("read %s: %w", mapName(m), err)
+			return nil, fmt.Errorf("read %s: %w", Name(m), err)
 		}
 	}
 }
 
-// count returns the number of entries in m.
-func count[K comparable, V any](m *cebpf.Map) (int, error) {
-	d, err := dump[K, V](m, 0)
+// Count returns the number of entries in m.
+func Count[K comparable, V any](m *cebpf.Map) (int, error) {
+	d, err := Dump[K, V](m, 0)
 	return len(d), err
 }
 
-// mapName is m's kernel name, for messages.
-func mapName(m *cebpf.Map) string {
+// Name is m's kernel name, for messages.
+func Name(m *cebpf.Map) string {
 	if info, err := m.Info(); err == nil && info.Name != "" {
 		return info.Name
 	}

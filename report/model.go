@@ -110,6 +110,9 @@ type ScenarioInfo struct {
 	// Policy is the L3/L4 policy the scenario ran under and its
 	// enforcement check, on one line (policy.go); "" without policy.
 	Policy string `json:"policy,omitempty"`
+	// L7 is the L7 proxy policy its HTTP traffic went through and its
+	// checks, on one line (policy.go); "" without.
+	L7 string `json:"l7,omitempty"`
 }
 
 // Column is one (run, scenario).
@@ -661,7 +664,7 @@ func runInfo(run *results.Run, label string) RunInfo {
 	}
 	for _, sc := range scs {
 		ri.Scenarios = append(ri.Scenarios, ScenarioInfo{Name: sc.Name, Kind: sc.Target.Kind, Details: flatten(sc.Target.Details),
-			Sysctls: sysctlsText(run, sc.Target.Details), Policy: policyText(sc.Target.Details)})
+			Sysctls: sysctlsText(run, sc.Target.Details), Policy: policyText(sc.Target.Details), L7: l7Text(sc.Target.Details)})
 	}
 	return ri
 }
@@ -672,8 +675,8 @@ func runInfo(run *results.Run, label string) RunInfo {
 func flatten(d map[string]any) map[string]string {
 	out := map[string]string{}
 	for k, v := range d {
-		if k == "policy" {
-			continue // a line of its own (ScenarioInfo.Policy)
+		if k == "policy" || k == "l7" {
+			continue // lines of their own (ScenarioInfo.Policy, L7)
 		}
 		switch x := v.(type) {
 		case map[string]any:

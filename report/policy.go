@@ -58,3 +58,44 @@ func policyText(details map[string]any) string {
 	}
 	return s
 }
+
+// l7Check is target details' "l7" (labtarget.L7Check).
+type l7Check struct {
+	Model string `json:"model"`
+	Rules []struct {
+		Method     string `json:"method"`
+		Path       string `json:"path"`
+		PathPrefix string `json:"path_prefix"`
+	} `json:"rules"`
+	Proxies []string      `json:"proxies"`
+	Checks  []string      `json:"checks"`
+	Start   time.Duration `json:"start_ns"`
+}
+
+// l7Text is one line saying which L7 proxies a scenario's HTTP numbers
+// went through, their allow-list and the checks made before measuring;
+// "" for a scenario without L7 policy.
+func l7Text(details map[string]any) string {
+	raw, ok := details["l7"]
+	if !ok || raw == nil {
+		return ""
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return ""
+	}
+	var c l7Check
+	if json.Unmarshal(b, &c) != nil || c.Model == "" {
+		return ""
+	}
+	var rules []string
+	for _, r := range c.Rules {
+		rule := strings.TrimSpace(r.Method + " " + r.Path)
+		if r.PathPrefix != "" {
+			rule += " " + r.PathPrefix + "*"
+		}
+		rules = append(rules, rule)
+	}
+	return fmt.Sprintf("%s HAProxy (%s), allowing only %s, started and verified in %s: %s",
+		c.Model, strings.Join(c.Proxies, ", "), strings.Join(rules, ", "), c.Start.Round(time.Millisecond), strings.Join(c.Checks, "; "))
+}

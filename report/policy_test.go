@@ -31,3 +31,19 @@ func TestPolicyText(t *testing.T) {
 		t.Error("the policy check is flattened into the details as well as its own line")
 	}
 }
+
+// The L7 line names the model, the proxies, the allow-list and the checks.
+func TestL7Text(t *testing.T) {
+	d := map[string]any{"l7": map[string]any{"model": "sidecar", "proxies": []any{"client-node0-pod0", "server-node1-pod0"},
+		"rules": []any{map[string]any{"method": "GET", "path": "/"}}, "start_ns": float64(3e8),
+		"checks": []any{"198.19.1.10:8080: GET / 200 through server-node1-pod0, client-node0-pod0; GET /cnb-l7-denied 403 from server-node1-pod0"}}}
+	got := l7Text(d)
+	for _, want := range []string{"sidecar HAProxy (client-node0-pod0, server-node1-pod0)", "allowing only GET /", "in 300ms", "403 from server-node1-pod0"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("L7 line %q lacks %q", got, want)
+		}
+	}
+	if l7Text(map[string]any{}) != "" {
+		t.Error("an L7 line without L7")
+	}
+}

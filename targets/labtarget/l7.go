@@ -72,7 +72,11 @@ func (t *Target) openL7(ctx context.Context) error {
 		t.progress(" %s\n", failedOr(ctx))
 		return fmt.Errorf("l7 %s: %w (proxy log: %s)", model, err, d.Log())
 	}
-	for _, addr := range t.l7Addresses(servers) {
+	addrs, note := t.l7Addresses(servers)
+	if note != "" {
+		t.l7.check.Checks = append(t.l7.check.Checks, note)
+	}
+	for _, addr := range addrs {
 		line, err := t.l7Probe(ctx, addr)
 		if err != nil {
 			t.progress(" %s\n", failedOr(ctx))
@@ -86,9 +90,15 @@ func (t *Target) openL7(ctx context.Context) error {
 }
 
 // l7Addresses are the HTTP server addresses the run's placements dial
-// (pod addresses, test Service addresses), each once.
-func (t *Target) l7Addresses(servers []string) []string {
-	var out []string
+// (pod addresses, test Service addresses), each once. A socket-level
+// Service datapath translates a ClusterIP at connect() of the lab's pods
+// only, not of this process: its Services are left out, and note says
+// their traffic reaches the proxies as the pod addresses checked.
+func (t *Target) l7Addresses(servers []string) (out []string, note string) {
+	sockLB := false
+	if v, ok := datapath.Lookup(t.lab.Config.ServiceDatapath); ok && v.Scope == datapath.PerLab {
+		sockLB = true
+	}
 	add := func(ip string) {
 		a := net.JoinHostPort(ip, strconv.Itoa(httpload.DefaultPort))
 		if !slices.Contains(out, a) {
@@ -97,6 +107,15 @@ func (t *Target) l7Addresses(servers []string) []string {
 	}
 	for _, pl := range t.cfg.Placements {
 		if ts, ok := testServices[pl]; ok {
+			if sockLB {
+				note = fmt.Sprintf("ClusterIPs: %s translates them at the client's connect() to the pod addresses checked here", t.lab.Config.ServiceDatapath)
+				for _, s := range servers {
+					if e, err := t.lab.Endpoint(s); err == nil {
+						add(e.IP)
+					}
+				}
+				continue
+			}
 			add(datapath.TestVIP(ts.vip).String())
 			continue
 		}
@@ -105,7 +124,7 @@ func (t *Target) l7Addresses(servers []string) []string {
 			add(e.IP)
 		}
 	}
-	return out
+	return out, note
 }
 
 // l7Probe checks one address the benchmark dials: the allowed request

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"time"
 
@@ -140,7 +139,7 @@ func (t *Target) probe(from, to, want string, c *PolicyCheck) error {
 	switch {
 	case err == nil:
 		p.Got = "connected"
-	case errors.Is(err, os.ErrDeadlineExceeded):
+	case isTimeout(err):
 		p.Got = fmt.Sprintf("dropped (no answer in %s)", timeout)
 	default:
 		p.Got = err.Error()
@@ -151,10 +150,17 @@ func (t *Target) probe(from, to, want string, c *PolicyCheck) error {
 		return fmt.Errorf("policy %s blocks the benchmark's own traffic: %s → %s: %s", c.Enforcer, from, p.To, p.Got)
 	case want == "drop" && err == nil:
 		return fmt.Errorf("policy %s is not enforced: %s reached %s, which it denies", c.Enforcer, from, p.To)
-	case want == "drop" && !errors.Is(err, os.ErrDeadlineExceeded):
+	case want == "drop" && !isTimeout(err):
 		return fmt.Errorf("policy %s: the denied probe %s → %s was not dropped: %s", c.Enforcer, from, p.To, p.Got)
 	}
 	return nil
+}
+
+// isTimeout tells a connect that got no answer (dropped) from one that
+// was refused or failed otherwise.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // listenIn opens a TCP listener on an ephemeral port of e's address,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Checks that the committed BPF objects (datapath/ebpf/*_bpfel.{o,go}) are
-# what the C sources produce: runs gen.go's bpf2go lines on a temporary copy
-# of the sources and compares the outputs byte for byte.
+# Checks that the committed BPF objects (datapath/ebpf/*_bpfel.{o,go},
+# flows/*_bpfel.{o,go}) are what the C sources produce: runs each package's
+# gen.go bpf2go lines on a temporary copy of its sources and compares the
+# outputs byte for byte.
 #
 # Needs clang, llvm (llvm-strip, llvm-objdump) and libbpf-dev (Debian 12:
 # apt-get install clang llvm libbpf-dev). bpf2go pins what would vary
@@ -25,52 +26,63 @@ if [ ! -f /usr/include/bpf/bpf_helpers.h ]; then
 	exit 2
 fi
 
-src=datapath/ebpf
 tmp=$(mktemp -d /tmp/cnb-check-bpf.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 # bpf2go at the version go.mod pins.
 go build -o "$tmp/bpf2go" github.com/cilium/ebpf/cmd/bpf2go
-mkdir -p "$tmp/ebpf"
-cp -r "$src/bpf" "$src/gen.go" "$tmp/ebpf/"
-
-# Run each //go:generate line of gen.go with the built bpf2go, as
-# `go generate` would (GOPACKAGE, GOFILE set; cwd = the package dir).
-grep '^//go:generate go tool bpf2go ' "$src/gen.go" |
-	sed 's|^//go:generate go tool bpf2go ||' |
-	while read -r args; do
-		# shellcheck disable=SC2086 # word splitting of the flags is intended
-		(cd "$tmp/ebpf" && GOPACKAGE=ebpf GOFILE=gen.go "$tmp/bpf2go" $args >/dev/null)
-	done
 
 status=0
-for f in "$tmp"/ebpf/*_bpfel.o "$tmp"/ebpf/*_bpfel.go; do
-	name=$(basename "$f")
-	if [ ! -f "$src/$name" ]; then
-		echo "check-bpf: $src/$name is not committed (run go generate ./$src)"
+# check_pkg src: rebuild src's objects (its gen.go's bpf2go lines) in a
+# copy and compare them with the committed ones.
+check_pkg() {
+	local src=$1 pkg
+	pkg=$(basename "$src")
+	mkdir -p "$tmp/$pkg"
+	cp -r "$src/bpf" "$src/gen.go" "$tmp/$pkg/"
+
+	# Run each //go:generate line of gen.go with the built bpf2go, as
+	# `go generate` would (GOPACKAGE, GOFILE set; cwd = the package dir).
+	grep '^//go:generate go tool bpf2go ' "$src/gen.go" |
+		sed 's|^//go:generate go tool bpf2go ||' |
+		while read -r args; do
+			# shellcheck disable=SC2086 # word splitting of the flags is intended
+			(cd "$tmp/$pkg" && GOPACKAGE=$pkg GOFILE=gen.go "$tmp/bpf2go" $args >/dev/null)
+		done
+
+	for f in "$tmp/$pkg"/*_bpfel.o "$tmp/$pkg"/*_bpfel.go; do
+		name=$(basename "$f")
+		if [ ! -f "$src/$name" ]; then
+			echo "check-bpf: $src/$name is not committed (run go generate ./$src)"
+			status=1
+			continue
+		fi
+		if cmp -s "$f" "$src/$name"; then
+			echo "check-bpf: $src/$name ok"
+			continue
+		fi
 		status=1
-		continue
-	fi
-	if cmp -s "$f" "$src/$name"; then
-		echo "check-bpf: $name ok"
-		continue
-	fi
-	status=1
-	echo "check-bpf: $name differs from what $(clang --version | head -1) builds from the sources"
-	case "$name" in
-	*.o)
-		diff <(llvm-objdump -d --no-show-raw-insn "$src/$name" | tail -n +3) \
-			<(llvm-objdump -d --no-show-raw-insn "$f" | tail -n +3) | head -40 || true
-		;;
-	*)
-		diff "$src/$name" "$f" | head -40 || true
-		;;
-	esac
-done
-for f in "$src"/*_bpfel.o; do
-	[ -f "$tmp/ebpf/$(basename "$f")" ] || { echo "check-bpf: $f has no source in gen.go"; status=1; }
+		echo "check-bpf: $src/$name differs from what $(clang --version | head -1) builds from the sources"
+		case "$name" in
+		*.o)
+			diff <(llvm-objdump -d --no-show-raw-insn "$src/$name" | tail -n +3) \
+				<(llvm-objdump -d --no-show-raw-insn "$f" | tail -n +3) | head -40 || true
+			;;
+		*)
+			diff "$src/$name" "$f" | head -40 || true
+			;;
+		esac
+	done
+	for f in "$src"/*_bpfel.o; do
+		[ -f "$tmp/$pkg/$(basename "$f")" ] || { echo "check-bpf: $f has no source in gen.go"; status=1; }
+	done
+}
+
+# Every package with committed BPF objects.
+for src in datapath/ebpf flows; do
+	check_pkg "$src"
 done
 if [ "$status" -ne 0 ]; then
-	echo "check-bpf: FAILED: run 'go generate ./$src' and commit the result" >&2
+	echo "check-bpf: FAILED: run 'go generate' in the package named above and commit the result" >&2
 fi
 exit "$status"

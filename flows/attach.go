@@ -50,9 +50,10 @@ func (a *hook) parent() uint32 {
 }
 
 // attachAll attaches from_pod at ingress and to_pod at egress of every
-// link: tcx, or cls_bpf when the kernel has no tcx.
-func (s *ebpfSource) attachAll(links []netlink.Link) error {
-	useTCX := true
+// link: tcx, or cls_bpf (how is AttachNetlink, or AttachAuto and the
+// kernel has no tcx).
+func (s *ebpfSource) attachAll(links []netlink.Link, how string) error {
+	useTCX := how != AttachNetlink
 	for _, l := range links {
 		for _, ingress := range []bool{true, false} {
 			a := &hook{iface: l.Attrs().Name, ifindex: l.Attrs().Index, ingress: ingress, prog: flowsProgCnbFlowsToPod}
@@ -63,7 +64,7 @@ func (s *ebpfSource) attachAll(links []netlink.Link) error {
 			var err error
 			if useTCX {
 				err = s.attachTCX(a, p)
-				if len(s.hooks) == 0 && errors.Is(err, cebpf.ErrNotSupported) {
+				if how == AttachAuto && len(s.hooks) == 0 && errors.Is(err, cebpf.ErrNotSupported) {
 					useTCX = false // kernel before 6.6
 				}
 			}
@@ -88,6 +89,9 @@ func (s *ebpfSource) attachTCX(a *hook, p *cebpf.Program) error {
 	}
 	return netnsx.Do(s.site.Netns, func() error {
 		l, err := link.AttachTCX(link.TCXOptions{Interface: a.ifindex, Program: p, Attach: at, Anchor: link.Tail()})
+		if errors.Is(err, cebpf.ErrNotSupported) {
+			return unsupported("tcx (kernel 6.6)", fmt.Errorf("attach %s: %w", a, err))
+		}
 		if err != nil {
 			return fmt.Errorf("attach %s with tcx: %w", a, err)
 		}

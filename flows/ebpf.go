@@ -62,7 +62,7 @@ func openEBPF(site Site, ifaces []string, opts Options) (_ *ebpfSource, err erro
 	if err != nil {
 		return nil, fmt.Errorf("flows: %s: %w", site.Node, err)
 	}
-	if err := s.attachAll(links); err != nil {
+	if err := s.attachAll(links, opts.TCAttach); err != nil {
 		return nil, fmt.Errorf("flows: %s: %w", site.Node, err)
 	}
 	if s.rd, err = ringbuf.NewReader(s.objs.CnbFlowEvents); err != nil {

@@ -33,7 +33,18 @@ type Options struct {
 	Group uint16
 	// SampleSize is how many recent events Sample can return; default 256.
 	SampleSize int
+	// TCAttach is how EBPF attaches, as datapath/ebpf's option of that
+	// name: "auto" (default: tcx, cls_bpf on kernels without it), "tcx"
+	// or "netlink" (clsact qdisc + cls_bpf filter).
+	TCAttach string
 }
+
+// Options.TCAttach values.
+const (
+	AttachAuto    = "auto"
+	AttachTCX     = "tcx"
+	AttachNetlink = "netlink"
+)
 
 const (
 	defaultRingBytes  = 1 << 20
@@ -117,6 +128,13 @@ func open(site Site, mech string, ifaces []string, opts Options, start bool) (*R
 	}
 	var src source
 	var err error
+	switch opts.TCAttach {
+	case "":
+		opts.TCAttach = AttachAuto
+	case AttachAuto, AttachTCX, AttachNetlink:
+	default:
+		return nil, fmt.Errorf("flows: TCAttach must be %s, %s or %s, got %q", AttachAuto, AttachTCX, AttachNetlink, opts.TCAttach)
+	}
 	switch mech {
 	case EBPF:
 		src, err = openEBPF(site, ifaces, opts)

@@ -87,9 +87,13 @@ func openOrSkip(t *testing.T, site Site, mech string, opts Options, start bool) 
 func TestToggle(t *testing.T) {
 	labtest.NeedRoot(t)
 	r := newRig(t)
-	for _, mech := range []string{EBPF, NFLOG} {
-		t.Run(mech, func(t *testing.T) {
-			rec := openOrSkip(t, r.site, mech, Options{}, true)
+	for _, c := range []struct {
+		name, mech string
+		opts       Options
+	}{{"ebpf", EBPF, Options{}}, {"ebpf-cls_bpf", EBPF, Options{TCAttach: AttachNetlink}}, {"nflog", NFLOG, Options{}}} {
+		mech := c.mech
+		t.Run(c.name, func(t *testing.T) {
+			rec := openOrSkip(t, r.site, mech, c.opts, true)
 			if n, err := rec.Installed(); err != nil || n == 0 {
 				t.Fatalf("installed: %d hooks/rules, %v", n, err)
 			}
@@ -117,6 +121,7 @@ func TestToggle(t *testing.T) {
 				t.Fatalf("second Close: %v", err)
 			}
 			checkOff(t, r, mech, ids)
+			noClsact(t, r)
 		})
 	}
 }
@@ -271,5 +276,29 @@ func TestLostCounted(t *testing.T) {
 				t.Fatalf("consumer stopped: %v", err)
 			}
 		})
+	}
+}
+
+// noClsact fails if node0's pod veth has a clsact qdisc: the lab makes
+// none, so one left after Close is ours (the cls_bpf fallback's).
+func noClsact(t *testing.T, r *rig) {
+	t.Helper()
+	h, err := netnsx.NewHandle(r.site.Netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	l, err := h.LinkByName("cnbp0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := h.QdiscList(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if q.Type() == "clsact" {
+			t.Fatalf("after Close: cnbp0 still has a clsact qdisc")
+		}
 	}
 }

@@ -3,6 +3,7 @@ package flows
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -116,12 +117,23 @@ func findLinks(h *netlink.Handle, ifaces []string) ([]netlink.Link, error) {
 // datapath/ebpf.PodVethPrefix).
 const podVethPrefix = "cnbp"
 
-// run reads the ring until stop.
+// drainEvery is how often the reader empties the ring without a wakeup
+// (flows.c wakes it only when WAKEUP_BYTES are waiting): an event's
+// longest wait, and how far Counts may lag the datapath.
+const drainEvery = 20 * time.Millisecond
+
+// run reads the ring until stop: woken by the kernel when it fills past
+// WAKEUP_BYTES, or by its own deadline every drainEvery.
 func (s *ebpfSource) run(emit func(Event), _ func(uint64)) error {
 	mono := func(ns uint64) time.Time { return s.monoBase.Add(time.Duration(ns)) }
 	var rec ringbuf.Record
+	s.rd.SetDeadline(time.Now().Add(drainEvery))
 	for {
 		if err := s.rd.ReadInto(&rec); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				s.rd.SetDeadline(time.Now().Add(drainEvery))
+				continue
+			}
 			if errors.Is(err, ringbuf.ErrClosed) {
 				return errStopped
 			}

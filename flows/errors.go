@@ -22,7 +22,7 @@ func probe() error {
 	if err := features.HaveMapType(cebpf.RingBuf); err != nil {
 		return kfeature.Check("BPF ring buffer maps", err, cebpf.ErrNotSupported)
 	}
-	for _, fn := range []asm.BuiltinFunc{asm.FnRingbufReserve, asm.FnRingbufSubmit} {
+	for _, fn := range []asm.BuiltinFunc{asm.FnRingbufReserve, asm.FnRingbufSubmit, asm.FnRingbufQuery} {
 		if err := features.HaveProgramHelper(cebpf.SchedCLS, fn); err != nil {
 			return kfeature.Check(fmt.Sprintf("helper %s in tc programs", fn), err, cebpf.ErrNotSupported)
 		}

@@ -19,9 +19,12 @@ const (
 	nfulnlMsgPacket = nfnlSubsysULOG<<8 | 0
 	nfulnlMsgConfig = nfnlSubsysULOG<<8 | 1
 
-	nfulaCfgCmd   = 1
-	nfulaCfgMode  = 2
-	nfulaCfgFlags = 6
+	nfulaCfgCmd     = 1
+	nfulaCfgMode    = 2
+	nfulaCfgNlbufsz = 3
+	nfulaCfgTimeout = 4
+	nfulaCfgQthresh = 5
+	nfulaCfgFlags   = 6
 
 	cfgCmdBind   = 1
 	cfgCmdUnbind = 2
@@ -67,16 +70,29 @@ func bindMsg(group uint16, bind bool) (netlink.Message, error) {
 	return configMsg(group, func(ae *netlink.AttributeEncoder) { ae.Uint8(nfulaCfgCmd, cmd) })
 }
 
-// modeMsg asks for copies of the first snaplen bytes and sequence numbers.
+// Batching, the NFLOG side of flows.c's WAKEUP_BYTES: the group gathers
+// up to nflogBatch messages in one netlink datagram of up to
+// nflogBufBytes, flushed at the latest after nflogFlush, so the consumer
+// makes a receive per batch instead of per event.
+const (
+	nflogBatch    = 128
+	nflogBufBytes = 64 << 10
+	nflogFlush    = 2 // hundredths of a second
+)
+
+// modeMsg asks for copies of the first snaplen bytes, sequence numbers,
+// and batched delivery.
 func modeMsg(group uint16, snaplen uint32) (netlink.Message, error) {
+	be32 := func(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
 	return configMsg(group, func(ae *netlink.AttributeEncoder) {
 		mode := make([]byte, 6) // struct nfulnl_msg_config_mode, packed
 		binary.BigEndian.PutUint32(mode, snaplen)
 		mode[4] = copyPacket
 		ae.Bytes(nfulaCfgMode, mode)
-		flags := make([]byte, 2)
-		binary.BigEndian.PutUint16(flags, cfgFlagSeq)
-		ae.Bytes(nfulaCfgFlags, flags)
+		ae.Bytes(nfulaCfgNlbufsz, be32(nflogBufBytes))
+		ae.Bytes(nfulaCfgTimeout, be32(nflogFlush))
+		ae.Bytes(nfulaCfgQthresh, be32(nflogBatch))
+		ae.Bytes(nfulaCfgFlags, binary.BigEndian.AppendUint16(nil, cfgFlagSeq))
 	})
 }
 

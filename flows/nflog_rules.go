@@ -20,7 +20,7 @@ import (
 //     mechanism does (Hubble's "medium" aggregation).
 //
 // Each log copies snaplen bytes (IPv4 + TCP/UDP headers) to the group,
-// flushed per packet (queue-threshold 1) so events are not held back.
+// which batches them (nflog_msg.go: modeMsg).
 
 // nflogSnaplen covers an IPv4 header with options (60) and the first 14
 // bytes of TCP (up to its flags).
@@ -52,7 +52,7 @@ func nflogRules(prefix string, group uint16, ifaces []string) (string, error) {
 		}
 		set = "{ " + strings.Join(q, ", ") + " }"
 	}
-	log := fmt.Sprintf("log group %d snaplen %d queue-threshold 1", group, nflogSnaplen)
+	log := fmt.Sprintf("log group %d snaplen %d", group, nflogSnaplen)
 	var b strings.Builder
 	fmt.Fprintf(&b, "table ip %s\ndelete table ip %s\n", t, t)
 	fmt.Fprintf(&b, "table ip %s {\n", t)

@@ -66,8 +66,11 @@ func TestConfigMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// NFULA_CFG_MODE (len 10): copy_range 80, COPY_PACKET; NFULA_CFG_FLAGS (len 6): F_SEQ.
-	if got, want := hex.EncodeToString(m.Data), "00001e33"+"0a000200"+"000000500200"+"0000"+"06000600"+"0001"+"0000"; got != want {
+	// NFULA_CFG_MODE (len 10): copy_range 80, COPY_PACKET; NLBUFSIZ
+	// 65536, TIMEOUT 2 (20 ms), QTHRESH 128; NFULA_CFG_FLAGS (len 6): F_SEQ.
+	want := "00001e33" + "0a000200" + "000000500200" + "0000" + "08000300" + "00010000" + "08000400" + "00000002" +
+		"08000500" + "00000080" + "06000600" + "0001" + "0000"
+	if got := hex.EncodeToString(m.Data); got != want {
 		t.Errorf("mode: %s, want %s", got, want)
 	}
 }
@@ -83,8 +86,8 @@ table ip cnb-x-flows {
 	chain forward {
 		type filter hook forward priority 10; policy accept;
 		iifname != { "cnbp0", "cnbp1" } oifname != { "cnbp0", "cnbp1" } return
-		ct state new log group 7731 snaplen 80 queue-threshold 1
-		tcp flags & (fin | rst) != 0 log group 7731 snaplen 80 queue-threshold 1
+		ct state new log group 7731 snaplen 80
+		tcp flags & (fin | rst) != 0 log group 7731 snaplen 80
 	}
 }
 `

@@ -23,6 +23,13 @@
 #define UDP_IDLE_NS (30ULL * 1000000000ULL)
 #define UDP_REFRESH_NS (1000000000ULL)
 
+/* Wake the reader only once this much is waiting: a wakeup per event
+ * (submit's default when the reader keeps up) raises an irq_work
+ * self-IPI per packet, microseconds in a VM, and a reader context switch
+ * per event. Between wakeups flows/ebpf.go drains the ring on a timer
+ * (drainEvery), so an event waits at most that long. */
+#define WAKEUP_BYTES (64 * 1024)
+
 /* flows/event.go mirrors this layout (TestEventLayout checks it). */
 struct flow_event {
 	__u64 ts_ns;     /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
@@ -142,7 +149,10 @@ static __always_inline int observe(struct __sk_buff *skb, __u8 dir)
 	e->tcp_flags = flags;
 	e->verdict = VERDICT_FORWARDED;
 	e->pad = 0;
-	bpf_ringbuf_submit(e, 0);
+	if (bpf_ringbuf_query(&cnb_flow_events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES)
+		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	else
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return TC_ACT_UNSPEC;
 }
 

@@ -30,6 +30,11 @@ enum bpf_map_type {
 
 #define BPF_ANY 0
 
+/* bpf_ringbuf_submit flags and bpf_ringbuf_query's question. */
+#define BPF_RB_NO_WAKEUP (1ULL << 0)
+#define BPF_RB_FORCE_WAKEUP (1ULL << 1)
+#define BPF_RB_AVAIL_DATA 0
+
 /* tc / tcx: UNSPEC (tcx: NEXT) hands the packet on unchanged to the next
  * program and the stack: we only observe. */
 #define TC_ACT_UNSPEC (-1)

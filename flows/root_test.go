@@ -110,6 +110,12 @@ func TestToggle(t *testing.T) {
 			if c.ByKind[KindUDP] < 1 {
 				t.Fatalf("a UDP flow: %v, want a %s event", c.ByKind, KindUDP)
 			}
+			checkUDP(t, rec.Sample(-1), r, 9999)
+			// The read-back sees us while on (so its empty answer after
+			// Close means something).
+			if left, err := Leftovers(r.site, Options{}); err != nil || len(left) == 0 {
+				t.Fatalf("while on, Leftovers found %v, %v", left, err)
+			}
 			var ids []string
 			if s, ok := rec.src.(*ebpfSource); ok {
 				ids = objectIDs(t, s)
@@ -148,6 +154,18 @@ func checkSample(t *testing.T, evs []Event, r *rig) {
 	if syn == 0 {
 		t.Errorf("no SYN in the sample of %d events", len(evs))
 	}
+}
+
+// checkUDP: the sample holds the UDP flow client -> server:port.
+func checkUDP(t *testing.T, evs []Event, r *rig, port uint16) {
+	t.Helper()
+	want := netip.AddrPortFrom(r.srv.Addr(), port)
+	for _, e := range evs {
+		if e.Proto == 17 && e.Dst == want && e.Src.Addr() == netip.MustParseAddr(r.client.IP) {
+			return
+		}
+	}
+	t.Errorf("no UDP event to %s in the sample %v", want, evs)
 }
 
 // objectIDs names the recorder's programs and maps by kernel ID, to check
@@ -271,6 +289,12 @@ func TestLostCounted(t *testing.T) {
 			t.Logf("%s: 152 connections into a full buffer: %d events, lost %d", mech, c.Events, c.Lost)
 			if c.Lost == 0 || c.Events == 0 {
 				t.Fatalf("%d events, %d lost: want both > 0", c.Events, c.Lost)
+			}
+			// Nothing vanishes unaccounted: every connection of the burst
+			// makes SYN and two FINs (and a SYN-ACK at the veth), read or lost.
+			perConn := map[string]uint64{EBPF: 4, NFLOG: 3}[mech]
+			if c.Events+c.Lost < perConn*150 {
+				t.Fatalf("%d events + %d lost < %d x 150 connections", c.Events, c.Lost, perConn)
 			}
 			if err := rec.Err(); err != nil {
 				t.Fatalf("consumer stopped: %v", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/datapath/ebpf"
 	"github.com/cnibench/cnibench/internal/netnsx"
 )
 
@@ -116,7 +117,7 @@ func (s *ebpfSource) attachFilter(a *hook, p *cebpf.Program) error {
 		have = have || q.Type() == "clsact"
 	}
 	if !have {
-		if err := s.h.QdiscAdd(clsact(a.ifindex)); err != nil {
+		if err := s.h.QdiscAdd(ebpf.ClsactQdisc(a.ifindex)); err != nil {
 			return fmt.Errorf("attach %s: add clsact qdisc: %w", a, err)
 		}
 		a.qdisc = true
@@ -132,10 +133,6 @@ func (s *ebpfSource) attachFilter(a *hook, p *cebpf.Program) error {
 		return fmt.Errorf("attach %s: add cls_bpf filter: %w", a, err)
 	}
 	return nil
-}
-
-func clsact(ifindex int) *netlink.GenericQdisc {
-	return &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}, QdiscType: "clsact"}
 }
 
 // detachAll removes every hook, in reverse order, and a clsact qdisc we
@@ -158,26 +155,12 @@ func (s *ebpfSource) detachAll() error {
 				errs = append(errs, fmt.Errorf("detach %s: %w", a, err))
 			}
 		}
-		if a.qdisc && s.clsactUnused(a.ifindex) {
-			if err := s.h.QdiscDel(clsact(a.ifindex)); !gone(err) && !errors.Is(err, unix.EINVAL) {
+		if a.qdisc && ebpf.ClsactUnused(s.h, a.ifindex) {
+			if err := s.h.QdiscDel(ebpf.ClsactQdisc(a.ifindex)); !gone(err) && !errors.Is(err, unix.EINVAL) {
 				errs = append(errs, fmt.Errorf("detach %s: delete clsact: %w", a, err))
 			}
 		}
 	}
 	s.hooks = nil
 	return errors.Join(errs...)
-}
-
-// clsactUnused reports whether a link's clsact qdisc has no filters left.
-func (s *ebpfSource) clsactUnused(ifindex int) bool {
-	l, err := s.h.LinkByIndex(ifindex)
-	if err != nil {
-		return false
-	}
-	for _, parent := range []uint32{netlink.HANDLE_MIN_INGRESS, netlink.HANDLE_MIN_EGRESS} {
-		if fs, err := s.h.FilterList(l, parent); err != nil || len(fs) > 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -27,15 +27,7 @@ func TestCoexistWithServicePrograms(t *testing.T) {
 			}
 			defer lb.Close()
 			rec := openOrSkip(t, r.site, EBPF, Options{TCAttach: how}, true)
-			h, err := netnsx.NewHandle(r.site.Netns)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
-			l, err := h.LinkByName("cnbp0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			h, l := podVeth(t, r)
 			before := hookChain(t, r.site.Netns, h, l, how)
 			if len(before) != 2 || before[1] != progPrefix || before[0] == before[1] {
 				t.Fatalf("cnbp0 ingress runs %v, want [the Service program, %s*] in that order", before, progPrefix)

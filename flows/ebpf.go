@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/datapath/ebpf"
 	"github.com/cnibench/cnibench/internal/netnsx"
 )
 
@@ -113,9 +114,8 @@ func findLinks(h *netlink.Handle, ifaces []string) ([]netlink.Link, error) {
 	return out, nil
 }
 
-// podVethPrefix names the node side of the lab's pod veths (as
-// datapath/ebpf.PodVethPrefix).
-const podVethPrefix = "cnbp"
+// podVethPrefix names the node side of the lab's pod veths.
+const podVethPrefix = ebpf.PodVethPrefix
 
 // drainEvery is how often the reader empties the ring without a wakeup
 // (flows.c wakes it only when WAKEUP_BYTES are waiting): an event's

@@ -11,6 +11,7 @@ import (
 
 	cebpf "github.com/cilium/ebpf"
 	"github.com/mdlayher/netlink"
+	vnl "github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/labtest"
@@ -307,15 +308,7 @@ func TestLostCounted(t *testing.T) {
 // none, so one left after Close is ours (the cls_bpf fallback's).
 func noClsact(t *testing.T, r *rig) {
 	t.Helper()
-	h, err := netnsx.NewHandle(r.site.Netns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	l, err := h.LinkByName("cnbp0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, l := podVeth(t, r)
 	qs, err := h.QdiscList(l)
 	if err != nil {
 		t.Fatal(err)
@@ -325,4 +318,19 @@ func noClsact(t *testing.T, r *rig) {
 			t.Fatalf("after Close: cnbp0 still has a clsact qdisc")
 		}
 	}
+}
+
+// podVeth is node0's handle (closed at cleanup) and its pod veth cnbp0.
+func podVeth(t *testing.T, r *rig) (*vnl.Handle, vnl.Link) {
+	t.Helper()
+	h, err := netnsx.NewHandle(r.site.Netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	l, err := h.LinkByName("cnbp0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, l
 }

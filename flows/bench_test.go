@@ -23,15 +23,22 @@ import (
 // event rate, losses, the consumer's CPU (this process runs nothing else
 // during the window) and, for EBPF, the programs' kernel time per run
 // (BPF_ENABLE_STATS, held only while the test runs). Off by default: set
-// CNB_FLOWS_BENCH to a built cnibench binary (and CNB_FLOWS_BENCH_SECS).
+// CNB_FLOWS_BENCH to a built cnibench binary (CNB_FLOWS_BENCH_SECS per
+// window, default 5; CNB_FLOWS_BENCH_ROUNDS interleaved rounds, default 1).
 func TestMeasureRate(t *testing.T) {
 	bin := os.Getenv("CNB_FLOWS_BENCH")
 	if bin == "" {
 		t.Skip("set CNB_FLOWS_BENCH=<cnibench binary> to measure")
 	}
 	labtest.NeedRoot(t)
-	secs := 5
+	secs, rounds := 5, 1
 	fmt.Sscan(os.Getenv("CNB_FLOWS_BENCH_SECS"), &secs)
+	fmt.Sscan(os.Getenv("CNB_FLOWS_BENCH_ROUNDS"), &rounds)
+	var order []string // interleaved rounds, an "off" at both ends
+	for range rounds {
+		order = append(order, "off", EBPF, NFLOG)
+	}
+	order = append(order, "off")
 	l := labtest.NewLab(t, "flb")
 	client, server := labtest.Endpoint(t, l, "node0-pod0"), labtest.Endpoint(t, l, "node1-pod0")
 	site := Site{Netns: netnsx.Path(l.Nodes[0].Netns), Node: "node0", Prefix: l.Prefix}
@@ -44,7 +51,7 @@ func TestMeasureRate(t *testing.T) {
 	if st, err := cebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
 		defer st.Close()
 	}
-	for _, mech := range []string{"off", EBPF, NFLOG, "off"} {
+	for _, mech := range order {
 		var rec *Recorder
 		if mech != "off" {
 			rec = openOrSkip(t, site, mech, Options{}, true)

@@ -65,6 +65,8 @@ const (
 
 // Event is one flow event, decoded.
 type Event struct {
+	// Time is the kernel's (EBPF: bpf_ktime_get_ns) or, for NFLOG, the
+	// packet's timestamp when it had one, else when the batch arrived.
 	Time     time.Time
 	Src, Dst netip.AddrPort
 	Proto    uint8 // 6 TCP, 17 UDP

@@ -52,7 +52,8 @@ const (
 	defaultSampleSize = 256
 )
 
-// Counts is what a Recorder has seen since Open.
+// Counts is what a Recorder has seen since Open. Events arrive in
+// batches, so they lag the datapath by up to 20 ms.
 type Counts struct {
 	Events uint64            `json:"events"`  // events read by the consumer
 	Lost   uint64            `json:"lost"`    // events the kernel could not hand over (ring or socket full)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -185,6 +186,9 @@ func (s *nflogSource) installed() (int, error) {
 func nflogLeftovers(site Site, opts Options) ([]string, error) {
 	var out []string
 	tables, err := nsexec.Run(context.Background(), site.Netns, nil, "nft", "list", "tables")
+	if errors.Is(err, exec.ErrNotFound) {
+		tables, err = nil, nil // no nft binary: no table of ours either
+	}
 	if err != nil {
 		return nil, err
 	}

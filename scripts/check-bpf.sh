@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Checks that the committed BPF objects (datapath/ebpf/*_bpfel.{o,go} and
-# policy/ebpf/*_bpfel.{o,go}) are what the C sources produce, per package: runs gen.go's bpf2go lines on a temporary copy
-# of the sources and compares the outputs byte for byte.
+# Checks that the committed BPF objects (datapath/ebpf, policy/ebpf and
+# flows: *_bpfel.{o,go}) are what the C sources produce, per package: runs
+# gen.go's bpf2go lines on a temporary copy of the sources and compares
+# the outputs byte for byte.
 #
 # Needs clang, llvm (llvm-strip, llvm-objdump) and libbpf-dev (Debian 12:
 # apt-get install clang llvm libbpf-dev). bpf2go pins what would vary
@@ -76,7 +77,7 @@ check_pkg() {
 	done
 }
 
-for src in datapath/ebpf policy/ebpf; do
+for src in datapath/ebpf policy/ebpf flows; do
 	check_pkg "$src"
 done
 if [ "$status" -ne 0 ]; then

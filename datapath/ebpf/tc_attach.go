@@ -172,7 +172,7 @@ func (t *TCLB) attachNetlink(a *tcAttachment, p *cebpf.Program) error {
 		}
 	}
 	if !have {
-		q := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: a.ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}, QdiscType: "clsact"}
+		q := ClsactQdisc(a.ifindex)
 		if err := t.h.QdiscAdd(q); err != nil {
 			return fmt.Errorf("%s: attach %s: add clsact qdisc: %w", NameTC, a, err)
 		}
@@ -234,8 +234,8 @@ func (t *TCLB) detach(unpin bool) error {
 				errs = append(errs, fmt.Errorf("detach %s: %w", a, err))
 			}
 		}
-		if a.qdisc && t.clsactUnused(a.ifindex) {
-			q := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: a.ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}, QdiscType: "clsact"}
+		if a.qdisc && ClsactUnused(t.h, a.ifindex) {
+			q := ClsactQdisc(a.ifindex)
 			if err := t.h.QdiscDel(q); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.EINVAL) {
 				errs = append(errs, fmt.Errorf("detach %s: delete clsact: %w", a, err))
 			}
@@ -245,15 +245,21 @@ func (t *TCLB) detach(unpin bool) error {
 	return errors.Join(errs...)
 }
 
-// clsactUnused reports whether the clsact qdisc of a link has no filters
-// left (someone else's filters keep it).
-func (t *TCLB) clsactUnused(ifindex int) bool {
-	l, err := t.h.LinkByIndex(ifindex)
+// ClsactQdisc is the clsact qdisc of link ifindex, to add or delete.
+// (flows attaches the same way.)
+func ClsactQdisc(ifindex int) *netlink.GenericQdisc {
+	return &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}, QdiscType: "clsact"}
+}
+
+// ClsactUnused reports whether the clsact qdisc of a link (in h's
+// namespace) has no filters left: someone else's filters keep it.
+func ClsactUnused(h *netlink.Handle, ifindex int) bool {
+	l, err := h.LinkByIndex(ifindex)
 	if err != nil {
 		return false
 	}
 	for _, parent := range []uint32{netlink.HANDLE_MIN_INGRESS, netlink.HANDLE_MIN_EGRESS} {
-		if fs, err := t.h.FilterList(l, parent); err != nil || len(fs) > 0 {
+		if fs, err := h.FilterList(l, parent); err != nil || len(fs) > 0 {
 			return false
 		}
 	}

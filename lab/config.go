@@ -39,7 +39,12 @@ type Config struct {
 	// a real proxy (HAProxy): "per-node" (one proxy per server node, as
 	// Cilium) or "sidecar" (one per pod, as Istio); "" for none. Started
 	// and verified (200 allowed, 403 denied) by the run that uses the lab.
-	L7       string `json:"l7,omitempty"`
+	L7 string `json:"l7,omitempty"`
+	// Flows turns flow observability on: per-flow events from the
+	// datapath (a BPF ring buffer at tc for eBPF Service datapaths, NFLOG
+	// otherwise) read by a consumer per node, as Hubble or flow logs do;
+	// started and verified (events counted) by the run that uses the lab.
+	Flows    bool   `json:"flows,omitempty"`
 	StateDir string `json:"-"` // default "/run/cnibench"
 }
 

@@ -51,7 +51,7 @@ type labelled struct {
 	Cells []string
 }
 
-type scenarioView struct{ Name, Kind, Details, Sysctls, Policy, L7 string }
+type scenarioView struct{ Name, Kind, Details, Sysctls, Policy, L7, Flows string }
 
 type colView struct{ Label, Colour string }
 
@@ -85,7 +85,7 @@ func newHTMLView(rep *Report) htmlView {
 			if len(rep.Runs) > 1 {
 				name = r.Label + "/" + sc.Name
 			}
-			v.Scenarios = append(v.Scenarios, scenarioView{name, sc.Kind, detailsText(sc.Details), sc.Sysctls, sc.Policy, sc.L7})
+			v.Scenarios = append(v.Scenarios, scenarioView{name, sc.Kind, detailsText(sc.Details), sc.Sysctls, sc.Policy, sc.L7, sc.Flows})
 		}
 	}
 	labels, vals := envRows(rep.Runs)

@@ -51,6 +51,9 @@ func Markdown(w io.Writer, rep *Report) error {
 			if sc.Policy != "" {
 				fmt.Fprintf(b, "  - L3/L4 policy, enforcement checked before measuring: %s\n", mdText(sc.Policy))
 			}
+			if sc.Flows != "" {
+				fmt.Fprintf(b, "  - Flow observability on, checked before measuring: %s\n", mdText(sc.Flows))
+			}
 			if sc.L7 != "" {
 				fmt.Fprintf(b, "  - L7 policy on HTTP, checked before measuring (the proxies' CPU is the datapath CPU of each sample): %s\n", mdText(sc.L7))
 			}

@@ -113,6 +113,8 @@ type ScenarioInfo struct {
 	// L7 is the L7 proxy policy its HTTP traffic went through and its
 	// checks, on one line (policy.go); "" without.
 	L7 string `json:"l7,omitempty"`
+	// Flows is how flow events were recorded and the on-check; "" off.
+	Flows string `json:"flows,omitempty"`
 }
 
 // Column is one (run, scenario).
@@ -664,7 +666,7 @@ func runInfo(run *results.Run, label string) RunInfo {
 	}
 	for _, sc := range scs {
 		ri.Scenarios = append(ri.Scenarios, ScenarioInfo{Name: sc.Name, Kind: sc.Target.Kind, Details: flatten(sc.Target.Details),
-			Sysctls: sysctlsText(run, sc.Target.Details), Policy: policyText(sc.Target.Details), L7: l7Text(sc.Target.Details)})
+			Sysctls: sysctlsText(run, sc.Target.Details), Policy: policyText(sc.Target.Details), L7: l7Text(sc.Target.Details), Flows: flowsText(sc.Target.Details)})
 	}
 	return ri
 }
@@ -675,8 +677,8 @@ func runInfo(run *results.Run, label string) RunInfo {
 func flatten(d map[string]any) map[string]string {
 	out := map[string]string{}
 	for k, v := range d {
-		if k == "policy" || k == "l7" {
-			continue // lines of their own (ScenarioInfo.Policy, L7)
+		if k == "policy" || k == "l7" || k == "flows" {
+			continue // lines of their own (ScenarioInfo.Policy, L7, Flows)
 		}
 		switch x := v.(type) {
 		case map[string]any:

@@ -99,3 +99,31 @@ func l7Text(details map[string]any) string {
 	return fmt.Sprintf("%s HAProxy (%s), allowing only %s, started and verified in %s: %s",
 		c.Model, strings.Join(c.Proxies, ", "), strings.Join(rules, ", "), c.Start.Round(time.Millisecond), strings.Join(c.Checks, "; "))
 }
+
+// flowsCheck is target details' "flows" (labtarget.FlowsCheck).
+type flowsCheck struct {
+	Mechanism string `json:"mechanism"`
+	Installed int    `json:"installed"`
+	Probes    int    `json:"probes"`
+	Events    uint64 `json:"events"`
+	SYNs      uint64 `json:"syn_events"`
+}
+
+// flowsText is one line saying how a scenario observed flows and how the
+// toggle was proved on; "" with flows off.
+func flowsText(details map[string]any) string {
+	raw, ok := details["flows"]
+	if !ok || raw == nil {
+		return ""
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return ""
+	}
+	var c flowsCheck
+	if json.Unmarshal(b, &c) != nil || c.Mechanism == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s events (%d hooks or rules read back from the kernel); %d probe connections gave %d events, %d of them SYN; each sample's event rate is its \"flow events\" row",
+		c.Mechanism, c.Installed, c.Probes, c.Events, c.SYNs)
+}

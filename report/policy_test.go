@@ -47,3 +47,16 @@ func TestL7Text(t *testing.T) {
 		t.Error("an L7 line without L7")
 	}
 }
+
+// The flows line says the mechanism and what the probes produced.
+func TestFlowsText(t *testing.T) {
+	got := flowsText(map[string]any{"flows": map[string]any{"mechanism": "nflog", "installed": float64(4), "probes": float64(3), "events": float64(9), "syn_events": float64(3)}})
+	for _, want := range []string{"nflog events (4 hooks", "3 probe connections gave 9 events, 3 of them SYN"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("flows line %q lacks %q", got, want)
+		}
+	}
+	if flowsText(map[string]any{}) != "" {
+		t.Error("a flows line with flows off")
+	}
+}

@@ -30,6 +30,11 @@ type DatapathUsage struct {
 	Cores       float64          `json:"cores"`
 	MemoryBytes uint64           `json:"memory_bytes"`
 	Components  []ComponentUsage `json:"components"`
+	// FlowEvents and FlowEventsLost: per-flow events the lab's flow
+	// observability read during the sample, and those the kernel could not
+	// hand over (ring buffer or socket full); zero without flows.
+	FlowEvents     uint64 `json:"flow_events,omitempty"`
+	FlowEventsLost uint64 `json:"flow_events_lost,omitempty"`
 }
 
 // ComponentUsage is one datapath DaemonSet's pod on one node, its

@@ -12,12 +12,16 @@ const (
 	MetricDatapathCPUGB    = kinds.MetricDatapathCPUGB
 	MetricDatapathCores    = "datapath cores"
 	MetricDatapathMemory   = "datapath memory"
+	// MetricFlowEvents and MetricFlowEventsLost: the flow observability's
+	// event rate during a sample, and its losses (lab flows scenarios).
+	MetricFlowEvents     = "flow events"
+	MetricFlowEventsLost = "flow events lost"
 )
 
 // datapathMetricOrder is where reports list them: after the endpoints' CPU.
 var datapathMetricOrder = []string{
 	MetricDatapathCPUGB, MetricDatapathCPUOp, MetricDatapathCPUReq, MetricDatapathCPUQuery,
-	MetricDatapathCores, MetricDatapathMemory,
+	MetricDatapathCores, MetricDatapathMemory, MetricFlowEvents, MetricFlowEventsLost,
 }
 
 // DatapathCPUMetric names the datapath CPU-per-unit metric of a kind and
@@ -35,6 +39,13 @@ func collectDatapath(c *collector, pw kinds.PerWork, s Sample, rd kinds.Reading)
 	u := s.DatapathUsage
 	if u == nil || u.Seconds <= 0 {
 		return
+	}
+	if u.FlowEvents > 0 || u.FlowEventsLost > 0 {
+		c.add(MetricFlowEvents, "events/s", Info, false, s.Round, float64(u.FlowEvents)/u.Seconds)
+		c.add(MetricFlowEventsLost, "events", Info, false, s.Round, float64(u.FlowEventsLost))
+	}
+	if len(u.Components) == 0 {
+		return // flow events only: no datapath process to account
 	}
 	if pw.Datapath != "" && rd.Seconds > 0 && rd.Work > 0 {
 		share := min(rd.Seconds/u.Seconds, 1)

@@ -23,11 +23,13 @@ var scenarios = map[string]func(*lab.Config){
 	// (Istio) (l7.go).
 	"l7-node":    func(c *lab.Config) { c.L7 = lab.L7PerNode },
 	"l7-sidecar": func(c *lab.Config) { c.L7 = lab.L7Sidecar },
+	// Flow observability on: per-flow events read on every node (flows.go).
+	"flows": func(c *lab.Config) { c.Flows = true },
 }
 
 // scenarioTokens shortens scenario parts that are not Service datapaths
 // in lab names ("vxlan+iptables-legacy+policy" is lab "vxlaniptlpol").
-var scenarioTokens = map[string]string{"policy": "pol", "l7-node": "l7n", "l7-sidecar": "l7s"}
+var scenarioTokens = map[string]string{"policy": "pol", "l7-node": "l7n", "l7-sidecar": "l7s", "flows": "flo"}
 
 func init() {
 	for _, d := range datapath.Names() {

@@ -59,6 +59,7 @@ type Target struct {
 	dps        []datapath.Datapath      // the lab's Service datapath, when it has one
 	policy     *policyState             // the lab's L3/L4 policy, when it has one (policy.go)
 	l7         *l7State                 // the lab's L7 proxies, when it has them (l7.go)
+	flows      *flowsState              // the lab's flow recorders, when flows are on (flows.go)
 	sysctls    map[string]agent.Sysctls // effective, per endpoint (sysctls.go)
 	notes      []string
 }
@@ -147,6 +148,9 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 		return t, err
 	}
 	if err := t.openL7(ctx); err != nil {
+		return t, err
+	}
+	if err := t.openFlows(ctx); err != nil {
 		return t, err
 	}
 	return t, nil
@@ -311,6 +315,9 @@ func (t *Target) Details() map[string]any {
 	if c := t.l7Details(); c != nil {
 		d["l7"] = c
 	}
+	if c := t.flowsDetails(); c != nil {
+		d["flows"] = c
+	}
 	return d
 }
 
@@ -395,7 +402,7 @@ func (t *Target) Close() error {
 		// part of the teardown (a signal then lands in "teardown").
 		t.progress("taking lab %q down ...", t.lab.Config.Name)
 	}
-	policyErr := errors.Join(t.closeL7(), t.closePolicy())
+	policyErr := errors.Join(t.closeFlows(), t.closeL7(), t.closePolicy())
 	t.closeServices()
 	for _, p := range t.agents {
 		_ = p.stdin.Close() // the agent exits on stdin EOF
@@ -422,7 +429,7 @@ func (t *Target) Close() error {
 		t.created = false
 	}
 	if policyErr != nil {
-		return fmt.Errorf("removing the policy or L7 proxies: %w", policyErr)
+		return fmt.Errorf("removing the policy, L7 proxies or flow recorders: %w", policyErr)
 	}
 	return nil
 }

@@ -4,50 +4,74 @@ import (
 	"context"
 	"time"
 
+	"github.com/cnibench/cnibench/flows"
 	"github.com/cnibench/cnibench/l7proxy"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 )
 
-// UsageSourceL7Proxy marks a lab sample's datapath usage read from the L7
-// proxies' cgroups: the CPU the proxies spent on the sample's traffic,
-// beside the client's and server's own.
-const UsageSourceL7Proxy = "l7proxy"
+// UsageSourceLab marks a lab sample's datapath usage: the CPU the L7
+// proxies spent on the sample's traffic (read from their cgroups), beside
+// the client's and server's own, and the flow events read.
+const UsageSourceLab = "lab"
 
-// l7Mark is the proxies' CPU at a sample's start.
-type l7Mark struct {
-	at  time.Time
-	cpu l7proxy.Usage
+// usageMark is what a sample's start read.
+type usageMark struct {
+	at    time.Time
+	cpu   l7proxy.Usage
+	flows flows.Counts
 }
 
-// StartUsage implements suite.UsageSampler: with L7 proxies, their CPU
-// is the lab's datapath usage; without, nothing is read.
+// StartUsage implements suite.UsageSampler: with L7 proxies or flows on,
+// their CPU and event counts are the lab's datapath usage; without,
+// nothing is read.
 func (t *Target) StartUsage(ctx context.Context) (suite.UsageMark, error) {
-	if t.l7 == nil || t.l7.d == nil {
+	l7on, flowsOn := t.l7 != nil && t.l7.d != nil, t.flows != nil && len(t.flows.recs) > 0
+	if !l7on && !flowsOn {
 		return nil, nil
 	}
-	u, err := t.l7.d.CPU()
-	if err != nil {
-		return nil, err
+	m := usageMark{at: time.Now()}
+	var err error
+	if l7on {
+		if m.cpu, err = t.l7.d.CPU(); err != nil {
+			return nil, err
+		}
 	}
-	return l7Mark{at: time.Now(), cpu: u}, nil
+	if flowsOn {
+		if m.flows, err = t.flowCounts(); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
-// EndUsage implements suite.UsageSampler: each proxy's CPU since mark.
+// EndUsage implements suite.UsageSampler: each proxy's CPU and the flow
+// events since mark.
 func (t *Target) EndUsage(ctx context.Context, mark suite.UsageMark) (*results.DatapathUsage, error) {
-	m, ok := mark.(l7Mark)
-	if !ok || t.l7 == nil || t.l7.d == nil {
+	m, ok := mark.(usageMark)
+	if !ok {
 		return nil, nil
 	}
-	u, err := t.l7.d.CPU()
-	if err != nil {
-		return nil, err
-	}
-	secs := time.Since(m.at).Seconds()
 	var comps []results.ComponentUsage
-	for _, name := range t.l7.d.Names() {
-		comps = append(comps, results.ComponentUsage{Plugin: "haproxy-" + t.l7.check.Model, Pod: name,
-			CPUSec: (u.ByProxy[name] - m.cpu.ByProxy[name]).Seconds()})
+	if t.l7 != nil && t.l7.d != nil {
+		u, err := t.l7.d.CPU()
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range t.l7.d.Names() {
+			comps = append(comps, results.ComponentUsage{Plugin: "haproxy-" + t.l7.check.Model, Pod: name,
+				CPUSec: (u.ByProxy[name] - m.cpu.ByProxy[name]).Seconds()})
+		}
 	}
-	return results.NewDatapathUsage(UsageSourceL7Proxy, secs, comps), nil
+	usage := results.NewDatapathUsage(UsageSourceLab, time.Since(m.at).Seconds(), comps)
+	if t.flows != nil && len(t.flows.recs) > 0 {
+		// Events reach the consumer up to 20 ms late (flows.Counts).
+		time.Sleep(50 * time.Millisecond)
+		c, err := t.flowCounts()
+		if err != nil {
+			return nil, err
+		}
+		usage.FlowEvents, usage.FlowEventsLost = c.Events-m.flows.Events, c.Lost-m.flows.Lost
+	}
+	return usage, nil
 }

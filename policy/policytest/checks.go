@@ -1,0 +1,171 @@
+package policytest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/internal/nsexec"
+	"github.com/cnibench/cnibench/policy"
+)
+
+// OpenOrSkip opens an enforcer at site, closed at cleanup; it skips the
+// test when the machine lacks a feature.
+func OpenOrSkip(t *testing.T, open Open, site policy.Site) policy.Enforcer {
+	t.Helper()
+	enf, err := open(site)
+	return labtest.OrSkip(t, enf, err)
+}
+
+// Sync programs spec and checks that Verify reads back Expected.
+func Sync(t *testing.T, enf policy.Enforcer, spec policy.Spec, what string) {
+	t.Helper()
+	st, err := enf.Program(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	got, err := enf.Verify(context.Background())
+	want := enf.Expected(spec)
+	if err != nil || got != want {
+		t.Fatalf("%s: Verify %+v, %v (want %+v)", what, got, err, want)
+	}
+	t.Logf("%s: generate %v, apply %v; %+v", what, st.Generate, st.Apply, got)
+}
+
+// DeleteRule deletes, by hand with the tools, the kernel rule of the
+// server's ingress rule 0 (the enforcer package knows its names).
+type DeleteRule func(t *testing.T, e *Env, enf policy.Enforcer)
+
+// Enforcement is the root check every enforcer passes: before any policy
+// everything connects; with ClientServer the client connects and the
+// other pod is dropped (and Drops counts it), and so is the client's
+// connect to the other pod (egress); a rule deleted behind the
+// enforcer's back fails Counts.Holds; a changed spec replaces the old
+// state (counts equal, connectivity flipped); Close leaves no object
+// carrying the lab prefix.
+func Enforcement(t *testing.T, e *Env, open Open, del DeleteRule) {
+	t.Helper()
+	labtest.Listeners(t, e.Server, []uint16{Port})
+	labtest.Listeners(t, e.Other, []uint16{Port})
+	MustConnect(t, e.Other, e.Server) // the lab itself lets it through
+	enf := OpenOrSkip(t, open, e.Site)
+	ctx := context.Background()
+
+	spec := e.ClientServer()
+	Sync(t, enf, spec, "client-server")
+	MustConnect(t, e.Client, e.Server)
+	before, err := enf.Drops(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustBeDropped(t, e.Other, e.Server)
+	MustBeDropped(t, e.Client, e.Other)
+	after, err := enf.Drops(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after < before+2 {
+		t.Fatalf("Drops went from %d to %d after two denied connects, want +2 at least", before, after)
+	}
+	t.Logf("drops %d -> %d", before, after)
+
+	del(t, e, enf)
+	got, err := enf.Verify(ctx)
+	if herr := got.Holds(enf.Expected(spec)); herr == nil || err == nil {
+		t.Fatalf("a rule deleted by hand went unnoticed: Verify %+v, %v; Holds %v", got, err, herr)
+	} else {
+		t.Logf("caught: %v", err)
+	}
+	Sync(t, enf, spec, "repaired")
+
+	// The other pod is allowed instead of the client; the client's
+	// egress is no longer selected.
+	srv := e.Pod(e.Server)
+	srv.Ingress = []policy.Rule{Allow(e.Other)}
+	changed := policy.Spec{Pods: []policy.PodPolicy{srv}}
+	Sync(t, enf, changed, "changed")
+	MustConnect(t, e.Other, e.Server)
+	MustConnect(t, e.Client, e.Other)
+	MustBeDropped(t, e.Client, e.Server)
+
+	if err := enf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := enf.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	AssertNoObjects(t, e.Site)
+	MustConnect(t, e.Client, e.Server)
+}
+
+// AssertNoObjects checks that no iptables chain, ipset or nftables object
+// of the namespace carries the site's prefix.
+func AssertNoObjects(t *testing.T, site policy.Site) {
+	t.Helper()
+	for _, c := range [][]string{{"iptables-nft-save"}, {"ipset", "list", "-n"}, {"nft", "list", "ruleset"}} {
+		out, err := nsexec.Run(context.Background(), site.Netns, nil, c[0], c[1:]...)
+		if err != nil {
+			t.Fatalf("%s: %v", c[0], err)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, site.Prefix) {
+				t.Errorf("%s shows a leftover: %s", c[0], l)
+			}
+		}
+	}
+}
+
+// Scale programs ScaleRules(n) in front of the server's rule, then one
+// rule with ScalePeers(n), each read back, and logs the times; it fails
+// if either takes longer than limit.
+func Scale(t *testing.T, e *Env, open Open, n int, limit time.Duration) {
+	t.Helper()
+	labtest.Listeners(t, e.Server, []uint16{Port})
+	enf := OpenOrSkip(t, open, e.Site)
+	rules, err := policy.ScaleRules(n, policy.Port{Protocol: datapath.TCP, Port: Port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers, err := policy.ScalePeers(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := Allow(e.Client)
+	wide.Peers = append(wide.Peers, peers...)
+	for _, c := range []struct {
+		what string
+		spec policy.Spec
+	}{
+		{"rules", e.ClientServer(rules...)},
+		{"peers", e.ClientServer(wide)},
+	} {
+		t0 := time.Now()
+		st, err := enf.Program(context.Background(), c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog := time.Since(t0)
+		t1 := time.Now()
+		got, err := enf.Verify(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ver := time.Since(t1)
+		if want := enf.Expected(c.spec); got != want {
+			t.Fatalf("%d %s: %+v, want %+v", n, c.what, got, want)
+		}
+		t.Logf("SCALE enforcer=%s %s=%d program=%.3fs (generate %.3fs apply %.3fs, %d bytes) verify=%.3fs %+v",
+			enf.Name(), c.what, n, prog.Seconds(), st.Generate.Seconds(), st.Apply.Seconds(), st.Bytes, ver.Seconds(), got)
+		if prog > limit || ver > limit {
+			t.Errorf("%d %s: program %v, verify %v, over %v", n, c.what, prog, ver, limit)
+		}
+	}
+	MustConnect(t, e.Client, e.Server)
+	if err := enf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	AssertNoObjects(t, e.Site)
+}

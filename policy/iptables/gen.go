@@ -57,16 +57,12 @@ func generate(spec policy.Spec, n names, st kernelState) (batch, error) {
 			}
 			fmt.Fprintf(&fwd, "-A %s %s %s -j %s\n", n.fwd(), flag, p.HostIface, ch)
 			for i, r := range d.Rules {
-				set := n.set(p.Pod, d, i)
-				if b.setNames[set] {
-					return b, fmt.Errorf("%s: set name %s taken by another pod (hash collision)", nfrule.Describe(p.Pod, d, i), set)
-				}
-				b.setNames[set] = true
-				if err := writeSet(&sets, set, nfrule.Elements(r.Peers), st.sets[set]); err != nil {
+				match, err := b.peerMatch(&sets, n.set(p.Pod, d, i), d.Peer, r, st)
+				if err != nil {
 					return b, fmt.Errorf("%s: %w", nfrule.Describe(p.Pod, d, i), err)
 				}
 				for _, g := range nfrule.Groups(r.Ports, nfrule.MaxMultiport) {
-					fmt.Fprintf(&body, "-A %s %s\n", ch, ruleArgs(set, d.Peer, g))
+					fmt.Fprintf(&body, "-A %s %s\n", ch, ruleArgs(match, g))
 				}
 			}
 			fmt.Fprintf(&body, "-A %s -j %s\n", ch, n.drop())
@@ -105,13 +101,33 @@ func generate(spec policy.Spec, n names, st kernelState) (batch, error) {
 	return b, nil
 }
 
+// peerMatch is the match of a rule's peers: "-s/-d <prefix>" when they
+// reduce to one (nfrule.Inline), else the set's, whose restore lines it
+// writes to sets.
+func (b *batch) peerMatch(sets *bytes.Buffer, set, peer string, r policy.Rule, st kernelState) ([]string, error) {
+	if e, ok := nfrule.Inline(r); ok {
+		flag := "-s"
+		if peer == "dst" {
+			flag = "-d"
+		}
+		return []string{flag, e.String()}, nil
+	}
+	if b.setNames[set] {
+		return nil, fmt.Errorf("set name %s taken by another pod (hash collision)", set)
+	}
+	b.setNames[set] = true
+	if err := writeSet(sets, set, nfrule.Elements(r.Peers), st.sets[set]); err != nil {
+		return nil, err
+	}
+	return []string{"-m", "set", "--match-set", set, peer}, nil
+}
+
 // ruleArgs is one allow rule, written as iptables-save prints it back.
-func ruleArgs(set, peer string, g nfrule.Group) string {
-	var w []string
+func ruleArgs(match []string, g nfrule.Group) string {
+	w := append([]string{}, match...)
 	if g.Proto != "" {
 		w = append(w, "-p", g.Proto)
 	}
-	w = append(w, "-m", "set", "--match-set", set, peer)
 	switch len(g.Ports) {
 	case 0:
 	case 1:
@@ -122,10 +138,11 @@ func ruleArgs(set, peer string, g nfrule.Group) string {
 	return strings.Join(append(w, "-j", "RETURN"), " ")
 }
 
-// ruleKey identifies an allow rule by what it matches, the same whether
-// built from a Group or parsed from iptables-save.
-func ruleKey(set, peer, proto, ports string) string {
-	return set + " " + peer + " " + proto + " " + ports
+// ruleKey identifies an allow rule by what it matches (peers: a set name
+// or an inline prefix; peer: src or dst), the same whether built from a
+// Group or parsed from iptables-save.
+func ruleKey(peers, peer, proto, ports string) string {
+	return peers + " " + peer + " " + proto + " " + ports
 }
 
 // writeSet writes the ipset restore lines making set hold exactly elems:

@@ -42,6 +42,11 @@ func (r rule) key() string {
 			set, peer = r.args[i+1], r.args[i+2]
 		}
 	}
+	if s := r.opt("-s"); s != "" {
+		set, peer = s, "src"
+	} else if d := r.opt("-d"); d != "" {
+		set, peer = d, "dst"
+	}
 	ports := r.opt("--dport")
 	if ports == "" {
 		ports = r.opt("--dports")

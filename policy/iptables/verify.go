@@ -100,16 +100,27 @@ func (e *Enforcer) check(d filterDump, sets map[string]map[netip.Prefix]bool, c 
 			}
 			for i, r := range dir.Rules {
 				set := n.set(p.Pod, dir, i)
+				inline, isInline := nfrule.Inline(r)
+				match := set
+				if isInline {
+					match = inline.String()
+				}
 				ok := true
 				for _, g := range nfrule.Groups(r.Ports, nfrule.MaxMultiport) {
-					k := ruleKey(set, dir.Peer, g.Proto, g.PortString())
+					k := ruleKey(match, dir.Peer, g.Proto, g.PortString())
 					explained[ch+" "+k] = true
 					ok = ok && have[k]
 				}
 				if ok {
 					c.Rules++
 				} else {
-					miss("%s: iptables rule matching set %s missing from %s", nfrule.Describe(p.Pod, dir, i), set, ch)
+					miss("%s: iptables rule matching %s missing from %s", nfrule.Describe(p.Pod, dir, i), match, ch)
+				}
+				if isInline {
+					if ok {
+						c.Peers += nfrule.Distinct(r.Peers)
+					}
+					continue
 				}
 				got := nfrule.Covered(r.Peers, sets[set])
 				c.Peers += got
@@ -145,7 +156,11 @@ func (e *Enforcer) Drops(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return dropCount(d, e.names) - e.base, nil
+	c := dropCount(d, e.names)
+	if c < e.base { // the DROP chain was recreated (a repair): count anew
+		e.base = 0
+	}
+	return c - e.base, nil
 }
 
 func dropCount(d filterDump, n names) uint64 {

@@ -79,11 +79,15 @@ func Allow(eps ...lab.Endpoint) policy.Rule {
 }
 
 // ClientServer is the spec of the checks: the server admits only the
-// client on Port; the client may only reach the server on Port. extra
-// rules go in front of the server's real one (a policy-scale step).
+// client on Port (with a second, dummy peer, so netfilter renders the
+// rule with a peer set); the client may only reach the server on Port
+// (a single peer). extra rules go in front of the server's real one (a
+// policy-scale step).
 func (e *Env) ClientServer(extra ...policy.Rule) policy.Spec {
 	srv, cli := e.Pod(e.Server), e.Pod(e.Client)
-	srv.Ingress = append(append([]policy.Rule{}, extra...), Allow(e.Client))
+	in := Allow(e.Client)
+	in.Peers = append(in.Peers, netip.MustParsePrefix("198.18.0.1/32"))
+	srv.Ingress = append(append([]policy.Rule{}, extra...), in)
 	cli.Egress = []policy.Rule{Allow(e.Server)}
 	return policy.Spec{Pods: []policy.PodPolicy{srv, cli}}
 }

@@ -75,7 +75,13 @@ func TestCount(t *testing.T) {
 		{Pod: "b"}, // nothing selected
 	}}
 	got := Count(spec, 15)
-	want := Totals{Pods: 1, Rules: 1, Peers: 2, Elements: 1, PodChains: 2, PodChainRules: 4}
+	want := Totals{Pods: 1, Rules: 1, Peers: 2, Elements: 0, PodChains: 2, PodChainRules: 4} // 10/8 inline
+	if got != want {
+		t.Fatalf("Count = %+v, want %+v", got, want)
+	}
+	spec.Pods[0].Ingress[0].Peers = pfx("10.0.0.0/8", "192.168.0.0/16")
+	got = Count(spec, 15)
+	want.Peers, want.Elements = 2, 2
 	if got != want {
 		t.Fatalf("Count = %+v, want %+v", got, want)
 	}

@@ -20,7 +20,7 @@ func TestEnforcement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		chain := n.chain(e.Server.Name, nfrule.Dirs(policy.PodPolicy{})[0])
+		chain := n.Chain(e.Server.Name, nfrule.Dirs(policy.PodPolicy{})[0])
 		if _, err := nsexec.Run(context.Background(), e.Site.Netns, nil, "iptables-nft", "-D", chain, "1"); err != nil {
 			t.Fatal(err)
 		}

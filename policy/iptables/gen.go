@@ -46,7 +46,7 @@ func generate(spec policy.Spec, n names, st kernelState) (batch, error) {
 			if !d.Selected() {
 				continue
 			}
-			ch := n.chain(p.Pod, d)
+			ch := n.Chain(p.Pod, d)
 			if b.chains[ch] {
 				return b, fmt.Errorf("pod %s: chain name %s taken by another pod (hash collision)", p.Pod, ch)
 			}
@@ -57,7 +57,7 @@ func generate(spec policy.Spec, n names, st kernelState) (batch, error) {
 			}
 			fmt.Fprintf(&fwd, "-A %s %s %s -j %s\n", n.fwd(), flag, p.HostIface, ch)
 			for i, r := range d.Rules {
-				match, err := b.peerMatch(&sets, n.set(p.Pod, d, i), d.Peer, r, st)
+				match, err := b.peerMatch(&sets, n.Set(p.Pod, d, i), d.Peer, r, st)
 				if err != nil {
 					return b, fmt.Errorf("%s: %w", nfrule.Describe(p.Pod, d, i), err)
 				}
@@ -136,13 +136,6 @@ func ruleArgs(match []string, g nfrule.Group) string {
 		w = append(w, "-m", "multiport", "--dports", g.PortString())
 	}
 	return strings.Join(append(w, "-j", "RETURN"), " ")
-}
-
-// ruleKey identifies an allow rule by what it matches (peers: a set name
-// or an inline prefix; peer: src or dst), the same whether built from a
-// Group or parsed from iptables-save.
-func ruleKey(peers, peer, proto, ports string) string {
-	return peers + " " + peer + " " + proto + " " + ports
 }
 
 // writeSet writes the ipset restore lines making set hold exactly elems:

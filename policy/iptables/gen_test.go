@@ -33,8 +33,8 @@ func TestGenerate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, eg := n.chain("node0-pod0", nfrule.Dirs(spec.Pods[0])[0]), n.chain("node0-pod0", nfrule.Dirs(spec.Pods[0])[1])
-	set := n.set("node0-pod0", nfrule.Dirs(spec.Pods[0])[0], 0)
+	in, eg := n.Chain("node0-pod0", nfrule.Dirs(spec.Pods[0])[0]), n.Chain("node0-pod0", nfrule.Dirs(spec.Pods[0])[1])
+	set := n.Set("node0-pod0", nfrule.Dirs(spec.Pods[0])[0], 0)
 	text := string(b.rules)
 	for _, want := range []string{
 		"-I FORWARD 1 -j cnb-x-POLFWD\n",
@@ -91,7 +91,7 @@ COMMIT
 	}
 	r := d.rules["cnb-x-POLIAAAA"]
 	g := nfrule.Group{Proto: "tcp", Ports: []uint16{80, 443}}
-	if r[0].key() != ruleKey("cnb-x-POLIAAAA-0", "src", "tcp", g.PortString()) || r[1].key() != ruleKey("198.19.0.12/32", "src", "tcp", "80") {
+	if r[0].key() != nfrule.Key("cnb-x-POLIAAAA-0", "src", "tcp", g.PortString()) || r[1].key() != nfrule.Key("198.19.0.12/32", "src", "tcp", "80") {
 		t.Fatalf("keys %q, %q", r[0].key(), r[1].key())
 	}
 	if _, err := parseFilter([]byte("*filter\n[0:0] -A cnb-x-POLFWD -j ACCEPT\n"), "cnb-x-POL"); err == nil {

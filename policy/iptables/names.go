@@ -28,10 +28,10 @@ type names struct{ p string }
 func newNames(labPrefix string) (names, error) {
 	n := names{p: labPrefix + "POL"}
 	// The longest names: a chain, and a set of rule 32767 (the scale limit).
-	if l := len(n.chain("x", nfrule.Dir{Short: "I"})); l > maxChain {
+	if l := len(n.Chain("x", nfrule.Dir{Short: "I"})); l > maxChain {
 		return n, fmt.Errorf("policy iptables: prefix %q too long: chain names of %d characters (max %d)", labPrefix, l, maxChain)
 	}
-	if l := len(n.set("x", nfrule.Dir{Short: "I"}, 1<<15)); l > maxSet {
+	if l := len(n.Set("x", nfrule.Dir{Short: "I"}, 1<<15)); l > maxSet {
 		return n, fmt.Errorf("policy iptables: prefix %q too long: set names of %d characters (max %d)", labPrefix, l, maxSet)
 	}
 	return n, nil
@@ -41,9 +41,9 @@ func (n names) ours() string { return n.p }
 func (n names) fwd() string  { return n.p + "FWD" }
 func (n names) drop() string { return n.p + "DROP" }
 
-func (n names) chain(pod string, d nfrule.Dir) string { return n.p + d.Short + hash(pod)[:7] }
+func (n names) Chain(pod string, d nfrule.Dir) string { return n.p + d.Short + hash(pod)[:7] }
 
-func (n names) set(pod string, d nfrule.Dir, rule int) string {
+func (n names) Set(pod string, d nfrule.Dir, rule int) string {
 	return n.p + d.Short + hash(pod)[:4] + "-" + strconv.FormatInt(int64(rule), 36)
 }
 

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/cnibench/cnibench/policy/internal/nfrule"
 )
 
 // filterDump is the part of "iptables-save -c -t filter" we read: our
@@ -51,7 +53,7 @@ func (r rule) key() string {
 	if ports == "" {
 		ports = r.opt("--dports")
 	}
-	return ruleKey(set, peer, r.opt("-p"), ports)
+	return nfrule.Key(set, peer, r.opt("-p"), ports)
 }
 
 // parseFilter parses iptables-save -c output of the filter table, keeping

@@ -58,93 +58,45 @@ func (e *Enforcer) Verify(ctx context.Context) (policy.Counts, error) {
 }
 
 // check counts pods, rules and peers of the last spec found in d and sets
-// into c, returning the first piece missing.
+// into c (nfrule.Check), after the fixed pieces, returning the first
+// piece missing.
 func (e *Enforcer) check(d filterDump, sets map[string]map[netip.Prefix]bool, c *policy.Counts) error {
 	n := e.names
-	var first error
-	miss := func(format string, a ...any) {
-		if first == nil {
-			first = fmt.Errorf(format, a...)
-		}
-	}
+	var fixed error
 	switch {
 	case !hasJump(d, "FORWARD", n.fwd()):
-		miss("no jump from FORWARD to %s", n.fwd())
+		fixed = fmt.Errorf("no jump from FORWARD to %s", n.fwd())
 	case len(d.rules[n.drop()]) != 1:
-		miss("chain %s has %d rules, want its one DROP", n.drop(), len(d.rules[n.drop()]))
+		fixed = fmt.Errorf("chain %s has %d rules, want its one DROP", n.drop(), len(d.rules[n.drop()]))
 	}
-	dispatch := map[string]bool{}
+	v := nfrule.NewView()
+	v.Sets = sets
+	dirs := nfrule.Dirs(policy.PodPolicy{})
+	for ch := range d.chains {
+		if ch != n.fwd() && ch != n.drop() {
+			v.Chains[ch] = true
+		}
+	}
 	for _, r := range d.rules[n.fwd()] {
-		dispatch[r.opt("-o")+">"+r.opt("-i")+">"+r.opt("-j")] = true
-	}
-	explained := map[string]bool{}
-	for _, p := range e.last.Pods {
-		podOK, sel := true, false
-		for _, dir := range nfrule.Dirs(p) {
-			if !dir.Selected() {
-				continue
-			}
-			sel = true
-			ch := n.chain(p.Pod, dir)
-			key := p.HostIface + ">>" + ch
-			if dir.Peer == "dst" {
-				key = ">" + p.HostIface + ">" + ch
-			}
-			if !d.chains[ch] || !dispatch[key] {
-				podOK = false
-				miss("pod %s %s: chain %s missing or not dispatched from %s", p.Pod, dir.Name, ch, n.fwd())
-			}
-			have := map[string]bool{}
-			for _, r := range d.rules[ch] {
-				have[r.key()] = true
-			}
-			for i, r := range dir.Rules {
-				set := n.set(p.Pod, dir, i)
-				inline, isInline := nfrule.Inline(r)
-				match := set
-				if isInline {
-					match = inline.String()
-				}
-				ok := true
-				for _, g := range nfrule.Groups(r.Ports, nfrule.MaxMultiport) {
-					k := ruleKey(match, dir.Peer, g.Proto, g.PortString())
-					explained[ch+" "+k] = true
-					ok = ok && have[k]
-				}
-				if ok {
-					c.Rules++
-				} else {
-					miss("%s: iptables rule matching %s missing from %s", nfrule.Describe(p.Pod, dir, i), match, ch)
-				}
-				if isInline {
-					if ok {
-						c.Peers += nfrule.Distinct(r.Peers)
-					}
-					continue
-				}
-				got := nfrule.Covered(r.Peers, sets[set])
-				c.Peers += got
-				if want := nfrule.Distinct(r.Peers); got != want {
-					miss("%s: set %s covers %d of %d peers", nfrule.Describe(p.Pod, dir, i), set, got, want)
-				}
-			}
+		if o := r.opt("-o"); o != "" {
+			v.Dispatch[nfrule.DispatchKey(dirs[0], o, r.opt("-j"))] = true
 		}
-		if sel && podOK {
-			c.Pods++
+		if i := r.opt("-i"); i != "" {
+			v.Dispatch[nfrule.DispatchKey(dirs[1], i, r.opt("-j"))] = true
 		}
 	}
-	for ch, rules := range d.rules {
-		if !strings.HasPrefix(ch, n.ours()) {
-			continue
-		}
-		for _, r := range rules {
-			if k := r.key(); k != "" && !explained[ch+" "+k] {
-				c.Rules++
-				miss("chain %s holds an allow rule no policy rule explains: %s", ch, strings.Join(r.args, " "))
+	for ch := range v.Chains {
+		for _, r := range d.rules[ch] {
+			if k := r.key(); k != "" {
+				v.AddAllow(ch, k, strings.Join(r.args, " "))
 			}
 		}
 	}
-	return first
+	err := nfrule.Check(*e.last, v, n, nfrule.MaxMultiport, c)
+	if fixed != nil {
+		return fixed
+	}
+	return err
 }
 
 // Drops is the packet counter of our DROP rule since Open (every pod

@@ -39,3 +39,8 @@ func TestRegistered(t *testing.T) {
 		t.Fatalf("ForDatapath(iptables-legacy) = %v, %v", v.Name, err)
 	}
 }
+
+// Programming and Verify times at 10 .. 10,000 (CNB_POLICY_SWEEP=1).
+func TestSweep(t *testing.T) {
+	policytest.Sweep(t, policytest.NewEnv(t, "psw"), Open, []int{10, 100, 1000, 10000})
+}

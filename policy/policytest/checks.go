@@ -2,6 +2,7 @@ package policytest
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -168,4 +169,50 @@ func Scale(t *testing.T, e *Env, open Open, n int, limit time.Duration) {
 		t.Fatal(err)
 	}
 	AssertNoObjects(t, e.Site)
+}
+
+// Sweep measures, for each n of sizes, programming and Verify time of
+// ScaleRules(n) and of one rule with ScalePeers(n), each from an empty
+// node (the enforcer closed in between), and logs one SWEEP line per
+// step; it is a measurement, skipped unless CNB_POLICY_SWEEP=1.
+func Sweep(t *testing.T, e *Env, open Open, sizes []int) {
+	t.Helper()
+	if os.Getenv("CNB_POLICY_SWEEP") != "1" {
+		t.Skip("a measurement: set CNB_POLICY_SWEEP=1")
+	}
+	enf := OpenOrSkip(t, open, e.Site)
+	for _, n := range sizes {
+		rules, err := policy.ScaleRules(n, policy.Port{Protocol: datapath.TCP, Port: Port})
+		if err != nil {
+			t.Fatal(err)
+		}
+		peers, err := policy.ScalePeers(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wide := Allow(e.Client)
+		wide.Peers = append(wide.Peers, peers...)
+		for _, c := range []struct {
+			what string
+			spec policy.Spec
+		}{{"rules", e.ClientServer(rules...)}, {"peers", e.ClientServer(wide)}} {
+			t0 := time.Now()
+			st, err := enf.Program(context.Background(), c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog := time.Since(t0)
+			t1 := time.Now()
+			got, err := enf.Verify(context.Background())
+			ver := time.Since(t1)
+			if err != nil || got.Holds(enf.Expected(c.spec)) != nil {
+				t.Fatalf("%d %s: %+v, %v", n, c.what, got, err)
+			}
+			if err := enf.Close(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("SWEEP enforcer=%s %s=%d program=%.3fs generate=%.3fs apply=%.3fs bytes=%d verify=%.3fs",
+				enf.Name(), c.what, n, prog.Seconds(), st.Generate.Seconds(), st.Apply.Seconds(), st.Bytes, ver.Seconds())
+		}
+	}
 }

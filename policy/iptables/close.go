@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Close removes every chain and set of ours from the node, read from the
@@ -39,7 +40,34 @@ func (e *Enforcer) Close() error {
 		}
 	}
 	e.st, e.last, e.drift, e.base = kernelState{}, nil, true, 0
+	if e.preFilter {
+		return nil
+	}
+	out, err := e.run.Run(ctx, e.env, nil, saveBin, "-t", "filter")
+	if err != nil || !filterEmpty(out) {
+		return nil // another tool's rules are there: the table stays
+	}
+	// iptables-nft-save prints an empty filter table even when there is
+	// none, so a missing table is no error.
+	_, err = e.run.Run(ctx, nil, nil, "nft", "delete", "table", "ip", "filter")
+	if err != nil && !strings.Contains(err.Error(), "No such file or directory") {
+		return fmt.Errorf("policy iptables: remove the empty filter table: %w", err)
+	}
 	return nil
+}
+
+// filterEmpty reports whether an iptables-save of the filter table holds
+// only its built-in chains, with ACCEPT policies and no rules.
+func filterEmpty(out []byte) bool {
+	for _, l := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(l, "-A") || strings.HasPrefix(l, "["):
+			return false
+		case strings.HasPrefix(l, ":") && !strings.Contains(l, " ACCEPT "):
+			return false
+		}
+	}
+	return true
 }
 
 // cleanup is the restore batch removing our chains and the jumps to them,

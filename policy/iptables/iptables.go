@@ -17,6 +17,7 @@
 package iptables
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,10 @@ type Enforcer struct {
 	last  *policy.Spec // this node's part of the last spec programmed
 	drift bool         // the kernel may not hold st: read it again
 	base  uint64       // the drop counter when opened
+	// preFilter: the namespace had a filter table before Open; if not,
+	// Close deletes the one our rules made once it is empty again, so the
+	// namespace's nftables ruleset is back to what it was.
+	preFilter bool
 }
 
 var _ policy.Enforcer = (*Enforcer)(nil)
@@ -93,6 +98,11 @@ func open(site policy.Site) (*Enforcer, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	all, err := e.run.Run(ctx, e.env, nil, saveBin)
+	if err != nil {
+		return nil, fmt.Errorf("policy iptables: %w", kfeature.Check(saveBin, err))
+	}
+	e.preFilter = bytes.Contains(all, []byte("\n*filter\n")) || bytes.HasPrefix(all, []byte("*filter\n"))
 	if err := e.probe(ctx); err != nil {
 		return nil, err
 	}

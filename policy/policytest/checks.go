@@ -52,26 +52,27 @@ func Enforcement(t *testing.T, e *Env, open Open, del DeleteRule) {
 	labtest.Listeners(t, e.Server, []uint16{Port})
 	labtest.Listeners(t, e.Other, []uint16{Port})
 	MustConnect(t, e.Other, e.Server) // the lab itself lets it through
+	before := ruleset(t, e.Site)
 	enf := OpenOrSkip(t, open, e.Site)
 	ctx := context.Background()
 
 	spec := e.ClientServer()
 	Sync(t, enf, spec, "client-server")
 	MustConnect(t, e.Client, e.Server)
-	before, err := enf.Drops(ctx)
+	d0, err := enf.Drops(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	MustBeDropped(t, e.Other, e.Server)
 	MustBeDropped(t, e.Client, e.Other)
-	after, err := enf.Drops(ctx)
+	d1, err := enf.Drops(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after < before+2 {
-		t.Fatalf("Drops went from %d to %d after two denied connects, want +2 at least", before, after)
+	if d1 < d0+2 {
+		t.Fatalf("Drops went from %d to %d after two denied connects, want +2 at least", d0, d1)
 	}
-	t.Logf("drops %d -> %d", before, after)
+	t.Logf("drops %d -> %d", d0, d1)
 
 	del(t, e, enf)
 	got, err := enf.Verify(ctx)
@@ -99,7 +100,21 @@ func Enforcement(t *testing.T, e *Env, open Open, del DeleteRule) {
 		t.Fatalf("second Close: %v", err)
 	}
 	AssertNoObjects(t, e.Site)
+	if after := ruleset(t, e.Site); after != before {
+		t.Errorf("nftables ruleset before Open:\n%s\nafter Close:\n%s", before, after)
+	}
 	MustConnect(t, e.Client, e.Server)
+}
+
+// ruleset is the namespace's whole nftables ruleset (iptables-nft's
+// tables included).
+func ruleset(t *testing.T, site policy.Site) string {
+	t.Helper()
+	out, err := nsexec.Run(context.Background(), site.Netns, nil, "nft", "list", "ruleset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 // AssertNoObjects checks that no iptables chain, ipset or nftables object

@@ -40,8 +40,14 @@ func ScratchNS(t *testing.T, tag string) string {
 // down at cleanup.
 func NewLab(t *testing.T, prefix string) *lab.Lab {
 	t.Helper()
+	return NewLabOf(t, prefix, 2, 1)
+}
+
+// NewLabOf is NewLab with nodes nodes of pods pods each.
+func NewLabOf(t *testing.T, prefix string, nodes, pods int) *lab.Lab {
+	t.Helper()
 	NeedRoot(t)
-	cfg := lab.Config{Name: fmt.Sprintf("%s%06d", prefix, rand.IntN(1000000)), Nodes: 2, PodsPerNode: 1, StateDir: t.TempDir()}
+	cfg := lab.Config{Name: fmt.Sprintf("%s%06d", prefix, rand.IntN(1000000)), Nodes: nodes, PodsPerNode: pods, StateDir: t.TempDir()}
 	t.Cleanup(func() {
 		if _, err := lab.Down(cfg.StateDir, cfg.Name); err != nil {
 			t.Errorf("lab down: %v", err)

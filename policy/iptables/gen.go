@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
 
 	"github.com/cnibench/cnibench/policy"
@@ -74,7 +73,7 @@ func generate(spec policy.Spec, n names, st kernelState) (batch, error) {
 	if !st.haveDrp {
 		fmt.Fprintf(&t, ":%s - [0:0]\n", n.drop())
 	}
-	stale := staleOf(st.chains, b.chains)
+	stale := nfrule.Stale(st.chains, b.chains)
 	for _, c := range append(sorted(b.chains), stale...) {
 		fmt.Fprintf(&t, ":%s - [0:0]\n", c) // declares or flushes
 	}
@@ -94,7 +93,7 @@ func generate(spec policy.Spec, n names, st kernelState) (batch, error) {
 	b.rules = t.Bytes()
 	b.sets = sets.Bytes()
 	var del bytes.Buffer
-	for _, s := range staleOf(st.sets, b.setNames) {
+	for _, s := range nfrule.Stale(st.sets, b.setNames) {
 		fmt.Fprintf(&del, "destroy %s\n", s)
 	}
 	b.destroy = del.Bytes()
@@ -160,23 +159,4 @@ func writeSet(w *bytes.Buffer, set string, elems []netip.Prefix, exists bool) er
 	return nil
 }
 
-// staleOf lists, sorted, what had holds and want does not.
-func staleOf(had, want map[string]bool) []string {
-	var out []string
-	for k := range had {
-		if !want[k] {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sorted(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func sorted(m map[string]bool) []string { return nfrule.Stale(m, nil) }

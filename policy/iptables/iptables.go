@@ -29,7 +29,6 @@ import (
 
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/internal/kfeature"
-	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/internal/nsexec"
 	"github.com/cnibench/cnibench/policy"
 )
@@ -80,8 +79,8 @@ func Open(site policy.Site) (policy.Enforcer, error) {
 }
 
 func open(site policy.Site) (*Enforcer, error) {
-	if err := checkNamespace(site.Netns); err != nil {
-		return nil, err
+	if err := site.Check(); err != nil {
+		return nil, fmt.Errorf("policy iptables: %w", err)
 	}
 	n, err := newNames(site.Prefix)
 	if err != nil {
@@ -115,23 +114,6 @@ func open(site policy.Site) (*Enforcer, error) {
 	}
 	e.base = dropCount(d, n)
 	return e, nil
-}
-
-// checkNamespace refuses an empty path and the host's network namespace.
-func checkNamespace(p string) error {
-	if p == "" {
-		return errors.New("policy iptables: no network namespace given")
-	}
-	id, err := netnsx.IDOf(p)
-	if err != nil {
-		return fmt.Errorf("policy iptables: network namespace %s: %w", p, err)
-	}
-	for _, host := range []string{"/proc/1/ns/net", "/proc/self/ns/net"} {
-		if h, err := netnsx.IDOf(host); err == nil && h == id {
-			return fmt.Errorf("policy iptables: refusing to program the host's network namespace (%s)", p)
-		}
-	}
-	return nil
 }
 
 // probe creates a set and a chain matching it, then removes both: the

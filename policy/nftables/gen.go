@@ -5,7 +5,6 @@ import (
 	"encoding/base32"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"sigs.k8s.io/knftables"
@@ -73,11 +72,11 @@ func transaction(tx *knftables.Transaction, spec policy.Spec, prev objects) (*kn
 			tx.Add(&knftables.Rule{Chain: ch, Rule: fmt.Sprintf("counter name %q drop", drops)})
 		}
 	}
-	for _, c := range stale(prev.chains, now.chains) {
+	for _, c := range nfrule.Stale(prev.chains, now.chains) {
 		tx.Flush(&knftables.Chain{Name: c})
 		tx.Delete(&knftables.Chain{Name: c})
 	}
-	for _, s := range stale(prev.sets, now.sets) {
+	for _, s := range nfrule.Stale(prev.sets, now.sets) {
 		tx.Delete(&knftables.Set{Name: s})
 	}
 	return tx, now, nil
@@ -120,16 +119,4 @@ func portMatch(g nfrule.Group) string {
 		return g.Proto + " dport " + g.PortString() + " "
 	}
 	return g.Proto + " dport { " + strings.ReplaceAll(g.PortString(), ",", ", ") + " } "
-}
-
-// stale lists, sorted, what had holds and want does not.
-func stale(had, want map[string]bool) []string {
-	var out []string
-	for k := range had {
-		if !want[k] {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

@@ -77,11 +77,8 @@ func Open(site policy.Site) (policy.Enforcer, error) {
 }
 
 func open(site policy.Site) (*Enforcer, error) {
-	if err := checkNamespace(site.Netns); err != nil {
-		return nil, err
-	}
-	if site.Prefix == "" {
-		return nil, errors.New("policy nftables: no object prefix given")
+	if err := site.Check(); err != nil {
+		return nil, fmt.Errorf("policy nftables: %w", err)
 	}
 	if _, err := exec.LookPath("nft"); err != nil {
 		return nil, fmt.Errorf("policy nftables: %w: nft not found (Debian package nftables)", errors.ErrUnsupported)
@@ -104,23 +101,6 @@ func open(site policy.Site) (*Enforcer, error) {
 		return nil, err
 	}
 	return e, nil
-}
-
-// checkNamespace refuses an empty path and the host's network namespace.
-func checkNamespace(p string) error {
-	if p == "" {
-		return errors.New("policy nftables: no network namespace given")
-	}
-	id, err := netnsx.IDOf(p)
-	if err != nil {
-		return fmt.Errorf("policy nftables: network namespace %s: %w", p, err)
-	}
-	for _, host := range []string{"/proc/1/ns/net", "/proc/self/ns/net"} {
-		if h, err := netnsx.IDOf(host); err == nil && h == id {
-			return fmt.Errorf("policy nftables: refusing to program the host's network namespace (%s)", p)
-		}
-	}
-	return nil
 }
 
 // probe asks the kernel (nft --check: nothing committed) for every kind of

@@ -134,13 +134,18 @@ func AssertNoObjects(t *testing.T, site policy.Site) {
 	}
 }
 
-// Scale programs ScaleRules(n) in front of the server's rule, then one
-// rule with ScalePeers(n), each read back, and logs the times; it fails
-// if either takes longer than limit.
-func Scale(t *testing.T, e *Env, open Open, n int, limit time.Duration) {
+// step is one policy-scale step: a spec and what it scales.
+type step struct {
+	what string // "rules" or "peers"
+	n    int
+	spec policy.Spec
+}
+
+// steps are the two policy-scale steps of size n: ScaleRules(n) in front
+// of the server's rule, and the server's rule with ScalePeers(n) more
+// peers.
+func (e *Env) steps(t *testing.T, n int) []step {
 	t.Helper()
-	labtest.Listeners(t, e.Server, []uint16{Port})
-	enf := OpenOrSkip(t, open, e.Site)
 	rules, err := policy.ScaleRules(n, policy.Port{Protocol: datapath.TCP, Port: Port})
 	if err != nil {
 		t.Fatal(err)
@@ -151,32 +156,41 @@ func Scale(t *testing.T, e *Env, open Open, n int, limit time.Duration) {
 	}
 	wide := Allow(e.Client)
 	wide.Peers = append(wide.Peers, peers...)
-	for _, c := range []struct {
-		what string
-		spec policy.Spec
-	}{
-		{"rules", e.ClientServer(rules...)},
-		{"peers", e.ClientServer(wide)},
-	} {
-		t0 := time.Now()
-		st, err := enf.Program(context.Background(), c.spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prog := time.Since(t0)
-		t1 := time.Now()
-		got, err := enf.Verify(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ver := time.Since(t1)
-		if want := enf.Expected(c.spec); got != want {
-			t.Fatalf("%d %s: %+v, want %+v", n, c.what, got, want)
-		}
-		t.Logf("SCALE enforcer=%s %s=%d program=%.3fs (generate %.3fs apply %.3fs, %d bytes) verify=%.3fs %+v",
-			enf.Name(), c.what, n, prog.Seconds(), st.Generate.Seconds(), st.Apply.Seconds(), st.Bytes, ver.Seconds(), got)
+	return []step{{"rules", n, e.ClientServer(rules...)}, {"peers", n, e.ClientServer(wide)}}
+}
+
+// run programs the step and reads it back, failing unless the counts
+// equal Expected, and returns the wall times and the enforcer's stats.
+func (s step) run(t *testing.T, enf policy.Enforcer) (prog, ver time.Duration, st datapath.ProgramStats) {
+	t.Helper()
+	t0 := time.Now()
+	st, err := enf.Program(context.Background(), s.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog = time.Since(t0)
+	t1 := time.Now()
+	got, err := enf.Verify(context.Background())
+	ver = time.Since(t1)
+	if want := enf.Expected(s.spec); err != nil || got != want {
+		t.Fatalf("%d %s: %+v, %v; want %+v", s.n, s.what, got, err, want)
+	}
+	return prog, ver, st
+}
+
+// Scale programs both steps of size n, one after the other (the second
+// replaces the first), logs the times, and fails if a Program or Verify
+// takes longer than limit.
+func Scale(t *testing.T, e *Env, open Open, n int, limit time.Duration) {
+	t.Helper()
+	labtest.Listeners(t, e.Server, []uint16{Port})
+	enf := OpenOrSkip(t, open, e.Site)
+	for _, s := range e.steps(t, n) {
+		prog, ver, st := s.run(t, enf)
+		t.Logf("SCALE enforcer=%s %s=%d program=%.3fs (generate %.3fs apply %.3fs, %d bytes) verify=%.3fs",
+			enf.Name(), s.what, n, prog.Seconds(), st.Generate.Seconds(), st.Apply.Seconds(), st.Bytes, ver.Seconds())
 		if prog > limit || ver > limit {
-			t.Errorf("%d %s: program %v, verify %v, over %v", n, c.what, prog, ver, limit)
+			t.Errorf("%d %s: program %v, verify %v, over %v", n, s.what, prog, ver, limit)
 		}
 	}
 	MustConnect(t, e.Client, e.Server)
@@ -187,9 +201,9 @@ func Scale(t *testing.T, e *Env, open Open, n int, limit time.Duration) {
 }
 
 // Sweep measures, for each n of sizes, programming and Verify time of
-// ScaleRules(n) and of one rule with ScalePeers(n), each from an empty
-// node (the enforcer closed in between), and logs one SWEEP line per
-// step; it is a measurement, skipped unless CNB_POLICY_SWEEP=1.
+// both steps, each from an empty node (the enforcer closed in between),
+// and logs one SWEEP line per step; it is a measurement, skipped unless
+// CNB_POLICY_SWEEP=1.
 func Sweep(t *testing.T, e *Env, open Open, sizes []int) {
 	t.Helper()
 	if os.Getenv("CNB_POLICY_SWEEP") != "1" {
@@ -197,37 +211,13 @@ func Sweep(t *testing.T, e *Env, open Open, sizes []int) {
 	}
 	enf := OpenOrSkip(t, open, e.Site)
 	for _, n := range sizes {
-		rules, err := policy.ScaleRules(n, policy.Port{Protocol: datapath.TCP, Port: Port})
-		if err != nil {
-			t.Fatal(err)
-		}
-		peers, err := policy.ScalePeers(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wide := Allow(e.Client)
-		wide.Peers = append(wide.Peers, peers...)
-		for _, c := range []struct {
-			what string
-			spec policy.Spec
-		}{{"rules", e.ClientServer(rules...)}, {"peers", e.ClientServer(wide)}} {
-			t0 := time.Now()
-			st, err := enf.Program(context.Background(), c.spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			prog := time.Since(t0)
-			t1 := time.Now()
-			got, err := enf.Verify(context.Background())
-			ver := time.Since(t1)
-			if err != nil || got.Holds(enf.Expected(c.spec)) != nil {
-				t.Fatalf("%d %s: %+v, %v", n, c.what, got, err)
-			}
+		for _, s := range e.steps(t, n) {
+			prog, ver, st := s.run(t, enf)
 			if err := enf.Close(); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("SWEEP enforcer=%s %s=%d program=%.3fs generate=%.3fs apply=%.3fs bytes=%d verify=%.3fs",
-				enf.Name(), c.what, n, prog.Seconds(), st.Generate.Seconds(), st.Apply.Seconds(), st.Bytes, ver.Seconds())
+				enf.Name(), s.what, n, prog.Seconds(), st.Generate.Seconds(), st.Apply.Seconds(), st.Bytes, ver.Seconds())
 		}
 	}
 }

@@ -6,10 +6,8 @@
 package policytest
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"testing"
@@ -40,22 +38,13 @@ type Env struct {
 // NewEnv brings the lab up (root), removed at cleanup.
 func NewEnv(t *testing.T, tag string) *Env {
 	t.Helper()
-	labtest.NeedRoot(t)
-	cfg := lab.Config{Name: fmt.Sprintf("%s%06d", tag, rand.IntN(1000000)), Nodes: 1, PodsPerNode: 3, StateDir: t.TempDir()}
-	t.Cleanup(func() {
-		if _, err := lab.Down(cfg.StateDir, cfg.Name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	l, err := lab.Up(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := labtest.NewLabOf(t, tag, 1, 3)
 	node := labtest.Endpoint(t, l, "node0")
-	e := &Env{Lab: l, Site: policy.Site{Netns: node.NetnsPath(), Node: "node0", StateDir: cfg.StateDir, Prefix: l.Prefix},
+	e := &Env{Lab: l, Site: policy.Site{Netns: node.NetnsPath(), Node: "node0", StateDir: l.Config.StateDir, Prefix: l.Prefix},
 		Server: labtest.Endpoint(t, l, "node0-pod0"), Client: labtest.Endpoint(t, l, "node0-pod1"),
 		Other: labtest.Endpoint(t, l, "node0-pod2"), ifaces: map[string]string{}}
 	for _, p := range []lab.Endpoint{e.Server, e.Client, e.Other} {
+		var err error
 		e.ifaces[p.Name], err = policy.HostIface(e.Site.Netns, netip.MustParseAddr(p.IP))
 		if err != nil {
 			t.Fatal(err)

@@ -229,3 +229,16 @@ func Count(spec policy.Spec, maxPorts int) Totals {
 func Describe(pod string, d Dir, i int) string {
 	return fmt.Sprintf("pod %s %s rule %d", pod, d.Name, i)
 }
+
+// Stale lists, sorted, what had holds and want does not: the objects a
+// Program deletes.
+func Stale(had, want map[string]bool) []string {
+	var out []string
+	for k := range had {
+		if !want[k] {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

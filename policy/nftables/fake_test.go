@@ -74,6 +74,12 @@ func TestTransactionOnFake(t *testing.T) {
 	if set == nil || len(set.Elements) != 2 || set.FindElement("10.0.0.0/8") == nil || set.FindElement("198.19.0.11/32") == nil {
 		t.Fatalf("set: %s", fake.Dump())
 	}
+	// The same spec again: the set is deleted and made again in one
+	// transaction, with its elements.
+	prev = syncFake(t, fake, spec, prev)
+	if set := fake.Table.Sets["ingress-node0-pod0-0"]; set == nil || len(set.Elements) != 2 {
+		t.Fatalf("set after a second sync: %s", fake.Dump())
+	}
 	spec.Pods[0].Ingress = nil
 	syncFake(t, fake, spec, prev)
 	tbl = fake.Table

@@ -83,10 +83,12 @@ func transaction(tx *knftables.Transaction, spec policy.Spec, prev objects) (*kn
 }
 
 // peerMatch is "ip saddr|daddr <prefix> " for a rule whose peers reduce
-// to one (nfrule.Inline), else "... @<set> " with the set flushed and
-// filled in tx (flushed only if prev has it: nft 1.0.6 checks each
-// element added after a flush of an interval set against the whole set,
-// which made 10,000 peers take 1.7 s instead of 0.2 s).
+// to one (nfrule.Inline), else "... @<set> " with the set made in tx. A
+// set prev has is deleted and made again rather than flushed: nft 1.0.6
+// checks each element added after a flush of an interval set against the
+// whole set (10,000 peers: 1.6 s instead of 0.25 s). The delete is legal
+// here because the pod chain, the set's only user, was flushed earlier in
+// the same transaction.
 func peerMatch(tx *knftables.Transaction, set, side string, r policy.Rule, prev, now objects) string {
 	field := "ip saddr "
 	if side == "dst" {
@@ -96,10 +98,10 @@ func peerMatch(tx *knftables.Transaction, set, side string, r policy.Rule, prev,
 		return field + e.String() + " "
 	}
 	now.sets[set] = true
-	tx.Add(&knftables.Set{Name: set, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag}})
 	if prev.sets[set] {
-		tx.Flush(&knftables.Set{Name: set})
+		tx.Delete(&knftables.Set{Name: set})
 	}
+	tx.Add(&knftables.Set{Name: set, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag}})
 	for _, e := range nfrule.Elements(r.Peers) {
 		tx.Add(&knftables.Element{Set: set, Key: []string{e.String()}})
 	}

@@ -102,3 +102,14 @@ COMMIT
 		t.Fatalf("sets %v, %v", sets, err)
 	}
 }
+
+// The lab's longest prefix (a 12-character lab name) fits the kernel's
+// name limits; a longer one is refused before anything is written.
+func TestNameLimits(t *testing.T) {
+	if _, err := newNames("cnb-abcdefghijkl-"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newNames("cnb-abcdefghijklm-"); err == nil || !strings.Contains(err.Error(), "too long") {
+		t.Fatalf("an 18-character prefix: %v", err)
+	}
+}

@@ -191,20 +191,25 @@ func (e *Enforcer) Program(ctx context.Context, spec policy.Spec) (st datapath.P
 	spec = spec.OnNode(e.site.Node)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Reading the kernel back after a failure or a Close is tool time:
+	// Apply, not Generate.
+	var reread time.Duration
 	if e.drift {
+		tr := time.Now()
 		if err := e.adopt(ctx); err != nil {
 			return st, err
 		}
+		reread = time.Since(tr)
 	}
 	var b batch
 	b, err = generate(spec, e.names, e.st)
-	st.Generate = time.Since(t0)
+	st.Generate = time.Since(t0) - reread
 	if err != nil {
 		return st, fmt.Errorf("policy iptables: %w", err)
 	}
 	st.Bytes = len(b.sets) + len(b.rules) + len(b.destroy)
 	t1 := time.Now()
-	defer func() { st.Apply = time.Since(t1) }()
+	defer func() { st.Apply = time.Since(t1) + reread }()
 	e.drift = true // until every step succeeded
 	if len(b.sets) > 0 {
 		if _, err := e.ipset(ctx, b.sets); err != nil {

@@ -150,20 +150,25 @@ func (e *Enforcer) Program(ctx context.Context, spec policy.Spec) (st datapath.P
 	spec = spec.OnNode(e.site.Node)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Reading the kernel back after a failure or a Close is tool time:
+	// Apply, not Generate.
+	var reread time.Duration
 	if e.drift {
+		tr := time.Now()
 		if err := e.adopt(ctx); err != nil {
 			return st, err
 		}
+		reread = time.Since(tr)
 	}
 	tx, now, err := transaction(e.nft.NewTransaction(), spec, e.prev)
-	st.Generate = time.Since(t0)
+	st.Generate = time.Since(t0) - reread
 	if err != nil {
 		return st, fmt.Errorf("policy nftables: %w", err)
 	}
 	st.Bytes = len(tx.String())
 	t1 := time.Now()
 	err = netnsx.Do(e.site.Netns, func() error { return e.nft.Run(ctx, tx) })
-	st.Apply = time.Since(t1)
+	st.Apply = time.Since(t1) + reread
 	if err != nil {
 		e.drift = true
 		return st, fmt.Errorf("policy nftables: transaction of %d pods: %w", len(spec.Pods), err)

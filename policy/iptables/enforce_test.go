@@ -3,7 +3,6 @@ package iptables
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/cnibench/cnibench/internal/nsexec"
 	"github.com/cnibench/cnibench/policy"
@@ -11,11 +10,10 @@ import (
 	"github.com/cnibench/cnibench/policy/policytest"
 )
 
-// The shared root checks: enforcement with real connects and the drop
-// counter, a hand-deleted rule caught, reprogramming, Close.
-func TestEnforcement(t *testing.T) {
-	e := policytest.NewEnv(t, "pipt")
-	policytest.Enforcement(t, e, Open, func(t *testing.T, e *policytest.Env, enf policy.Enforcer) {
+// The shared root checks (policytest.All); the rule deleted by hand is
+// the first of the server's ingress chain.
+func TestShared(t *testing.T) {
+	policytest.All(t, "pipt", Open, func(t *testing.T, e *policytest.Env, enf policy.Enforcer) {
 		n, err := newNames(e.Site.Prefix)
 		if err != nil {
 			t.Fatal(err)
@@ -25,22 +23,4 @@ func TestEnforcement(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-}
-
-// 10,000 rules in front of the server's, then 10,000 peers in one rule.
-func TestScale10k(t *testing.T) {
-	e := policytest.NewEnv(t, "pipts")
-	policytest.Scale(t, e, Open, 10000, 10*time.Second)
-}
-
-func TestRegistered(t *testing.T) {
-	v, err := policy.ForDatapath("iptables-legacy")
-	if err != nil || v.Name != Name {
-		t.Fatalf("ForDatapath(iptables-legacy) = %v, %v", v.Name, err)
-	}
-}
-
-// Programming and Verify times at 10 .. 10,000 (CNB_POLICY_SWEEP=1).
-func TestSweep(t *testing.T) {
-	policytest.Sweep(t, policytest.NewEnv(t, "psw"), Open, []int{10, 100, 1000, 10000})
 }

@@ -40,32 +40,27 @@ type batch struct {
 func generate(spec policy.Spec, n names, st kernelState) (batch, error) {
 	b := batch{chains: map[string]bool{}, setNames: map[string]bool{}}
 	var sets, fwd, body bytes.Buffer
-	for _, p := range spec.Pods {
-		for _, d := range nfrule.Dirs(p) {
-			if !d.Selected() {
-				continue
-			}
-			ch := n.Chain(p.Pod, d)
-			if b.chains[ch] {
-				return b, fmt.Errorf("pod %s: chain name %s taken by another pod (hash collision)", p.Pod, ch)
-			}
-			b.chains[ch] = true
-			flag := "-o"
-			if d.Peer == "dst" {
-				flag = "-i"
-			}
-			fmt.Fprintf(&fwd, "-A %s %s %s -j %s\n", n.fwd(), flag, p.HostIface, ch)
-			for i, r := range d.Rules {
-				match, err := b.peerMatch(&sets, n.Set(p.Pod, d, i), d.Peer, r, st)
-				if err != nil {
-					return b, fmt.Errorf("%s: %w", nfrule.Describe(p.Pod, d, i), err)
-				}
-				for _, g := range nfrule.Groups(r.Ports, nfrule.MaxMultiport) {
-					fmt.Fprintf(&body, "-A %s %s\n", ch, ruleArgs(match, g))
-				}
-			}
-			fmt.Fprintf(&body, "-A %s -j %s\n", ch, n.drop())
+	var err error
+	b.chains, err = nfrule.EachChain(spec, n, func(p policy.PodPolicy, d nfrule.Dir, ch string) error {
+		flag := "-o"
+		if d.Peer == "dst" {
+			flag = "-i"
 		}
+		fmt.Fprintf(&fwd, "-A %s %s %s -j %s\n", n.fwd(), flag, p.HostIface, ch)
+		for i, r := range d.Rules {
+			match, err := b.peerMatch(&sets, n.Set(p.Pod, d, i), d.Peer, r, st)
+			if err != nil {
+				return fmt.Errorf("%s: %w", nfrule.Describe(p.Pod, d, i), err)
+			}
+			for _, g := range nfrule.Groups(r.Ports, nfrule.MaxMultiport) {
+				fmt.Fprintf(&body, "-A %s %s\n", ch, ruleArgs(match, g))
+			}
+		}
+		fmt.Fprintf(&body, "-A %s -j %s\n", ch, n.drop())
+		return nil
+	})
+	if err != nil {
+		return b, err
 	}
 	var t bytes.Buffer
 	t.WriteString("*filter\n")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/cnibench/cnibench/internal/nsexec"
 	"github.com/cnibench/cnibench/policy"
@@ -13,11 +12,10 @@ import (
 	"github.com/cnibench/cnibench/policy/policytest"
 )
 
-// The shared root checks: enforcement with real connects and the drop
-// counter, a hand-deleted rule caught, reprogramming, Close.
-func TestEnforcement(t *testing.T) {
-	e := policytest.NewEnv(t, "pnft")
-	policytest.Enforcement(t, e, Open, func(t *testing.T, e *policytest.Env, enf policy.Enforcer) {
+// The shared root checks (policytest.All); the rule deleted by hand is
+// the first of the server's ingress chain.
+func TestShared(t *testing.T) {
+	policytest.All(t, "pnft", Open, func(t *testing.T, e *policytest.Env, enf policy.Enforcer) {
 		table := e.Site.Prefix + "policy"
 		chain := namer{}.Chain(e.Server.Name, nfrule.Dirs(policy.PodPolicy{})[0])
 		h := firstHandle(t, e.Site.Netns, table, chain)
@@ -49,22 +47,4 @@ func firstHandle(t *testing.T, ns, table, chain string) int {
 	}
 	t.Fatalf("chain %s has no rule", chain)
 	return 0
-}
-
-// 10,000 rules in front of the server's, then 10,000 peers in one rule.
-func TestScale10k(t *testing.T) {
-	e := policytest.NewEnv(t, "pnfts")
-	policytest.Scale(t, e, Open, 10000, 10*time.Second)
-}
-
-func TestRegistered(t *testing.T) {
-	v, err := policy.ForDatapath("nftables-flat")
-	if err != nil || v.Name != Name {
-		t.Fatalf("ForDatapath(nftables-flat) = %v, %v", v.Name, err)
-	}
-}
-
-// Programming and Verify times at 10 .. 10,000 (CNB_POLICY_SWEEP=1).
-func TestSweep(t *testing.T) {
-	policytest.Sweep(t, policytest.NewEnv(t, "psw"), Open, []int{10, 100, 1000, 10000})
 }

@@ -46,31 +46,26 @@ func transaction(tx *knftables.Transaction, spec policy.Spec, prev objects) (*kn
 	addBase(tx)
 	tx.Flush(&knftables.Chain{Name: baseChain})
 	tx.Add(&knftables.Rule{Chain: baseChain, Rule: "ct state established,related accept"})
-	for _, p := range spec.Pods {
-		for _, d := range nfrule.Dirs(p) {
-			if !d.Selected() {
-				continue
-			}
-			ch := nm.Chain(p.Pod, d)
-			if now.chains[ch] {
-				return tx, now, fmt.Errorf("pod %s: chain name %s taken by another pod", p.Pod, ch)
-			}
-			now.chains[ch] = true
-			tx.Add(&knftables.Chain{Name: ch})
-			tx.Flush(&knftables.Chain{Name: ch})
-			iface := "oifname"
-			if d.Peer == "dst" {
-				iface = "iifname"
-			}
-			tx.Add(&knftables.Rule{Chain: baseChain, Rule: fmt.Sprintf("%s %q jump %s", iface, p.HostIface, ch)})
-			for i, r := range d.Rules {
-				match := peerMatch(tx, nm.Set(p.Pod, d, i), d.Peer, r, prev, now)
-				for _, g := range nfrule.Groups(r.Ports, 0) {
-					tx.Add(&knftables.Rule{Chain: ch, Rule: match + portMatch(g) + "return"})
-				}
-			}
-			tx.Add(&knftables.Rule{Chain: ch, Rule: fmt.Sprintf("counter name %q drop", drops)})
+	var err error
+	now.chains, err = nfrule.EachChain(spec, nm, func(p policy.PodPolicy, d nfrule.Dir, ch string) error {
+		tx.Add(&knftables.Chain{Name: ch})
+		tx.Flush(&knftables.Chain{Name: ch})
+		iface := "oifname"
+		if d.Peer == "dst" {
+			iface = "iifname"
 		}
+		tx.Add(&knftables.Rule{Chain: baseChain, Rule: fmt.Sprintf("%s %q jump %s", iface, p.HostIface, ch)})
+		for i, r := range d.Rules {
+			match := peerMatch(tx, nm.Set(p.Pod, d, i), d.Peer, r, prev, now)
+			for _, g := range nfrule.Groups(r.Ports, 0) {
+				tx.Add(&knftables.Rule{Chain: ch, Rule: match + portMatch(g) + "return"})
+			}
+		}
+		tx.Add(&knftables.Rule{Chain: ch, Rule: fmt.Sprintf("counter name %q drop", drops)})
+		return nil
+	})
+	if err != nil {
+		return tx, now, err
 	}
 	for _, c := range nfrule.Stale(prev.chains, now.chains) {
 		tx.Flush(&knftables.Chain{Name: c})

@@ -223,3 +223,18 @@ func Sweep(t *testing.T, e *Env, open Open, sizes []int) {
 		}
 	}
 }
+
+// All runs the shared root checks of an enforcer as subtests, each on a
+// lab of its own named <tag>...: Enforcement, Scale at 10,000 (each
+// Program and Verify within 10 s), and Sweep (only with
+// CNB_POLICY_SWEEP=1).
+func All(t *testing.T, tag string, open Open, del DeleteRule) {
+	t.Run("Enforcement", func(t *testing.T) { Enforcement(t, NewEnv(t, tag), open, del) })
+	t.Run("Scale10k", func(t *testing.T) { Scale(t, NewEnv(t, tag+"s"), open, 10000, 10*time.Second) })
+	t.Run("Sweep", func(t *testing.T) {
+		if os.Getenv("CNB_POLICY_SWEEP") != "1" {
+			t.Skip("a measurement: set CNB_POLICY_SWEEP=1")
+		}
+		Sweep(t, NewEnv(t, tag+"w"), open, []int{10, 100, 1000, 10000})
+	})
+}

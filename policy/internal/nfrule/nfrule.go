@@ -242,3 +242,27 @@ func Stale(had, want map[string]bool) []string {
 	slices.Sort(out)
 	return out
 }
+
+// EachChain calls fn for every selected direction of every pod of spec
+// with its chain's name, in spec order, and returns the set of chain
+// names; two pods whose names collide (a hash, or a pod listed under two
+// names that map alike) are an error naming the pod.
+func EachChain(spec policy.Spec, nm Namer, fn func(p policy.PodPolicy, d Dir, chain string) error) (map[string]bool, error) {
+	chains := map[string]bool{}
+	for _, p := range spec.Pods {
+		for _, d := range Dirs(p) {
+			if !d.Selected() {
+				continue
+			}
+			ch := nm.Chain(p.Pod, d)
+			if chains[ch] {
+				return chains, fmt.Errorf("pod %s: chain name %s taken by another pod", p.Pod, ch)
+			}
+			chains[ch] = true
+			if err := fn(p, d, ch); err != nil {
+				return chains, err
+			}
+		}
+	}
+	return chains, nil
+}

@@ -86,3 +86,17 @@ func TestCount(t *testing.T) {
 		t.Fatalf("Count = %+v, want %+v", got, want)
 	}
 }
+
+type sameNamer struct{}
+
+func (sameNamer) Chain(string, Dir) string    { return "c" }
+func (sameNamer) Set(string, Dir, int) string { return "s" }
+
+func TestEachChainRefusesCollisions(t *testing.T) {
+	spec := policy.Spec{Pods: []policy.PodPolicy{{Pod: "a", Ingress: []policy.Rule{}}, {Pod: "b", Ingress: []policy.Rule{}}}}
+	n := 0
+	_, err := EachChain(spec, sameNamer{}, func(policy.PodPolicy, Dir, string) error { n++; return nil })
+	if err == nil || n != 1 {
+		t.Fatalf("two pods on one chain name: %v after %d calls", err, n)
+	}
+}

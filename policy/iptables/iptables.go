@@ -31,6 +31,7 @@ import (
 	"github.com/cnibench/cnibench/internal/kfeature"
 	"github.com/cnibench/cnibench/internal/nsexec"
 	"github.com/cnibench/cnibench/policy"
+	"github.com/cnibench/cnibench/policy/internal/nfrule"
 )
 
 // Name is the enforcer's registered name.
@@ -185,21 +186,11 @@ func (e *Enforcer) Program(ctx context.Context, spec policy.Spec) (st datapath.P
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t0 := time.Now()
-	if err := spec.Validate(); err != nil {
-		return st, fmt.Errorf("policy iptables: %w", err)
-	}
-	spec = spec.OnNode(e.site.Node)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	// Reading the kernel back after a failure or a Close is tool time:
-	// Apply, not Generate.
-	var reread time.Duration
-	if e.drift {
-		tr := time.Now()
-		if err := e.adopt(ctx); err != nil {
-			return st, err
-		}
-		reread = time.Since(tr)
+	spec, reread, err := nfrule.Prepare(ctx, Name, spec, e.site.Node, e.drift, e.adopt)
+	if err != nil {
+		return st, err
 	}
 	var b batch
 	b, err = generate(spec, e.names, e.st)

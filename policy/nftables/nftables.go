@@ -32,6 +32,7 @@ import (
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/internal/nsexec"
 	"github.com/cnibench/cnibench/policy"
+	"github.com/cnibench/cnibench/policy/internal/nfrule"
 )
 
 // Name is the enforcer's registered name.
@@ -144,21 +145,11 @@ func (e *Enforcer) Program(ctx context.Context, spec policy.Spec) (st datapath.P
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t0 := time.Now()
-	if err := spec.Validate(); err != nil {
-		return st, fmt.Errorf("policy nftables: %w", err)
-	}
-	spec = spec.OnNode(e.site.Node)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	// Reading the kernel back after a failure or a Close is tool time:
-	// Apply, not Generate.
-	var reread time.Duration
-	if e.drift {
-		tr := time.Now()
-		if err := e.adopt(ctx); err != nil {
-			return st, err
-		}
-		reread = time.Since(tr)
+	spec, reread, err := nfrule.Prepare(ctx, Name, spec, e.site.Node, e.drift, e.adopt)
+	if err != nil {
+		return st, err
 	}
 	tx, now, err := transaction(e.nft.NewTransaction(), spec, e.prev)
 	st.Generate = time.Since(t0) - reread

@@ -58,6 +58,15 @@ func Enforcement(t *testing.T, e *Env, open Open, del DeleteRule) {
 
 	spec := e.ClientServer()
 	Sync(t, enf, spec, "client-server")
+	// A bad spec is refused in one line and changes nothing.
+	bad := e.ClientServer()
+	bad.Pods[0].HostIface = ""
+	if _, err := enf.Program(ctx, bad); err == nil || !strings.Contains(err.Error(), "host interface") {
+		t.Fatalf("a pod without its interface: %v", err)
+	}
+	if got, err := enf.Verify(ctx); err != nil || got.Holds(enf.Expected(spec)) != nil {
+		t.Fatalf("after a refused spec: %+v, %v", got, err)
+	}
 	MustConnect(t, e.Client, e.Server)
 	d0, err := enf.Drops(ctx)
 	if err != nil {

@@ -7,11 +7,13 @@ package nfrule
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cnibench/cnibench/policy"
 )
@@ -265,4 +267,22 @@ func EachChain(spec policy.Spec, nm Namer, fn func(p policy.PodPolicy, d Dir, ch
 		}
 	}
 	return chains, nil
+}
+
+// Prepare is how a netfilter Program starts: spec checked (the error
+// prefixed with the enforcer's name) and cut to node, and the kernel read
+// again through adopt when drift says the enforcer's idea of it may be
+// wrong; it returns the time adopt took, tool time that Program counts as
+// Apply rather than Generate.
+func Prepare(ctx context.Context, name string, spec policy.Spec, node string, drift bool, adopt func(context.Context) error) (policy.Spec, time.Duration, error) {
+	if err := spec.Validate(); err != nil {
+		return spec, 0, fmt.Errorf("policy %s: %w", name, err)
+	}
+	spec = spec.OnNode(node)
+	if !drift {
+		return spec, 0, nil
+	}
+	t := time.Now()
+	err := adopt(ctx)
+	return spec, time.Since(t), err
 }

@@ -1,11 +1,14 @@
 package iptables
 
 import (
+	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/kfeature"
 	"github.com/cnibench/cnibench/policy"
 	"github.com/cnibench/cnibench/policy/internal/nfrule"
 )
@@ -111,5 +114,24 @@ func TestNameLimits(t *testing.T) {
 	}
 	if _, err := newNames("cnb-abcdefghijklm-"); err == nil || !strings.Contains(err.Error(), "too long") {
 		t.Fatalf("an 18-character prefix: %v", err)
+	}
+}
+
+// failingRunner is a namespace whose ipset tool fails as it does without
+// the kernel's ip_set module.
+type failingRunner struct{}
+
+func (failingRunner) Run(_ context.Context, _ []string, _ []byte, name string, _ ...string) ([]byte, error) {
+	return nil, fmt.Errorf("%s: exit status 1: ipset v7.17: Kernel error received: Operation not supported", name)
+}
+
+// A kernel without ipset or the set match is "unsupported" (a test skip,
+// a one-line CLI message), not a failure.
+func TestProbeUnsupported(t *testing.T) {
+	n, _ := newNames("cnb-x-")
+	e := &Enforcer{run: failingRunner{}, names: n}
+	err := e.probe(context.Background())
+	if u, ok := kfeature.As(err); !ok || !strings.Contains(u.Error(), "ipset") {
+		t.Fatalf("probe on a kernel without ipset: %v", err)
 	}
 }

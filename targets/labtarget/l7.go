@@ -14,6 +14,8 @@ import (
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/l7proxy"
+	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/suite"
 )
 
 // L7Check is the L7 policy a scenario ran under and how it was proved
@@ -107,6 +109,9 @@ func (t *Target) l7Addresses(servers []string) (out []string, note string) {
 	}
 	for _, pl := range t.cfg.Placements {
 		if ts, ok := testServices[pl]; ok {
+			if l7Unsupported(t.lab.Config, pl) != nil {
+				continue // skipped by Placement, with the reason
+			}
 			if sockLB {
 				note = fmt.Sprintf("ClusterIPs: %s translates them at the client's connect() to the pod addresses checked here", t.lab.Config.ServiceDatapath)
 				for _, s := range servers {
@@ -164,4 +169,17 @@ func (t *Target) l7Details() *L7Check {
 		return nil
 	}
 	return &t.l7.check
+}
+
+// l7Unsupported says why an L7 scenario cannot proxy a placement: the
+// per-node proxy's nat rule matches the server pods' addresses, but a
+// netfilter Service datapath translates a same-node ClusterIP in the same
+// PREROUTING pass on that node, so the proxy would never see it (on
+// other-node the client's node translates, the server's node captures).
+func l7Unsupported(cfg lab.Config, placement string) error {
+	if cfg.L7 == lab.L7PerNode && placement == suite.PodToServiceSameNode && datapath.Netfilter(cfg.ServiceDatapath) {
+		return fmt.Errorf("%s: the per-node L7 proxy does not see a same-node ClusterIP that %s translates in the same nat pass: %w",
+			placement, cfg.ServiceDatapath, suite.ErrUnsupported)
+	}
+	return nil
 }

@@ -328,6 +328,9 @@ func (t *Target) Placement(name string) (results.Placement, error) {
 		return results.Placement{}, fmt.Errorf("placement %s is not available on the lab target", name)
 	}
 	path, node, _ := strings.Cut(name, "/")
+	if err := l7Unsupported(t.lab.Config, name); err != nil {
+		return results.Placement{}, err
+	}
 	if ts, ok := testServices[name]; ok {
 		if t.lab.Config.ServiceDatapath == "" {
 			return results.Placement{}, fmt.Errorf("%s: the lab has no Service datapath (--service-datapath): %w", name, suite.ErrUnsupported)

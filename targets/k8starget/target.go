@@ -119,6 +119,9 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 	if err := t.waitServicesReachable(ctx, cfg.Timeout); err != nil {
 		return t, err
 	}
+	if err := t.checkNetworkPolicy(ctx); err != nil {
+		return t, err
+	}
 	t.recordEndpoints()
 	return t, nil
 }
@@ -226,7 +229,7 @@ func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, e
 	p.Layout = Layout{
 		Namespace: cfg.Namespace, CreateNamespace: !exists, RunID: cfg.RunID,
 		Image: cfg.Image, PullPolicy: cfg.PullPolicy, Nodes: choice.Nodes, Resources: cfg.Resources,
-		Probes: cfg.Scale.probes(), Sysctls: cfg.podSysctls(),
+		Probes: cfg.Scale.probes(), Sysctls: cfg.podSysctls(), NetPolCheck: cfg.NetworkPolicyCheck,
 	}
 	var runnable []string
 	for _, pl := range cfg.Placements {

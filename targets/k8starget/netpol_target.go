@@ -1,0 +1,64 @@
+package k8starget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cnibench/cnibench/agent"
+)
+
+// checkNetworkPolicy runs the NetworkPolicy check of a run with
+// --network-policy-check, once the agents are up and before anything is
+// measured, and records it in the provenance and the run's notes. A
+// broken policy is removed at once, so the run measures without it; an
+// enforced or unenforced one stays until the run's cleanup.
+func (t *Target) checkNetworkPolicy(ctx context.Context) error {
+	if !t.layout.NetPolCheck {
+		return nil
+	}
+	pod := t.pods[NetPolDeniedEndpoint]
+	if len(netPolServers(t.layout)) == 0 || pod == nil {
+		return errors.New("--network-policy-check: no server on the pod network runs on this cluster (the placements that have one were skipped)")
+	}
+	control, err := t.access.Control(ctx, pod)
+	if err != nil {
+		return err
+	}
+	denied, err := agent.NewClient(NetPolDeniedEndpoint, control, t.layout.Token)
+	if err != nil {
+		return err
+	}
+	if err := denied.WaitReady(ctx, agentReadyTimeout); err != nil {
+		return fmt.Errorf("pod %s/%s (the NetworkPolicy check's denied prober): %w", t.cfg.Namespace, pod.Name, err)
+	}
+	ips := map[string]string{}
+	for ep, p := range t.pods {
+		ips[ep] = p.Status.PodIP
+	}
+	r := &netPolRun{cs: t.cs, layout: t.layout, ips: ips, baseline: t.cfg.Timeout,
+		probers: map[string]prober{netPolClient: t.agents[netPolClient], NetPolDeniedEndpoint: denied}}
+	t.progress("NetworkPolicy check: applying %s, probing %v from %s (allowed) and %s (denied) ...", NetPolName, netPolServers(t.layout), netPolClient, NetPolDeniedEndpoint)
+	res, err := r.run(ctx)
+	if err != nil {
+		t.progress(" failed\n")
+		return err
+	}
+	if cil := t.prov.CNI; cil != nil && cil.Cilium != nil {
+		res.Hubble = or(cil.Cilium.EnableHubble, "not set")
+	}
+	if res.Outcome == NetPolBroken {
+		if err := deleteNetPols(ctx, t.cs, t.layout); err != nil {
+			return err
+		}
+		res.PolicyInPlace = false
+		res.Verdict += "; the policy was removed and the run measured without it"
+	}
+	t.prov.NetworkPolicy = res
+	t.prov.Notes = append(t.prov.Notes, "NetworkPolicy check: "+res.Outcome+": "+res.Verdict)
+	t.progress(" %s\n", res.Outcome)
+	if res.Outcome != NetPolEnforced {
+		t.progress("warning: %s\n", res.Verdict)
+	}
+	return nil
+}

@@ -89,6 +89,7 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 		return nil, err
 	}
 	k.header(req, cl.Context, cfg)
+	cfg.Dynamic = cl.Dynamic // the NetworkPolicy check's CiliumNetworkPolicy
 	tgt, err := k8starget.Open(ctx, cfg, cl.Clientset, access, cl.Context)
 	if err != nil {
 		return nil, openFailed(ctx, err)

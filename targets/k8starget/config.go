@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/cnibench/cnibench/internal/version"
 	"github.com/cnibench/cnibench/suite"
@@ -82,8 +83,11 @@ type Config struct {
 	Scale *ScaleConfig `json:"scale,omitempty"`
 	// NetworkPolicyCheck applies a NetworkPolicy between the agents and
 	// verifies its enforcement with a denied probe (netpol_check.go).
-	NetworkPolicyCheck bool      `json:"network_policy_check,omitempty"`
-	Progress           io.Writer `json:"-"`
+	NetworkPolicyCheck bool `json:"network_policy_check,omitempty"`
+	// Dynamic reaches custom resources (the check's CiliumNetworkPolicy
+	// where Cilium runs); nil: none are created.
+	Dynamic  dynamic.Interface `json:"-"`
+	Progress io.Writer         `json:"-"`
 }
 
 // podSysctls are the sysctls of the agent pods with their own network

@@ -68,6 +68,9 @@ type NetPolCheck struct {
 	// Hubble is Cilium's enable-hubble as found in cilium-config (only
 	// where Cilium is detected): flow visibility on or off during the run.
 	Hubble string `json:"hubble,omitempty"`
+	// CiliumL7 is the L7 CiliumNetworkPolicy (only where Cilium is
+	// detected; netpol_cilium.go).
+	CiliumL7 *CiliumL7 `json:"cilium_l7,omitempty"`
 }
 
 // prober runs a test from one agent (an *agent.Client).

@@ -44,8 +44,12 @@ func (t *Target) checkNetworkPolicy(ctx context.Context) error {
 		t.progress(" failed\n")
 		return err
 	}
-	if cil := t.prov.CNI; cil != nil && cil.Cilium != nil {
+	if cil := t.prov.CNI; cil != nil && cil.Cilium != nil && res.Outcome != NetPolBroken {
 		res.Hubble = or(cil.Cilium.EnableHubble, "not set")
+		if res.CiliumL7, err = applyCiliumL7(ctx, t.cs, t.cfg.Dynamic, t.layout); err != nil {
+			return err
+		}
+		t.ciliumL7 = res.CiliumL7.Applied
 	}
 	if res.Outcome == NetPolBroken {
 		if err := deleteNetPols(ctx, t.cs, t.layout); err != nil {
@@ -61,4 +65,14 @@ func (t *Target) checkNetworkPolicy(ctx context.Context) error {
 		t.progress("warning: %s\n", res.Verdict)
 	}
 	return nil
+}
+
+// closeCiliumL7 removes the L7 policy the check applied (Close).
+func (t *Target) closeCiliumL7() error {
+	if !t.ciliumL7 || t.cfg.Dynamic == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.Timeout)
+	defer cancel()
+	return deleteCiliumL7(ctx, t.cfg.Dynamic, t.layout)
 }

@@ -13,8 +13,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakedynamic "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -321,5 +324,84 @@ func TestCleanupNetworkPolicy(t *testing.T) {
 	})
 	if _, err := Find(context.Background(), old, testNS, ManagedSelector()); err != nil {
 		t.Errorf("Find with an older Role: %v", err)
+	}
+}
+
+// withCiliumCRD makes the fake API server serve CiliumNetworkPolicies and
+// returns a dynamic client for them.
+func withCiliumCRD(cs *fake.Clientset) *fakedynamic.FakeDynamicClient {
+	cs.Resources = append(cs.Resources, &metav1.APIResourceList{GroupVersion: "cilium.io/v2",
+		APIResources: []metav1.APIResource{{Name: "ciliumnetworkpolicies", Namespaced: true, Kind: "CiliumNetworkPolicy"}}})
+	return fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{ciliumNPResource: "CiliumNetworkPolicyList"})
+}
+
+// Where Cilium runs and its CRD exists, the check applies the L7
+// CiliumNetworkPolicy in the run's namespace (HTTP GET from the client to
+// the pod servers' HTTP port), records it and Hubble's state, and Close
+// removes it; without the CRD nothing is applied and the reason is
+// recorded.
+func TestNetPolCiliumL7(t *testing.T) {
+	// Owned by the run's Secret: after a crash, `k8s cleanup` deleting the
+	// Secret lets the garbage collector remove the policy.
+	owned := ciliumL7Policy(netPolLayout(), &metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: SecretName, UID: "u1"})
+	if refs := owned.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "Secret" || refs[0].Name != SecretName || refs[0].UID != "u1" {
+		t.Errorf("owner references %v", refs)
+	}
+	for _, crd := range []bool{true, false} {
+		cs := twoNodeCluster()
+		var dyn *fakedynamic.FakeDynamicClient
+		if crd {
+			dyn = withCiliumCRD(cs)
+		} else {
+			dyn = fakedynamic.NewSimpleDynamicClient(runtime.NewScheme())
+		}
+		k := startKubelet(t, cs, testNS, healthy)
+		h := startHealthAgent(t, cs, testNS)
+		cfg := testConfig("np3")
+		cfg.NetworkPolicyCheck, cfg.Dynamic = true, dyn
+		tgt, err := Open(context.Background(), cfg, cs, &staticAccess{addr: h.srv.URL}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l7 := tgt.prov.NetworkPolicy.CiliumL7
+		if l7 == nil || l7.Applied != crd || l7.Verified || (!crd && !strings.Contains(l7.Reason, "CRD ciliumnetworkpolicies.cilium.io is not installed")) {
+			t.Fatalf("crd %v: cilium_l7 %+v", crd, l7)
+		}
+		acts := dyn.Actions() // the run's, before the test's own Get
+		if crd {
+			got, err := dyn.Resource(ciliumNPResource).Namespace(testNS).Get(context.Background(), CiliumL7Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rules, _, _ := unstructured.NestedSlice(got.Object, "spec", "ingress")
+			http, _, _ := unstructured.NestedSlice(rules[0].(map[string]any)["toPorts"].([]any)[0].(map[string]any), "rules", "http")
+			if got.GetLabels()[LabelRunID] != "np3" || len(http) != 1 || http[0].(map[string]any)["method"] != "GET" ||
+				!strings.Contains(l7.Rule, "GET /.* on 8080/TCP from node0-pod0 to [node0-pod1 node1-pod0]") {
+				t.Errorf("policy %v, rule %q", got.Object, l7.Rule)
+			}
+		}
+		dyn.ClearActions()
+		if err := tgt.Close(); err != nil {
+			t.Fatal(err)
+		}
+		acts = append(acts, dyn.Actions()...)
+		k.Stop()
+		assertClean(t, cs)
+		if !crd {
+			continue
+		}
+		// What the run asked of the custom resources, the Role allows.
+		for _, a := range acts {
+			if r := a.GetResource(); a.GetNamespace() != testNS || !allows(NamespaceRules(), r.Group, r.Resource, a.GetVerb(), "") {
+				t.Errorf("not allowed by `cnibench k8s rbac`: %s %s in %q", a.GetVerb(), r.Resource, a.GetNamespace())
+			}
+		}
+		if len(acts) != 2 || acts[0].GetVerb() != "create" || acts[1].GetVerb() != "delete" {
+			t.Errorf("custom resource calls %v, want a create and a delete", acts)
+		}
+		if l, err := dyn.Resource(ciliumNPResource).Namespace(testNS).List(context.Background(), metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
+			t.Errorf("after Close: %v %v", l, err)
+		}
 	}
 }

@@ -100,6 +100,8 @@ func NamespaceRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"create", "list", "delete", "deletecollection"}},
 		// --network-policy-check: the run's NetworkPolicy, in this namespace only.
 		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"create", "list", "delete"}},
+		// and where Cilium runs, its L7 CiliumNetworkPolicy (a no-op rule elsewhere).
+		{APIGroups: []string{"cilium.io"}, Resources: []string{"ciliumnetworkpolicies"}, Verbs: []string{"create", "delete"}},
 		// create cannot be limited by name; get and delete can.
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "delete"}, ResourceNames: []string{SecretName}},

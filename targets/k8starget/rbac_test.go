@@ -62,7 +62,9 @@ func TestRBACCoversARun(t *testing.T) {
 	checked := 0
 	for _, a := range cs.Actions() {
 		gvr := a.GetResource()
-		if gvr.Resource == "version" { // discovery: allowed to every authenticated user
+		// Discovery (the fake's "version" and "resource" actions) is
+		// allowed to every authenticated user.
+		if gvr.Group == "" && (gvr.Resource == "version" || gvr.Resource == "resource") {
 			continue
 		}
 		resource := gvr.Resource

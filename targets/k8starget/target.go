@@ -42,6 +42,7 @@ type Target struct {
 	usage    *usageReader      // datapath CPU and memory per sample (usage.go); nil: off
 	scale    scaleState        // Service-scale sweep (scaletarget.go)
 	fallback *sysctlFallback   // agent pods recreated without refused sysctls
+	ciliumL7 bool              // the NetworkPolicy check applied its CiliumNetworkPolicy (netpol_cilium.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -376,7 +377,7 @@ func (t *Target) Close() error {
 		// The sweep's dummies first (in parallel, rate-limited), then the
 		// run's objects, then the cluster change is reverted: a smaller LB
 		// map must not meet thousands of Services.
-		dummyErr := t.closeScaleServices()
+		dummyErr := errors.Join(t.closeScaleServices(), t.closeCiliumL7())
 		_, t.closeErr = Cleanup(t.cs, t.cfg.Namespace, RunSelector(t.cfg.RunID), t.cfg.Timeout, t.cfg.Progress)
 		t.closeErr = errors.Join(dummyErr, t.closeErr, t.revertClusterChange())
 	})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/cnibench/cnibench/agent"
 )
 
@@ -51,12 +53,8 @@ func (t *Target) checkNetworkPolicy(ctx context.Context) error {
 		}
 		t.ciliumL7 = res.CiliumL7.Applied
 	}
-	if res.Outcome == NetPolBroken {
-		if err := deleteNetPols(ctx, t.cs, t.layout); err != nil {
-			return err
-		}
-		res.PolicyInPlace = false
-		res.Verdict += "; the policy was removed and the run measured without it"
+	if err := settleNetPol(ctx, t.cs, t.layout, res); err != nil {
+		return err
 	}
 	t.prov.NetworkPolicy = res
 	t.prov.Notes = append(t.prov.Notes, "NetworkPolicy check: "+res.Outcome+": "+res.Verdict)
@@ -75,4 +73,18 @@ func (t *Target) closeCiliumL7() error {
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.Timeout)
 	defer cancel()
 	return deleteCiliumL7(ctx, t.cfg.Dynamic, t.layout)
+}
+
+// settleNetPol removes a broken policy at once, so the run measures its
+// own traffic without it; an enforced or unenforced one stays for the run.
+func settleNetPol(ctx context.Context, cs kubernetes.Interface, l Layout, res *NetPolCheck) error {
+	if res.Outcome != NetPolBroken {
+		return nil
+	}
+	if err := deleteNetPols(ctx, cs, l); err != nil {
+		return err
+	}
+	res.PolicyInPlace = false
+	res.Verdict += "; the policy was removed and the run measured without it"
+	return nil
 }

@@ -405,3 +405,24 @@ func TestNetPolCiliumL7(t *testing.T) {
 		}
 	}
 }
+
+// A broken policy is removed before the run measures; an enforced or
+// unenforced one stays in place for the run.
+func TestSettleNetPol(t *testing.T) {
+	for _, outcome := range []string{NetPolEnforced, NetPolNotEnforced, NetPolBroken} {
+		l := netPolLayout()
+		cs := newFakeCluster(networkPolicies(l)[0])
+		res := &NetPolCheck{Outcome: outcome, Verdict: "v", PolicyInPlace: true}
+		if err := settleNetPol(context.Background(), cs, l, res); err != nil {
+			t.Fatal(err)
+		}
+		list, err := cs.NetworkingV1().NetworkPolicies(testNS).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		broken := outcome == NetPolBroken
+		if (len(list.Items) == 0) != broken || res.PolicyInPlace == broken || strings.Contains(res.Verdict, "removed") != broken {
+			t.Errorf("%s: %d policies left, in place %v, verdict %q", outcome, len(list.Items), res.PolicyInPlace, res.Verdict)
+		}
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/cnibench/cnibench/agent"
 )
 
 // checkNetworkPolicy runs the NetworkPolicy check of a run with
@@ -23,16 +21,9 @@ func (t *Target) checkNetworkPolicy(ctx context.Context) error {
 	if len(netPolServers(t.layout)) == 0 || pod == nil {
 		return errors.New("--network-policy-check: no server on the pod network runs on this cluster (the placements that have one were skipped)")
 	}
-	control, err := t.access.Control(ctx, pod)
+	denied, err := t.dialAgent(ctx, NetPolDeniedEndpoint, pod)
 	if err != nil {
-		return err
-	}
-	denied, err := agent.NewClient(NetPolDeniedEndpoint, control, t.layout.Token)
-	if err != nil {
-		return err
-	}
-	if err := denied.WaitReady(ctx, agentReadyTimeout); err != nil {
-		return fmt.Errorf("pod %s/%s (the NetworkPolicy check's denied prober): %w", t.cfg.Namespace, pod.Name, err)
+		return fmt.Errorf("the NetworkPolicy check's denied prober: %w", err)
 	}
 	ips := map[string]string{}
 	for ep, p := range t.pods {

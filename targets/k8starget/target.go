@@ -146,23 +146,31 @@ func (t *Target) readServices(ctx context.Context) error {
 // connectAgents reaches each agent's control API and checks that it
 // answers with this run's token.
 func (t *Target) connectAgents(ctx context.Context) error {
-	cfg := t.cfg
 	for _, ep := range t.layout.Endpoints {
-		p := t.pods[ep]
-		control, err := t.access.Control(ctx, p)
+		c, err := t.dialAgent(ctx, ep, t.pods[ep])
 		if err != nil {
 			return err
-		}
-		c, err := agent.NewClient(ep, control, t.layout.Token)
-		if err != nil {
-			return err
-		}
-		if err := c.WaitReady(ctx, agentReadyTimeout); err != nil {
-			return fmt.Errorf("pod %s/%s (%s, %s access): %w", cfg.Namespace, p.Name, p.Status.PodIP, cfg.Access, err)
 		}
 		t.agents[ep] = c
 	}
 	return nil
+}
+
+// dialAgent reaches the agent of endpoint ep in pod p through the access
+// and waits until it answers with the run's token.
+func (t *Target) dialAgent(ctx context.Context, ep string, p *corev1.Pod) (*agent.Client, error) {
+	control, err := t.access.Control(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	c, err := agent.NewClient(ep, control, t.layout.Token)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.WaitReady(ctx, agentReadyTimeout); err != nil {
+		return nil, fmt.Errorf("pod %s/%s (%s, %s access): %w", t.cfg.Namespace, p.Name, p.Status.PodIP, t.cfg.Access, err)
+	}
+	return c, nil
 }
 
 // Plan is what a run would create, before anything is created: the

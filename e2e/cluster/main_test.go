@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -109,12 +110,27 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// grantUser applies what `cnibench k8s rbac` prints for the
+// least-privilege user in namespace ns, removed when the test ends.
+func (e *env) grantUser(t *testing.T, ns string) {
+	t.Helper()
+	if e.userKubeconfig == "" || e.user == "" {
+		t.Fatal("CNB_CLUSTER_USER_KUBECONFIG and CNB_CLUSTER_USER must be set")
+	}
+	rbac := run(t, exec.Command(e.bin, "k8s", "rbac", "--user", e.user, "--namespace", ns))
+	mustOK(t, rbac, "k8s rbac")
+	manifest := filepath.Join(t.TempDir(), "rbac.yaml")
+	writeFile(t, manifest, rbac.stdout)
+	mustOK(t, e.k(t, "apply", "-f", manifest), "kubectl apply rbac")
+	t.Cleanup(func() { e.k(t, "delete", "-f", manifest, "--ignore-not-found", "--wait=true") })
+}
+
 // leftovers lists every object of ours in the cluster: anything labelled
 // managed-by cnibench, in any namespace, plus the run's namespace itself
 // when the run created it (wantNamespace false).
 func (e *env) leftovers(t *testing.T, namespace string, wantNamespace bool) []string {
 	t.Helper()
-	r := e.k(t, "get", "pods,services,endpointslices,secrets,configmaps,daemonsets", "-A",
+	r := e.k(t, "get", "pods,services,endpointslices,secrets,configmaps,daemonsets,networkpolicies", "-A",
 		"-l", "app.kubernetes.io/managed-by=cnibench", "-o", "name")
 	if r.code != 0 {
 		t.Fatalf("kubectl get: %s", r.stderr)

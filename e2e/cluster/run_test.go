@@ -60,16 +60,8 @@ func TestQuickEveryPlacement(t *testing.T) {
 // user cannot read anything else.
 func TestLeastPrivilegeUser(t *testing.T) {
 	e := getEnv(t)
-	if e.userKubeconfig == "" || e.user == "" {
-		t.Fatal("CNB_CLUSTER_USER_KUBECONFIG and CNB_CLUSTER_USER must be set")
-	}
 	const ns = "cnb-rbac"
-	rbac := run(t, exec.Command(e.bin, "k8s", "rbac", "--user", e.user, "--namespace", ns))
-	mustOK(t, rbac, "k8s rbac")
-	manifest := filepath.Join(t.TempDir(), "rbac.yaml")
-	writeFile(t, manifest, rbac.stdout)
-	mustOK(t, e.k(t, "apply", "-f", manifest), "kubectl apply rbac")
-	t.Cleanup(func() { e.k(t, "delete", "-f", manifest, "--ignore-not-found", "--wait=true") })
+	e.grantUser(t, ns)
 
 	// Nothing beyond the printed rules: no Secrets elsewhere, no writes to nodes.
 	for _, args := range [][]string{{"get", "secrets", "-n", "kube-system"}, {"label", "node", "cnbk-node0", "x=y"}} {

@@ -39,6 +39,8 @@ func (k *k8sKind) register(fs *pflag.FlagSet) {
 	fs.IntVar(&k.apiBurst, "api-burst", 0, "sweep: burst of those writes (default: --api-qps)")
 	fs.BoolVar(&k.allowClusterChanges, "allow-cluster-changes", false, "sweep: raise Cilium's bpf-lb-map-max (and restart Cilium) when the largest step needs it; reverted at the end")
 	appliesTo(fs, annSchedule, []string{scheduleSweep}, "sync-timeout", "sync-verify", "api-qps", "api-burst", "allow-cluster-changes")
+	fs.BoolVar(&k.kf.networkPolicyCheck, "network-policy-check", false, "apply a NetworkPolicy (only the client may reach the pod servers), verify it with a denied probe before measuring and record enforced, not enforced or broken; the policy stays for the run")
+	appliesTo(fs, annSchedule, []string{scheduleRounds}, "network-policy-check")
 }
 
 // open checks the flags, prints the manifests and stops (--dry-run), or
@@ -87,6 +89,7 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 		return nil, err
 	}
 	k.header(req, cl.Context, cfg)
+	cfg.Dynamic = cl.Dynamic // the NetworkPolicy check's CiliumNetworkPolicy
 	tgt, err := k8starget.Open(ctx, cfg, cl.Clientset, access, cl.Context)
 	if err != nil {
 		return nil, openFailed(ctx, err)
@@ -129,6 +132,7 @@ type k8sFlags struct {
 	nodeSelector                          map[string]string
 	timeout                               time.Duration
 	dryRun, force, podSysctls             bool
+	networkPolicyCheck                    bool // k8sKind.register: run only
 }
 
 func (f *k8sFlags) register(fs *pflag.FlagSet) {
@@ -157,7 +161,7 @@ func (f *k8sFlags) config(placements []string, runID string, progress io.Writer)
 		Kubeconfig: f.kubeconfig, Context: f.context, Namespace: f.namespace, Image: f.image,
 		ClientNode: f.clientNode, ServerNode: f.serverNode, NodeSelector: f.nodeSelector,
 		Placements: placements, RunID: runID, Access: f.access, Timeout: f.timeout, Force: f.force,
-		NoPodSysctls: !f.podSysctls, Progress: progress,
+		NoPodSysctls: !f.podSysctls, NetworkPolicyCheck: f.networkPolicyCheck, Progress: progress,
 	}
 }
 

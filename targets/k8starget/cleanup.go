@@ -75,6 +75,24 @@ var kinds = []struct {
 	}, func(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
 		return cs.DiscoveryV1().EndpointSlices(ns).Delete(ctx, name, metav1.DeleteOptions{})
 	}},
+	{"NetworkPolicy", func(ctx context.Context, cs kubernetes.Interface, ns, sel string) ([]Object, error) {
+		l, err := cs.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if apierrors.IsForbidden(err) {
+			// A Role from before --network-policy-check: without the
+			// right to list policies there was none to create either.
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var out []Object
+		for _, o := range l.Items {
+			out = append(out, Object{"NetworkPolicy", ns, o.Name, o.Labels[LabelRunID]})
+		}
+		return out, nil
+	}, func(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
+		return cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	}},
 	{"Secret", func(ctx context.Context, cs kubernetes.Interface, ns, sel string) ([]Object, error) {
 		s, err := cs.CoreV1().Secrets(ns).Get(ctx, SecretName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

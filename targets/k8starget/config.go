@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/cnibench/cnibench/internal/version"
 	"github.com/cnibench/cnibench/suite"
@@ -79,8 +80,14 @@ type Config struct {
 	NoPodSysctls bool `json:"no_pod_sysctls,omitempty"`
 	// Scale is set for a Service-scale sweep (scaletarget.go): node probes,
 	// sync verification, the LB-map preflight.
-	Scale    *ScaleConfig `json:"scale,omitempty"`
-	Progress io.Writer    `json:"-"`
+	Scale *ScaleConfig `json:"scale,omitempty"`
+	// NetworkPolicyCheck applies a NetworkPolicy between the agents and
+	// verifies its enforcement with a denied probe (netpol_check.go).
+	NetworkPolicyCheck bool `json:"network_policy_check,omitempty"`
+	// Dynamic reaches custom resources (the check's CiliumNetworkPolicy
+	// where Cilium runs); nil: none are created.
+	Dynamic  dynamic.Interface `json:"-"`
+	Progress io.Writer         `json:"-"`
 }
 
 // podSysctls are the sysctls of the agent pods with their own network
@@ -157,6 +164,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--timeout %s: must be at least 1s", c.Timeout)
 	}
 	if err := c.Scale.validate(); err != nil {
+		return err
+	}
+	if err := c.validateNetPol(); err != nil {
 		return err
 	}
 	r := &c.Resources

@@ -3,6 +3,7 @@ package k8starget
 import (
 	"fmt"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -12,6 +13,7 @@ import (
 // context, as kubectl would choose it.
 type Cluster struct {
 	Clientset kubernetes.Interface
+	Dynamic   dynamic.Interface // custom resources (CiliumNetworkPolicy)
 	Config    *rest.Config
 	Context   string // the kubeconfig context used ("" in-cluster)
 }
@@ -58,5 +60,9 @@ func ConnectWith(kubeconfig, context string, qps float32, burst int) (*Cluster, 
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &Cluster{Clientset: cs, Config: cfg, Context: name}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
+	}
+	return &Cluster{Clientset: cs, Dynamic: dyn, Config: cfg, Context: name}, nil
 }

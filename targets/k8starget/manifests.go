@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,6 +47,9 @@ type Layout struct {
 	Probes          bool              `json:"probes,omitempty"` // a node probe per node (manifests_probe.go)
 	// Sysctls every agent pod with its own network namespace sets.
 	Sysctls []corev1.Sysctl `json:"sysctls,omitempty"`
+	// NetPolCheck adds the NetworkPolicy check's denied prober and policy
+	// (netpol.go).
+	NetPolCheck bool `json:"network_policy_check,omitempty"`
 }
 
 // Manifests are the typed objects of a run, in the order they are created.
@@ -54,6 +58,9 @@ type Manifests struct {
 	Secret    *corev1.Secret
 	Pods      []*corev1.Pod
 	Services  []*corev1.Service
+	// NetworkPolicies are created by the NetworkPolicy check once the
+	// agents are up (netpol_check.go), not by create.
+	NetworkPolicies []*networkingv1.NetworkPolicy
 }
 
 // Objects lists every object in creation order.
@@ -68,6 +75,9 @@ func (m *Manifests) Objects() []runtime.Object {
 	}
 	for _, s := range m.Services {
 		out = append(out, s)
+	}
+	for _, np := range m.NetworkPolicies {
+		out = append(out, np)
 	}
 	return out
 }
@@ -107,6 +117,10 @@ func Build(l Layout) (*Manifests, error) {
 		m.Pods = append(m.Pods, agentPod(l, spec, node, res))
 	}
 	m.Pods = append(m.Pods, probePods(l)...)
+	if p := netPolDeniedPod(l, res); p != nil {
+		m.Pods = append(m.Pods, p)
+	}
+	m.NetworkPolicies = networkPolicies(l)
 	for _, name := range l.Services {
 		m.Services = append(m.Services, agentService(l, name))
 	}
@@ -281,6 +295,7 @@ func OfflineLayout(cfg Config, token string) (Layout, error) {
 	l.Endpoints, l.Services = endpointsFor(placements)
 	l.Probes = cfg.Scale.probes()
 	l.Sysctls = cfg.podSysctls()
+	l.NetPolCheck = cfg.NetworkPolicyCheck
 	return l, nil
 }
 

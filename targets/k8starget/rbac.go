@@ -87,7 +87,8 @@ func WithNodeProxy() RBACOption {
 
 // NamespaceRules are the rights inside the run's namespace: the agents'
 // pods (and port-forwarding to them), their Services, the Service-scale
-// sweep's dummy Services and EndpointSlices, and the one token Secret.
+// sweep's dummy Services and EndpointSlices, the NetworkPolicy check's
+// policy, and the one token Secret.
 func NamespaceRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "services"}, Verbs: []string{"create", "get", "list", "delete"}},
@@ -97,6 +98,10 @@ func NamespaceRules() []rbacv1.PolicyRule {
 		// deletecollection: the sweep removes its Services and EndpointSlices by label in one call each.
 		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"deletecollection"}},
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"create", "list", "delete", "deletecollection"}},
+		// --network-policy-check: the run's NetworkPolicy, in this namespace only.
+		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"create", "list", "delete"}},
+		// and where Cilium runs, its L7 CiliumNetworkPolicy (a no-op rule elsewhere).
+		{APIGroups: []string{"cilium.io"}, Resources: []string{"ciliumnetworkpolicies"}, Verbs: []string{"create", "delete"}},
 		// create cannot be limited by name; get and delete can.
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "delete"}, ResourceNames: []string{SecretName}},

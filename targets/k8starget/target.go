@@ -42,6 +42,7 @@ type Target struct {
 	usage    *usageReader      // datapath CPU and memory per sample (usage.go); nil: off
 	scale    scaleState        // Service-scale sweep (scaletarget.go)
 	fallback *sysctlFallback   // agent pods recreated without refused sysctls
+	ciliumL7 bool              // the NetworkPolicy check applied its CiliumNetworkPolicy (netpol_cilium.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -119,6 +120,9 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 	if err := t.waitServicesReachable(ctx, cfg.Timeout); err != nil {
 		return t, err
 	}
+	if err := t.checkNetworkPolicy(ctx); err != nil {
+		return t, err
+	}
 	t.recordEndpoints()
 	return t, nil
 }
@@ -142,23 +146,31 @@ func (t *Target) readServices(ctx context.Context) error {
 // connectAgents reaches each agent's control API and checks that it
 // answers with this run's token.
 func (t *Target) connectAgents(ctx context.Context) error {
-	cfg := t.cfg
 	for _, ep := range t.layout.Endpoints {
-		p := t.pods[ep]
-		control, err := t.access.Control(ctx, p)
+		c, err := t.dialAgent(ctx, ep, t.pods[ep])
 		if err != nil {
 			return err
-		}
-		c, err := agent.NewClient(ep, control, t.layout.Token)
-		if err != nil {
-			return err
-		}
-		if err := c.WaitReady(ctx, agentReadyTimeout); err != nil {
-			return fmt.Errorf("pod %s/%s (%s, %s access): %w", cfg.Namespace, p.Name, p.Status.PodIP, cfg.Access, err)
 		}
 		t.agents[ep] = c
 	}
 	return nil
+}
+
+// dialAgent reaches the agent of endpoint ep in pod p through the access
+// and waits until it answers with the run's token.
+func (t *Target) dialAgent(ctx context.Context, ep string, p *corev1.Pod) (*agent.Client, error) {
+	control, err := t.access.Control(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	c, err := agent.NewClient(ep, control, t.layout.Token)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.WaitReady(ctx, agentReadyTimeout); err != nil {
+		return nil, fmt.Errorf("pod %s/%s (%s, %s access): %w", t.cfg.Namespace, p.Name, p.Status.PodIP, t.cfg.Access, err)
+	}
+	return c, nil
 }
 
 // Plan is what a run would create, before anything is created: the
@@ -226,7 +238,7 @@ func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, e
 	p.Layout = Layout{
 		Namespace: cfg.Namespace, CreateNamespace: !exists, RunID: cfg.RunID,
 		Image: cfg.Image, PullPolicy: cfg.PullPolicy, Nodes: choice.Nodes, Resources: cfg.Resources,
-		Probes: cfg.Scale.probes(), Sysctls: cfg.podSysctls(),
+		Probes: cfg.Scale.probes(), Sysctls: cfg.podSysctls(), NetPolCheck: cfg.NetworkPolicyCheck,
 	}
 	var runnable []string
 	for _, pl := range cfg.Placements {
@@ -373,7 +385,7 @@ func (t *Target) Close() error {
 		// The sweep's dummies first (in parallel, rate-limited), then the
 		// run's objects, then the cluster change is reverted: a smaller LB
 		// map must not meet thousands of Services.
-		dummyErr := t.closeScaleServices()
+		dummyErr := errors.Join(t.closeScaleServices(), t.closeCiliumL7())
 		_, t.closeErr = Cleanup(t.cs, t.cfg.Namespace, RunSelector(t.cfg.RunID), t.cfg.Timeout, t.cfg.Progress)
 		t.closeErr = errors.Join(dummyErr, t.closeErr, t.revertClusterChange())
 	})

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -17,6 +18,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8stesting "k8s.io/client-go/testing"
@@ -96,6 +98,8 @@ func validateObject(obj runtime.Object, ns string) field.ErrorList {
 		nameFn = path.ValidatePathSegmentName
 	case *corev1.Node:
 		namespaced = false
+	case *networkingv1.NetworkPolicy:
+		spec = validateNetworkPolicySpec(&o.Spec)
 	case *appsv1.DaemonSet:
 		spec = validatePodSpec(&o.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
 	}
@@ -252,4 +256,64 @@ func validateProtocol(p corev1.Protocol, fp *field.Path) field.ErrorList {
 		return nil
 	}
 	return field.ErrorList{field.NotSupported(fp, p, []string{"TCP", "UDP", "SCTP"})}
+}
+
+// validateNetworkPolicySpec is the API server's NetworkPolicy spec
+// validation (pkg/apis/networking/validation): selectors, ports (a number
+// or a port name), peers with exactly one kind of selector or an ipBlock,
+// and the policy types.
+func validateNetworkPolicySpec(s *networkingv1.NetworkPolicySpec) field.ErrorList {
+	p := field.NewPath("spec")
+	opts := metav1validation.LabelSelectorValidationOptions{}
+	errs := metav1validation.ValidateLabelSelector(&s.PodSelector, opts, p.Child("podSelector"))
+	for i, rule := range s.Ingress {
+		rp := p.Child("ingress").Index(i)
+		for j, port := range rule.Ports {
+			pp := rp.Child("ports").Index(j)
+			if port.Protocol != nil {
+				errs = append(errs, validateProtocol(*port.Protocol, pp.Child("protocol"))...)
+			}
+			if port.Port != nil {
+				if port.Port.Type == intstr.Int {
+					for _, msg := range validation.IsValidPortNum(int(port.Port.IntVal)) {
+						errs = append(errs, field.Invalid(pp.Child("port"), port.Port.IntVal, msg))
+					}
+				} else {
+					for _, msg := range validation.IsValidPortName(port.Port.StrVal) {
+						errs = append(errs, field.Invalid(pp.Child("port"), port.Port.StrVal, msg))
+					}
+				}
+			}
+		}
+		for j, peer := range rule.From {
+			fp := rp.Child("from").Index(j)
+			n := 0
+			if peer.PodSelector != nil {
+				n++
+				errs = append(errs, metav1validation.ValidateLabelSelector(peer.PodSelector, opts, fp.Child("podSelector"))...)
+			}
+			if peer.NamespaceSelector != nil {
+				n++
+				errs = append(errs, metav1validation.ValidateLabelSelector(peer.NamespaceSelector, opts, fp.Child("namespaceSelector"))...)
+			}
+			if peer.IPBlock != nil {
+				n++
+				if _, err := netip.ParsePrefix(peer.IPBlock.CIDR); err != nil {
+					errs = append(errs, field.Invalid(fp.Child("ipBlock", "cidr"), peer.IPBlock.CIDR, err.Error()))
+				}
+			}
+			if n == 0 {
+				errs = append(errs, field.Required(fp, "must specify a peer"))
+			}
+		}
+	}
+	if len(s.Egress) > 0 {
+		errs = append(errs, field.Forbidden(p.Child("egress"), "cnibench's check has no egress rules (not validated here)"))
+	}
+	for i, t := range s.PolicyTypes {
+		if t != networkingv1.PolicyTypeIngress && t != networkingv1.PolicyTypeEgress {
+			errs = append(errs, field.NotSupported(p.Child("policyTypes").Index(i), t, []string{"Ingress", "Egress"}))
+		}
+	}
+	return errs
 }

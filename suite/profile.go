@@ -48,6 +48,20 @@ var Profiles = []Profile{
 		Scenarios:  []string{"iptables", "ebpf"},
 	},
 	{
+		Name: "security",
+		About: "what NetworkPolicy, an L7 proxy (per node and as sidecars) and flow observability cost, each against the same " +
+			"datapath without it, for iptables and eBPF: HTTP_RPS_C64, HTTP_RPS_SHORT_C64 and TCP_CRR on pod-to-service/other-node, " +
+			"every feature proved on before measuring, 5 interleaved rounds of 2 s; about 8 min",
+		Tests:      []string{"HTTP_RPS_C64", "HTTP_RPS_SHORT_C64", "TCP_CRR"},
+		Placements: []string{PodToServiceOtherNode},
+		Duration:   2 * time.Second,
+		Warmup:     500 * time.Millisecond,
+		Rounds:     5,
+		Streams:    4,
+		Scenarios: []string{"iptables", "iptables+policy", "iptables+l7-node", "iptables+l7-sidecar", "iptables+flows",
+			"ebpf", "ebpf+policy", "ebpf+l7-node", "ebpf+l7-sidecar", "ebpf+flows"},
+	},
+	{
 		Name:       "standard",
 		About:      "every test on every placement, 10 s each, 5 interleaved rounds (the fewest a verdict needs)",
 		Tests:      TestNames(),

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,14 +29,14 @@ func securityLabs(t *testing.T, l *lab, scenarios ...string) []*lab {
 }
 
 // What security and visibility cost, in one run: L3/L4 policy, L7 policy
-// through sidecars and flow observability against the same eBPF datapath
-// without them. Each feature is proved on before anything is measured
-// (a denied probe dropped and counted, 403 from the proxy, flow events
-// per probe connection), its numbers are compared with the plain
-// datapath, and nothing of it is left afterwards.
+// through a proxy and flow observability against the same datapath
+// without them, for eBPF and iptables. Each feature is proved on before
+// anything is measured (denied probes dropped and counted by the kernel,
+// 403 from the proxy, flow events per probe connection), its numbers are
+// compared with the plain datapath, and nothing of it is left afterwards.
 func TestSecurityScenarios(t *testing.T) {
 	l := newLab(t)
-	scenarios := []string{"ebpf", "ebpf+policy", "ebpf+l7-sidecar", "ebpf+flows"}
+	scenarios := []string{"ebpf", "ebpf+policy", "ebpf+l7-sidecar", "ebpf+flows", "iptables", "iptables+policy", "iptables+l7-node", "iptables+flows"}
 	labs := securityLabs(t, l, scenarios...)
 	out := filepath.Join(t.TempDir(), "out")
 	stdout, stderr, code := l.run("run", "--scenarios", strings.Join(scenarios, ","), "--tests", "TCP_CRR,HTTP_RPS_C64",
@@ -50,35 +51,8 @@ func TestSecurityScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	details := map[string]map[string]any{}
 	for _, sc := range run.Scenarios {
-		details[sc.Name] = sc.Target.Details
-	}
-	var pol labtarget.PolicyCheck
-	decode(t, details["ebpf+policy"]["policy"], &pol)
-	dropped := 0
-	for _, p := range pol.Probes {
-		if p.Want == "drop" && strings.HasPrefix(p.Got, "dropped") {
-			dropped++
-		}
-	}
-	if dropped == 0 || pol.Drops < uint64(dropped) || pol.Counts.Rules == 0 {
-		t.Errorf("policy check %+v: want denied probes dropped and counted by the kernel", pol)
-	}
-	var l7 labtarget.L7Check
-	decode(t, details["ebpf+l7-sidecar"]["l7"], &l7)
-	if len(l7.Checks) == 0 || !strings.Contains(strings.Join(l7.Checks, ";"), " 403 from server-") {
-		t.Errorf("L7 check %+v: want a 403 from the server sidecar", l7)
-	}
-	var fl labtarget.FlowsCheck
-	decode(t, details["ebpf+flows"]["flows"], &fl)
-	if fl.SYNs < uint64(fl.Probes) || fl.Probes == 0 {
-		t.Errorf("flows check %+v: want a SYN event per probe connection", fl)
-	}
-	for _, k := range []string{"policy", "l7", "flows"} {
-		if _, ok := details["ebpf"][k]; ok {
-			t.Errorf("the plain ebpf scenario has %s details", k)
-		}
+		checkFeatureDetails(t, sc.Name, sc.Target.Details)
 	}
 	for _, r := range run.Results {
 		for _, s := range r.Samples {
@@ -86,11 +60,11 @@ func TestSecurityScenarios(t *testing.T) {
 			switch {
 			case s.Error != "":
 				t.Errorf("%s %s: %s", r.Scenario, r.Test, s.Error)
-			case r.Scenario == "ebpf+l7-sidecar" && r.Test == "HTTP_RPS_C64" && (u == nil || u.CPUSec <= 0):
+			case strings.Contains(r.Scenario, "+l7-") && r.Test == "HTTP_RPS_C64" && (u == nil || u.CPUSec <= 0):
 				t.Errorf("%s %s: no proxy CPU in %+v", r.Scenario, r.Test, u)
-			case r.Scenario == "ebpf+flows" && (u == nil || u.FlowEvents == 0):
+			case strings.HasSuffix(r.Scenario, "+flows") && (u == nil || u.FlowEvents == 0):
 				t.Errorf("%s %s: no flow events in %+v", r.Scenario, r.Test, u)
-			case r.Scenario == "ebpf" && u != nil:
+			case !strings.Contains(r.Scenario, "+") && u != nil:
 				t.Errorf("%s %s: datapath usage %+v without a feature", r.Scenario, r.Test, u)
 			}
 		}
@@ -99,8 +73,8 @@ func TestSecurityScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ebpf+policy vs ebpf", "ebpf+l7-sidecar vs ebpf", "L3/L4 policy, enforcement checked before measuring: ebpf:",
-		"L7 policy on HTTP, checked before measuring", "Flow observability on, checked before measuring: ebpf events", "| flow events (events/s) |"} {
+	for _, want := range []string{"ebpf+policy vs ebpf", "iptables+l7-node vs iptables", "L3/L4 policy, enforcement checked before measuring: iptables:",
+		"L7 policy on HTTP, checked before measuring", "Flow observability on, checked before measuring: nflog events", "| flow events (events/s) |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
@@ -109,6 +83,48 @@ func TestSecurityScenarios(t *testing.T) {
 		if left := sl.leftovers(); len(left) > 0 {
 			t.Errorf("lab %s left: %v", sl.name, left)
 		}
+	}
+}
+
+// checkFeatureDetails checks the proof each feature of scenario recorded:
+// policy's denied probes dropped and counted, the proxy's 403, a SYN
+// event per flows probe; a scenario without a feature records none.
+func checkFeatureDetails(t *testing.T, scenario string, details map[string]any) {
+	t.Helper()
+	parts := strings.Split(scenario, "+")
+	has := func(p string) bool { return slices.Contains(parts, p) }
+	if has("policy") {
+		var pol labtarget.PolicyCheck
+		decode(t, details["policy"], &pol)
+		dropped := 0
+		for _, p := range pol.Probes {
+			if p.Want == "drop" && strings.HasPrefix(p.Got, "dropped") {
+				dropped++
+			}
+		}
+		if dropped == 0 || pol.Drops < uint64(dropped) || pol.Counts.Rules == 0 {
+			t.Errorf("%s: policy check %+v: want denied probes dropped and counted by the kernel", scenario, pol)
+		}
+	} else if _, ok := details["policy"]; ok {
+		t.Errorf("%s: policy details without policy", scenario)
+	}
+	if has("l7-node") || has("l7-sidecar") {
+		var l7 labtarget.L7Check
+		decode(t, details["l7"], &l7)
+		if len(l7.Checks) == 0 || !strings.Contains(strings.Join(l7.Checks, ";"), " 403 from ") {
+			t.Errorf("%s: L7 check %+v: want a 403 from the enforcing proxy", scenario, l7)
+		}
+	} else if _, ok := details["l7"]; ok {
+		t.Errorf("%s: l7 details without L7", scenario)
+	}
+	if has("flows") {
+		var fl labtarget.FlowsCheck
+		decode(t, details["flows"], &fl)
+		if fl.SYNs < uint64(fl.Probes) || fl.Probes == 0 {
+			t.Errorf("%s: flows check %+v: want a SYN event per probe connection", scenario, fl)
+		}
+	} else if _, ok := details["flows"]; ok {
+		t.Errorf("%s: flows details with flows off", scenario)
 	}
 }
 

@@ -34,16 +34,8 @@ type policyCheck struct {
 // dropped, …; 6 packets dropped by the policy, counted by the kernel";
 // "" for a scenario without policy.
 func policyText(details map[string]any) string {
-	raw, ok := details["policy"]
-	if !ok || raw == nil {
-		return ""
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return ""
-	}
-	var p policyCheck
-	if json.Unmarshal(b, &p) != nil || p.Enforcer == "" {
+	p, ok := detail[policyCheck](details, "policy")
+	if !ok || p.Enforcer == "" {
 		return ""
 	}
 	var probes []string
@@ -76,16 +68,8 @@ type l7Check struct {
 // went through, their allow-list and the checks made before measuring;
 // "" for a scenario without L7 policy.
 func l7Text(details map[string]any) string {
-	raw, ok := details["l7"]
-	if !ok || raw == nil {
-		return ""
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return ""
-	}
-	var c l7Check
-	if json.Unmarshal(b, &c) != nil || c.Model == "" {
+	c, ok := detail[l7Check](details, "l7")
+	if !ok || c.Model == "" {
 		return ""
 	}
 	var rules []string
@@ -112,18 +96,26 @@ type flowsCheck struct {
 // flowsText is one line saying how a scenario observed flows and how the
 // toggle was proved on; "" with flows off.
 func flowsText(details map[string]any) string {
-	raw, ok := details["flows"]
-	if !ok || raw == nil {
-		return ""
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return ""
-	}
-	var c flowsCheck
-	if json.Unmarshal(b, &c) != nil || c.Mechanism == "" {
+	c, ok := detail[flowsCheck](details, "flows")
+	if !ok || c.Mechanism == "" {
 		return ""
 	}
 	return fmt.Sprintf("%s events (%d hooks or rules read back from the kernel); %d probe connections gave %d events, %d of them SYN; each sample's event rate is its \"flow events\" row",
 		c.Mechanism, c.Installed, c.Probes, c.Events, c.SYNs)
+}
+
+// detail decodes target details' key into a T: the details are a live
+// struct while a run reports itself and a map once loaded from
+// results.json, so both go through JSON. ok is false when the key is
+// absent or does not decode.
+func detail[T any](details map[string]any, key string) (v T, ok bool) {
+	raw, found := details[key]
+	if !found || raw == nil {
+		return v, false
+	}
+	b, err := json.Marshal(raw)
+	if err != nil || json.Unmarshal(b, &v) != nil {
+		return v, false
+	}
+	return v, true
 }

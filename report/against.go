@@ -69,30 +69,20 @@ func anyAgainst(cols []Column) bool {
 	return false
 }
 
-// allAgainst tells whether every column but the first is an overhead
-// column: then the overhead lines are the answers, and a winner among
-// the columns is not a question anyone asked.
-func allAgainst(cols []Column) bool {
-	for _, c := range cols[1:] {
-		if c.Adds == "" {
-			return false
-		}
-	}
-	return len(cols) > 1
-}
-
 // vsLabel is a verdict column's header: "b vs a".
 func vsLabel(cols []Column, ci int) string {
 	return cols[ci].Label + " vs " + cols[cols[ci].Against].Label
 }
 
-// overheadAnswers are the answer lines of overhead columns: what the
-// added part costs, per headline metric of each
-// contest, as the verdict says it.
+// overheadAnswers are the answer lines of a run with overhead columns:
+// per headline metric of each contest, every column's verdict against the
+// column it is compared with (what an added part costs; for the others,
+// how they stand against the first), as the verdict says it. A winner
+// among columns that measure different questions is not one of them.
 func overheadAnswers(rep *Report) []string {
 	var out []string
-	for ci, c := range rep.Columns {
-		if c.Adds == "" {
+	for ci := range rep.Columns {
+		if ci == 0 {
 			continue
 		}
 		for _, sec := range rep.Sections {

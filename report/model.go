@@ -301,10 +301,10 @@ func Build(in []Input, opt Options) (*Report, error) {
 	if w := inconclusiveWarning(rep); w != "" {
 		rep.Warnings = append(rep.Warnings, w)
 	}
-	if allAgainst(rep.Columns) {
+	if anyAgainst(rep.Columns) {
 		rep.Answers = overheadAnswers(rep)
 	} else {
-		rep.Answers = append(answers(rep), overheadAnswers(rep)...)
+		rep.Answers = answers(rep)
 	}
 	return rep, nil
 }

@@ -98,3 +98,37 @@ func overheadAnswers(rep *Report) []string {
 	}
 	return out
 }
+
+// overheadVerdicts fills the winner cell of every row of a run with
+// overhead columns with the columns' own verdicts ("iptables+policy vs
+// iptables: …; ebpf vs iptables: …"), after the false-discovery control
+// has had its say, so the at-a-glance table and the terminal show what
+// each feature costs instead of a winner among different questions.
+func overheadVerdicts(rep *Report) {
+	if !anyAgainst(rep.Columns) {
+		return
+	}
+	for _, sec := range rep.Sections {
+		for _, row := range sec.Metrics {
+			if row.Winner == nil {
+				continue
+			}
+			var parts []string
+			for ci := 1; ci < len(rep.Columns); ci++ {
+				if d := row.VsBaseline[ci]; d != nil {
+					parts = append(parts, vsLabel(rep.Columns, ci)+": "+d.Text)
+				}
+			}
+			row.Winner.Text = strings.Join(parts, "; ")
+		}
+	}
+}
+
+// winnerHead is the header of the winner column: in a run with overhead
+// columns it holds each column's verdict against its baseline.
+func winnerHead(cols []Column) string {
+	if anyAgainst(cols) {
+		return "Verdicts (each vs its baseline)"
+	}
+	return "Winner"
+}

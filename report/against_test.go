@@ -71,3 +71,37 @@ func TestOverheadColumnsInReport(t *testing.T) {
 		}
 	}
 }
+
+// In a run with overhead columns the winner cells hold each column's
+// verdict against its baseline, and no p-value of a winner joins the
+// false-discovery family.
+func TestOverheadVerdictCells(t *testing.T) {
+	run := loadFixture(t)
+	base := run.Scenarios[0].Name
+	for i := range run.Results {
+		if run.Results[i].Scenario != base {
+			run.Results[i].Scenario = base + "+flows"
+		}
+	}
+	for i := range run.Scenarios[1:] {
+		run.Scenarios[i+1].Name = base + "+flows"
+	}
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Glance) == 0 {
+		t.Fatal("no glance rows")
+	}
+	for _, g := range rep.Glance {
+		if g.Winner == nil || (g.VsBaseline[1] != nil && !strings.HasPrefix(g.Winner.Text, base+"+flows vs "+base+": ")) {
+			t.Errorf("%s %s %s: winner cell %+v, want the overhead verdict", g.Test, g.Placement, g.Metric, g.Winner)
+		}
+		if g.Winner != nil && g.Winner.Label != "" {
+			t.Errorf("%s %s: a winner is named (%s) in an overhead run", g.Test, g.Metric, g.Winner.Label)
+		}
+	}
+	if winnerHead(rep.Columns) != "Verdicts (each vs its baseline)" {
+		t.Errorf("head %q", winnerHead(rep.Columns))
+	}
+}

@@ -38,10 +38,12 @@ type htmlView struct {
 	FDR       string   // the false-discovery sentence
 	Answers   []string // one line per question, at the top
 	Baseline  string
-	Glance    []glanceView
-	Charts    []chart
-	Sections  []sectionView
-	Method    string
+	// WinnerHead heads the glance table's last column (winnerHead).
+	WinnerHead string
+	Glance     []glanceView
+	Charts     []chart
+	Sections   []sectionView
+	Method     string
 	// ServiceScale is the rendered Service-scale section (servicescale_render.go).
 	ServiceScale template.HTML
 }
@@ -76,7 +78,7 @@ type rowView struct {
 }
 
 func newHTMLView(rep *Report) htmlView {
-	v := htmlView{Title: rep.Title, Warnings: rep.Warnings, Multi: len(rep.Columns) > 1, Baseline: rep.Baseline, FDR: rep.FDR.Sentence(), Answers: rep.Answers,
+	v := htmlView{Title: rep.Title, Warnings: rep.Warnings, Multi: len(rep.Columns) > 1, Baseline: rep.Baseline, WinnerHead: winnerHead(rep.Columns), FDR: rep.FDR.Sentence(), Answers: rep.Answers,
 		Method: methodText + rep.WinnerRule}
 	for _, r := range rep.Runs {
 		v.RunHead = append(v.RunHead, r.Label)
@@ -131,7 +133,7 @@ func newHTMLView(rep *Report) htmlView {
 			sv.Head = append(sv.Head, vsLabel(rep.Columns, ci+1))
 		}
 		if len(rep.Columns) > 2 {
-			sv.Head = append(sv.Head, "Winner")
+			sv.Head = append(sv.Head, winnerHead(rep.Columns))
 		}
 		for _, r := range sec.Metrics {
 			rv := rowView{Metric: metricLabel(r)}

@@ -88,7 +88,7 @@ func Markdown(w io.Writer, rep *Report) error {
 		head = append(head, c.Label)
 	}
 	if multi {
-		head = append(head, "Winner")
+		head = append(head, winnerHead(rep.Columns))
 	}
 	mdRow(b, head...)
 	mdSep(b, len(head), 3, 3+len(rep.Columns))
@@ -133,7 +133,7 @@ func Markdown(w io.Writer, rep *Report) error {
 				head = append(head, vsLabel(rep.Columns, ci+1))
 			}
 			if len(rep.Columns) > 2 {
-				head = append(head, "Winner")
+				head = append(head, winnerHead(rep.Columns))
 			}
 			mdRow(b, head...)
 			mdSep(b, len(head), 1, 1+len(rep.Columns))

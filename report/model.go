@@ -297,6 +297,7 @@ func Build(in []Input, opt Options) (*Report, error) {
 		}
 	}
 	controlFDR(rep)
+	overheadVerdicts(rep)
 	rep.Warnings = append(rep.Warnings, hostWarnings(rep, in)...)
 	if w := inconclusiveWarning(rep); w != "" {
 		rep.Warnings = append(rep.Warnings, w)
@@ -474,7 +475,11 @@ func rows(series []*results.Series, cols []Column, opt Options) []Row {
 					row.VsBaseline[ci] = delta(ms[b], ms[ci], opt, cols[b].Run == cols[ci].Run)
 				}
 			}
-			if len(cols) > 1 {
+			switch {
+			case anyAgainst(cols):
+				// Filled once the verdicts are final (overheadVerdicts).
+				row.Winner = &Winner{Verdict: VerdictNA, P: Num(math.NaN())}
+			case len(cols) > 1:
 				row.Winner = winner(ms, cols, opt)
 			}
 		}

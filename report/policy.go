@@ -100,7 +100,7 @@ func flowsText(details map[string]any) string {
 	if !ok || c.Mechanism == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s events (%d hooks or rules read back from the kernel); %d probe connections gave %d events, %d of them SYN; each sample's event rate is its \"flow events\" row",
+	return fmt.Sprintf("%s events (%d hooks or rules read back from the kernel); %d probe connections gave %d events, %d of them SYN; each sample's event rate is its \"flow events\" row; emitting them costs the datapath softirq time, mostly charged to the client and server; the consumer (in the cnibench process) is not counted",
 		c.Mechanism, c.Installed, c.Probes, c.Events, c.SYNs)
 }
 

@@ -11,6 +11,10 @@ const (
 	// UsageSourceKubelet: the kubelet's summary API, cumulative CPU
 	// counters, so a sample's CPU is an exact difference.
 	UsageSourceKubelet = "kubelet"
+	// UsageSourceLab: the lab's own datapath components, read exactly
+	// (the L7 proxies' cgroup CPU counters) and the flow events of a
+	// flows scenario.
+	UsageSourceLab = "lab"
 )
 
 // DatapathUsage is what the cluster's datapath components (the CNI agent,
@@ -35,6 +39,9 @@ type DatapathUsage struct {
 	// hand over (ring buffer or socket full); zero without flows.
 	FlowEvents     uint64 `json:"flow_events,omitempty"`
 	FlowEventsLost uint64 `json:"flow_events_lost,omitempty"`
+	// Flows is set when flow observability was on: a sample with no
+	// events then still records its zero rate.
+	Flows bool `json:"flows,omitempty"`
 }
 
 // ComponentUsage is one datapath DaemonSet's pod on one node, its

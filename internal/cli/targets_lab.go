@@ -151,7 +151,7 @@ func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 		// With an explicit --lab, the scenario labs are named after it too,
 		// so two runs with scenarios never share a lab.
 		if req.flags.Changed("lab") {
-			cfg.Name = labtarget.FitLabName(k.g.labName+cfg.Name, k.g.labName+"/"+n)
+			cfg.Name = labtarget.FitLabName(k.g.labName+cfg.Name, k.g.labName+"/"+strings.ToLower(strings.TrimSpace(n)))
 			if err := cfg.Validate(); err != nil {
 				return nil, fmt.Errorf("--lab %s + scenario %s: %w (use a shorter --lab)", k.g.labName, n, err)
 			}

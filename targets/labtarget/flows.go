@@ -89,8 +89,8 @@ func (t *Target) checkFlows(ctx context.Context) error {
 	}
 	var scratch PolicyCheck // the probes' records are not kept
 	for i := 0; i < flowProbes; i++ {
-		if err := t.probe(clients[0], servers[0], "connect", &scratch); err != nil {
-			return fmt.Errorf("flows: %w", err)
+		if err := t.probe("flows "+t.flows.check.Mechanism, clients[0], servers[0], "connect", &scratch); err != nil {
+			return err
 		}
 	}
 	c := &t.flows.check

@@ -63,8 +63,14 @@ func (t *Target) openL7(ctx context.Context) error {
 	}
 	t.progress("starting %s L7 proxies (HAProxy) for %d server pods ...", model, len(servers))
 	start := time.Now()
-	d, err := l7proxy.Start(ctx, spec, l7proxy.Options{Prefix: t.lab.Prefix,
-		StateDir: filepath.Join(t.lab.Config.StateDir, t.lab.Config.Name), CgroupParent: t.lab.CgroupRoot})
+	stateDir := filepath.Join(t.lab.Config.StateDir, t.lab.Config.Name)
+	// A run that crashed on this lab (left up) may have left proxies and
+	// rules; the lab lock is ours, so they are no one else's.
+	if err := l7proxy.Cleanup(stateDir, t.lab.Prefix); err != nil {
+		t.progress(" %s\n", failedOr(ctx))
+		return fmt.Errorf("l7 %s: removing what an earlier run left: %w", model, err)
+	}
+	d, err := l7proxy.Start(ctx, spec, l7proxy.Options{Prefix: t.lab.Prefix, StateDir: stateDir, CgroupParent: t.lab.CgroupRoot})
 	if err != nil {
 		t.progress(" %s\n", failedOr(ctx))
 		return fmt.Errorf("l7 %s: %w", model, err)
@@ -72,7 +78,7 @@ func (t *Target) openL7(ctx context.Context) error {
 	t.l7 = &l7State{d: d, check: L7Check{Model: model, Rules: spec.Rules, Proxies: d.Names()}}
 	if err := d.Verify(ctx); err != nil {
 		t.progress(" %s\n", failedOr(ctx))
-		return fmt.Errorf("l7 %s: %w (proxy log: %s)", model, err, d.Log())
+		return fmt.Errorf("l7 %s: %w (proxy log: %s)", model, err, strings.Join(strings.Fields(d.Log()), " "))
 	}
 	addrs, note := t.l7Addresses(servers)
 	if note != "" {
@@ -140,15 +146,15 @@ func (t *Target) l7Probe(ctx context.Context, addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("l7 %s: %w", t.l7.check.Model, err)
 	}
-	if st != http.StatusOK || len(via) == 0 {
-		return "", fmt.Errorf("l7 %s: GET http://%s/ got %d through %v: the proxies do not see this path (a ClusterIP translated before their rules, or an eBPF datapath that bypasses netfilter); leave its placement out", t.l7.check.Model, addr, st, via)
+	if st != http.StatusOK || !t.modelPath(via) {
+		return "", fmt.Errorf("l7 %s: GET http://%s/ got %d through %v, want 200 through the model's proxies: the proxies do not see this path (a ClusterIP translated before their rules, or an eBPF datapath that bypasses netfilter); leave its placement out", t.l7.check.Model, addr, st, via)
 	}
 	dst, dvia, err := d.Probe(ctx, addr, "GET", l7proxy.DefaultDeniedPath)
 	if err != nil {
 		return "", fmt.Errorf("l7 %s: %w", t.l7.check.Model, err)
 	}
-	if dst != http.StatusForbidden {
-		return "", fmt.Errorf("l7 %s: GET http://%s%s got %d through %v, want 403 from the proxy", t.l7.check.Model, addr, l7proxy.DefaultDeniedPath, dst, dvia)
+	if dst != http.StatusForbidden || !t.modelPath(dvia) {
+		return "", fmt.Errorf("l7 %s: GET http://%s%s got %d through %v, want 403 from the server-side proxy", t.l7.check.Model, addr, l7proxy.DefaultDeniedPath, dst, dvia)
 	}
 	return fmt.Sprintf("%s: GET / %d through %s; GET %s %d from %s", addr, st, strings.Join(via, ", "), l7proxy.DefaultDeniedPath, dst, strings.Join(dvia, ", ")), nil
 }
@@ -182,4 +188,25 @@ func l7Unsupported(cfg lab.Config, placement string) error {
 			placement, cfg.ServiceDatapath, suite.ErrUnsupported)
 	}
 	return nil
+}
+
+// modelPath tells whether via (the proxies a response passed, server
+// side first) is the whole path of the lab's model for some server: one
+// per-node proxy, or a server sidecar then the client's sidecar. The
+// backend a ClusterIP picks is not known beforehand, so any server's
+// path will do.
+func (t *Target) modelPath(via []string) bool {
+	client := t.l7.d.Spec.Client.Name
+	for _, s := range t.l7.d.Spec.Servers {
+		var want []string
+		if t.l7.check.Model == lab.L7PerNode {
+			want = []string{"node-" + s.Node}
+		} else {
+			want = []string{"server-" + s.Name, "client-" + client}
+		}
+		if slices.Equal(via, want) {
+			return true
+		}
+	}
+	return false
 }

@@ -125,7 +125,7 @@ func (t *Target) runPods() (clients, servers []string, err error) {
 		}
 	}
 	if len(clients) == 0 || len(servers) == 0 {
-		return nil, nil, errors.New("the run's placements have no pod-to-pod or pod-to-service pair to put policy on")
+		return nil, nil, errors.New("the run's placements have no pod-to-pod or pod-to-service pair (a client pod and a server pod)")
 	}
 	return clients, servers, nil
 }

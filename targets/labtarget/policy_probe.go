@@ -35,8 +35,9 @@ type Probe struct {
 // servers (egress), both dropped and counted by the kernel.
 func (t *Target) checkEnforcement(ctx context.Context, clients, servers []string) error {
 	c := &t.policy.check
+	what := "policy " + c.Enforcer
 	client, server := clients[0], servers[0]
-	if err := t.probe(client, server, "connect", c); err != nil {
+	if err := t.probe(what, client, server, "connect", c); err != nil {
 		return err
 	}
 	before, err := t.policyDrops(ctx)
@@ -45,7 +46,7 @@ func (t *Target) checkEnforcement(ctx context.Context, clients, servers []string
 	}
 	denied := 0
 	if from := t.otherPod(append(slices.Clone(clients), server)); from != "" {
-		if err := t.probe(from, server, "drop", c); err != nil {
+		if err := t.probe(what, from, server, "drop", c); err != nil {
 			return err
 		}
 		denied++
@@ -53,7 +54,7 @@ func (t *Target) checkEnforcement(ctx context.Context, clients, servers []string
 		c.Skipped = append(c.Skipped, "ingress: every pod but "+server+" is a client")
 	}
 	if to := t.otherPod(append(slices.Clone(servers), clients...)); to != "" {
-		if err := t.probe(client, to, "drop", c); err != nil {
+		if err := t.probe(what, client, to, "drop", c); err != nil {
 			return err
 		}
 		denied++
@@ -100,8 +101,9 @@ func (t *Target) policyDrops(ctx context.Context) (uint64, error) {
 }
 
 // probe connects from pod from to a fresh listener in pod to, records it
-// in c, and returns an error when the outcome is not want.
-func (t *Target) probe(from, to, want string, c *PolicyCheck) error {
+// in c, and returns an error when the outcome is not want; what names the
+// feature being checked in the error ("policy iptables", "flows nflog").
+func (t *Target) probe(what, from, to, want string, c *PolicyCheck) error {
 	src, err := t.lab.Endpoint(from)
 	if err != nil {
 		return err
@@ -147,11 +149,11 @@ func (t *Target) probe(from, to, want string, c *PolicyCheck) error {
 	c.Probes = append(c.Probes, p)
 	switch {
 	case want == "connect" && err != nil:
-		return fmt.Errorf("policy %s blocks the benchmark's own traffic: %s → %s: %s", c.Enforcer, from, p.To, p.Got)
+		return fmt.Errorf("%s: the benchmark's own traffic is blocked: %s → %s: %s", what, from, p.To, p.Got)
 	case want == "drop" && err == nil:
-		return fmt.Errorf("policy %s is not enforced: %s reached %s, which it denies", c.Enforcer, from, p.To)
+		return fmt.Errorf("%s is not enforced: %s reached %s, which it denies", what, from, p.To)
 	case want == "drop" && !isTimeout(err):
-		return fmt.Errorf("policy %s: the denied probe %s → %s was not dropped: %s", c.Enforcer, from, p.To, p.Got)
+		return fmt.Errorf("%s: the denied probe %s → %s was not dropped: %s", what, from, p.To, p.Got)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package labtarget
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 
@@ -84,6 +85,9 @@ func ScenarioConfig(name string, base lab.Config) (lab.Config, error) {
 	name = strings.ToLower(strings.TrimSpace(name))
 	cfg := base
 	parts := strings.Split(name, "+")
+	if err := conflicting(parts); err != nil {
+		return base, fmt.Errorf("scenario %q: %w", name, err)
+	}
 	for _, part := range parts {
 		apply, ok := scenarios[part]
 		if !ok {
@@ -98,4 +102,20 @@ func ScenarioConfig(name string, base lab.Config) (lab.Config, error) {
 		return cfg, fmt.Errorf("scenario %q: %w", name, err)
 	}
 	return cfg, nil
+}
+
+// conflicting says why scenario parts cannot go together: two L7 models
+// (one would silently win), or L3/L4 policy with the per-node proxy, which
+// connects to the servers from its node's address, a peer the benchmark's
+// policy does not allow (a CNI allows its own proxy; this lab does not
+// model that yet).
+func conflicting(parts []string) error {
+	has := func(p string) bool { return slices.Contains(parts, p) }
+	switch {
+	case has("l7-node") && has("l7-sidecar"):
+		return fmt.Errorf("l7-node and l7-sidecar are two L7 models: choose one")
+	case has("policy") && has("l7-node"):
+		return fmt.Errorf("policy with l7-node is not supported: the per-node proxy connects from its node's address, which the policy denies (l7-sidecar works with policy)")
+	}
+	return nil
 }

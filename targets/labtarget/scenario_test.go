@@ -27,4 +27,12 @@ func TestScenarioConfigs(t *testing.T) {
 	if _, err := ScenarioConfig("native+bogus", base); err == nil {
 		t.Fatal("unknown scenario part accepted")
 	}
+	for _, bad := range []string{"ebpf+l7-node+l7-sidecar", "iptables+policy+l7-node"} {
+		if _, err := ScenarioConfig(bad, base); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	if _, err := ScenarioConfig("iptables+policy+l7-sidecar", base); err != nil {
+		t.Errorf("policy with sidecars: %v", err)
+	}
 }

@@ -2,6 +2,7 @@ package labtarget
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/cnibench/cnibench/flows"
@@ -9,11 +10,6 @@ import (
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 )
-
-// UsageSourceLab marks a lab sample's datapath usage: the CPU the L7
-// proxies spent on the sample's traffic (read from their cgroups), beside
-// the client's and server's own, and the flow events read.
-const UsageSourceLab = "lab"
 
 // usageMark is what a sample's start read.
 type usageMark struct {
@@ -63,14 +59,24 @@ func (t *Target) EndUsage(ctx context.Context, mark suite.UsageMark) (*results.D
 				CPUSec: (u.ByProxy[name] - m.cpu.ByProxy[name]).Seconds()})
 		}
 	}
-	usage := results.NewDatapathUsage(UsageSourceLab, time.Since(m.at).Seconds(), comps)
+	usage := results.NewDatapathUsage(results.UsageSourceLab, time.Since(m.at).Seconds(), comps)
 	if t.flows != nil && len(t.flows.recs) > 0 {
 		// Events reach the consumer up to 20 ms late (flows.Counts).
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		for _, r := range t.flows.recs {
+			if err := r.Err(); err != nil {
+				return nil, fmt.Errorf("flows: the consumer stopped: %w", err)
+			}
+		}
 		c, err := t.flowCounts()
 		if err != nil {
 			return nil, err
 		}
+		usage.Flows = true
 		usage.FlowEvents, usage.FlowEventsLost = c.Events-m.flows.Events, c.Lost-m.flows.Lost
 	}
 	return usage, nil

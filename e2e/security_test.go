@@ -36,7 +36,7 @@ func securityLabs(t *testing.T, l *lab, scenarios ...string) []*lab {
 // compared with the plain datapath, and nothing of it is left afterwards.
 func TestSecurityScenarios(t *testing.T) {
 	l := newLab(t)
-	scenarios := []string{"ebpf", "ebpf+policy", "ebpf+l7-sidecar", "ebpf+flows", "iptables", "iptables+policy", "iptables+l7-node", "iptables+flows"}
+	scenarios := []string{"ebpf", "ebpf+policy", "ebpf+l7-sidecar", "ebpf+flows", "iptables", "iptables+policy", "iptables+policy-1000", "iptables+l7-node", "iptables+flows"}
 	labs := securityLabs(t, l, scenarios...)
 	out := filepath.Join(t.TempDir(), "out")
 	stdout, stderr, code := l.run("run", "--scenarios", strings.Join(scenarios, ","), "--tests", "TCP_CRR,HTTP_RPS_C64",
@@ -74,7 +74,8 @@ func TestSecurityScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"ebpf+policy vs ebpf", "iptables+l7-node vs iptables", "L3/L4 policy, enforcement checked before measuring: iptables:",
-		"L7 policy on HTTP, checked before measuring", "Flow observability on, checked before measuring: nflog events", "| flow events (events/s) |"} {
+		"L7 policy on HTTP, checked before measuring", "Flow observability on, checked before measuring: nflog events", "| flow events (events/s) |",
+		"## Policy scale", "- iptables (iptables enforcer): 0 rules per pod", "1,000 rules per pod: "} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
@@ -93,7 +94,8 @@ func checkFeatureDetails(t *testing.T, scenario string, details map[string]any) 
 	t.Helper()
 	parts := strings.Split(scenario, "+")
 	has := func(p string) bool { return slices.Contains(parts, p) }
-	if has("policy") {
+	scaled := strings.HasPrefix(parts[len(parts)-1], "policy-")
+	if has("policy") || scaled {
 		var pol labtarget.PolicyCheck
 		decode(t, details["policy"], &pol)
 		dropped := 0
@@ -104,6 +106,9 @@ func checkFeatureDetails(t *testing.T, scenario string, details map[string]any) 
 		}
 		if dropped == 0 || pol.Drops < uint64(dropped) || pol.Counts.Rules == 0 {
 			t.Errorf("%s: policy check %+v: want denied probes dropped and counted by the kernel", scenario, pol)
+		}
+		if scaled && (pol.ScaleRules != 1000 || pol.Counts.Rules < 1000) {
+			t.Errorf("%s: %d scale rules, %d rules held: want 1,000 dummies per server read back", scenario, pol.ScaleRules, pol.Counts.Rules)
 		}
 	} else if _, ok := details["policy"]; ok {
 		t.Errorf("%s: policy details without policy", scenario)

@@ -35,6 +35,10 @@ type Config struct {
 	// the mechanism of the Service datapath's family (policy.ForDatapath);
 	// recorded here, programmed and verified by the run that uses the lab.
 	Policy bool `json:"policy,omitempty"`
+	// PolicyRules adds that many dummy rules (one /32 peer and one port
+	// each, policy.ScaleRules) in front of each server's real ingress rule:
+	// a policy-scale step, what N NetworkPolicy rules per pod cost.
+	PolicyRules int `json:"policy_rules,omitempty"`
 	// L7 puts an HTTP allow-list policy on the run's HTTP traffic through
 	// a real proxy (HAProxy): "per-node" (one proxy per server node, as
 	// Cilium) or "sidecar" (one per pod, as Istio); "" for none. Started
@@ -47,6 +51,10 @@ type Config struct {
 	Flows    bool   `json:"flows,omitempty"`
 	StateDir string `json:"-"` // default "/run/cnibench"
 }
+
+// maxPolicyRules bounds Config.PolicyRules: the distinct dummy peers
+// policy.ScaleRules has (policy.MaxScalePeers; lab cannot import policy).
+const maxPolicyRules = 1 << 15
 
 // The L7 proxy models of Config.L7 (l7proxy.PerNode and l7proxy.Sidecar).
 const (
@@ -128,6 +136,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ServiceDatapath != "" && !slices.Contains(datapath.Names(), c.ServiceDatapath) {
 		return fmt.Errorf("lab config: service datapath %q unknown (known: %s)", c.ServiceDatapath, strings.Join(datapath.Names(), ", "))
+	}
+	if c.PolicyRules < 0 || c.PolicyRules > maxPolicyRules {
+		return fmt.Errorf("lab config: policy_rules must be in 0..%d, got %d", maxPolicyRules, c.PolicyRules)
 	}
 	if c.L7 != "" && c.L7 != L7PerNode && c.L7 != L7Sidecar {
 		return fmt.Errorf("lab config: l7 must be %q or %q, got %q", L7PerNode, L7Sidecar, c.L7)

@@ -20,6 +20,7 @@ var htmlTmpl = template.Must(template.New("report").Parse(htmlSource))
 func HTML(w io.Writer, rep *Report) error {
 	v := newHTMLView(rep)
 	var err error
+	v.PolicyScale = htmlPolicyScale(rep.PolicyScale)
 	if v.ServiceScale, err = htmlServiceScale(rep.ServiceScale); err != nil {
 		return err
 	}
@@ -46,6 +47,8 @@ type htmlView struct {
 	Method     string
 	// ServiceScale is the rendered Service-scale section (servicescale_render.go).
 	ServiceScale template.HTML
+	// PolicyScale is the rendered policy-scale section (policyscale.go).
+	PolicyScale template.HTML
 }
 
 type labelled struct {

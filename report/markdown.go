@@ -73,6 +73,9 @@ func Markdown(w io.Writer, rep *Report) error {
 	if rep.ServiceScale != nil {
 		markdownServiceScale(b, rep.ServiceScale)
 	}
+	if rep.PolicyScale != nil {
+		markdownPolicyScale(b, rep.PolicyScale)
+	}
 	b.WriteString("\n## At a glance\n\n")
 	multi := len(rep.Columns) > 1
 	if multi {

@@ -64,6 +64,8 @@ type Report struct {
 	Warnings   []string    `json:"warnings,omitempty"`
 	// ServiceScale analyses a Service-scale sweep (one run only).
 	ServiceScale *ServiceScale `json:"service_scale,omitempty"`
+	// PolicyScale analyses policy-N scenarios of one run (policyscale.go).
+	PolicyScale *PolicyScale `json:"policy_scale,omitempty"`
 	// FDR is how the report's verdicts are held together to a
 	// false-discovery rate (fdr.go).
 	FDR *FDR `json:"fdr,omitempty"`
@@ -295,6 +297,9 @@ func Build(in []Input, opt Options) (*Report, error) {
 		if rep.ServiceScale, err = buildServiceScale(in[0].Run, opt); err != nil {
 			return nil, err
 		}
+	}
+	if len(in) == 1 {
+		rep.PolicyScale = buildPolicyScale(rep, in[0].Run)
 	}
 	controlFDR(rep)
 	overheadVerdicts(rep)

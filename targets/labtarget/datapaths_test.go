@@ -55,7 +55,7 @@ func TestScenarioLabNames(t *testing.T) {
 		}
 	}
 	_, err := ScenarioConfig("vxlan+bogus", base)
-	want := `unknown scenario "bogus" (known: ebpf, ebpf-tc, flows, iptables, iptables-legacy, l7-node, l7-sidecar, native, nftables, nftables-flat, policy, vxlan; combine with +, e.g. vxlan+ebpf)`
+	want := `unknown scenario "bogus" (known: ebpf, ebpf-tc, flows, iptables, iptables-legacy, l7-node, l7-sidecar, native, nftables, nftables-flat, policy, policy-N, vxlan; combine with +, e.g. vxlan+ebpf)`
 	if err == nil || err.Error() != want {
 		t.Errorf("vxlan+bogus: %v, want %q", err, want)
 	}

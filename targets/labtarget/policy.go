@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/policy"
@@ -27,6 +28,9 @@ type PolicyCheck struct {
 	Drops uint64 `json:"drops"`
 	// Skipped says why a probe direction could not be made.
 	Skipped []string `json:"skipped,omitempty"`
+	// ScaleRules: dummy rules per server pod in front of its real rule
+	// (a policy-N scenario; lab.Config.PolicyRules).
+	ScaleRules int `json:"scale_rules,omitempty"`
 }
 
 // policyState is the run's live policy: one enforcer per node.
@@ -51,12 +55,12 @@ func (t *Target) openPolicy(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	spec, err := policySpec(t.lab, clients, servers)
+	spec, err := policySpec(t.lab, clients, servers, t.lab.Config.PolicyRules)
 	if err != nil {
 		return err
 	}
 	t.progress("programming L3/L4 policy (%s) for %d pods ...", v.Name, len(spec.Pods))
-	t.policy = &policyState{check: PolicyCheck{Enforcer: v.Name}}
+	t.policy = &policyState{check: PolicyCheck{Enforcer: v.Name, ScaleRules: t.lab.Config.PolicyRules}}
 	start := time.Now()
 	for _, n := range t.lab.Nodes {
 		e, err := v.Open(policy.Site{Netns: netnsx.Path(n.Netns), Node: n.Name,
@@ -133,8 +137,14 @@ func (t *Target) runPods() (clients, servers []string, err error) {
 // policySpec is the NetworkPolicy of a benchmark: each server pod accepts
 // every port from the clients only, each client reaches the servers only
 // (egress), as a namespace with default-deny and one allow policy per
-// direction would.
-func policySpec(l *lab.Lab, clients, servers []string) (policy.Spec, error) {
+// direction would. scale dummy rules (policy.ScaleRules: another /32 peer
+// and port each) go in front of each server's real rule, so a linear
+// chain walks them all before it matches.
+func policySpec(l *lab.Lab, clients, servers []string, scale int) (policy.Spec, error) {
+	dummies, err := policy.ScaleRules(scale, policy.Port{Protocol: datapath.TCP, Port: scaleRulePort})
+	if err != nil {
+		return policy.Spec{}, err
+	}
 	prefixes := func(names []string) ([]netip.Prefix, error) {
 		var out []netip.Prefix
 		for _, n := range names {
@@ -177,11 +187,15 @@ func policySpec(l *lab.Lab, clients, servers []string) (policy.Spec, error) {
 	if err := add(clients, nil, []policy.Rule{{Peers: serverPeers}}); err != nil {
 		return policy.Spec{}, err
 	}
-	if err := add(servers, []policy.Rule{{Peers: clientPeers}}, nil); err != nil {
+	if err := add(servers, append(dummies, policy.Rule{Peers: clientPeers}), nil); err != nil {
 		return policy.Spec{}, err
 	}
 	return spec, spec.Validate()
 }
+
+// scaleRulePort is the port of the dummy rules: one no engine uses, so
+// they only cost their matching.
+const scaleRulePort = 9
 
 // closePolicy removes the enforcers' state from every node.
 func (t *Target) closePolicy() error {

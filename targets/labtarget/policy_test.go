@@ -24,7 +24,7 @@ func twoByTwo() *lab.Lab {
 // only their servers; host interfaces are the lab's pod veths.
 func TestPolicySpec(t *testing.T) {
 	l := twoByTwo()
-	spec, err := policySpec(l, []string{"node0-pod0"}, []string{"node1-pod0", "node0-pod1"})
+	spec, err := policySpec(l, []string{"node0-pod0"}, []string{"node1-pod0", "node0-pod1"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,19 @@ func TestPolicySpec(t *testing.T) {
 	if spec.Pods[2].HostIface != "cnbp1" {
 		t.Errorf("node0-pod1's host interface %q, want cnbp1", spec.Pods[2].HostIface)
 	}
-	if _, err := policySpec(l, []string{"node0-pod0"}, []string{"node7-pod0"}); err == nil {
+	if _, err := policySpec(l, []string{"node0-pod0"}, []string{"node7-pod0"}, 0); err == nil {
 		t.Error("a server that is not in the lab was accepted")
+	}
+	// A policy-scale step: the dummies first, the real rule last.
+	scaled, err := policySpec(l, []string{"node0-pod0"}, []string{"node1-pod0"}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := scaled.Pods[1].Ingress
+	if len(in) != 6 || in[5].Peers[0] != netip.MustParsePrefix("198.19.0.10/32") || in[0].Ports[0].Port != scaleRulePort {
+		t.Errorf("scaled ingress %+v: want 5 dummies on port %d, then the client", in, scaleRulePort)
+	}
+	if len(scaled.Pods[0].Egress) != 1 {
+		t.Errorf("the client's egress grew with the scale: %+v", scaled.Pods[0].Egress)
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"hash/fnv"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/policy"
 )
 
 // scenarios are the lab configurations `run --scenarios` knows, each a
@@ -49,6 +51,8 @@ func labName(parts []string) string {
 			p = v.Short
 		} else if tok, ok := scenarioTokens[p]; ok {
 			p = tok
+		} else if tok, ok := policyToken(p); ok {
+			p = tok
 		}
 		b.WriteString(p)
 	}
@@ -68,9 +72,10 @@ func FitLabName(name, whole string) string {
 	return fmt.Sprintf("%s%04x", name[:8], h.Sum32()&0xffff)
 }
 
-// ScenarioNames lists the known scenarios.
+// ScenarioNames lists the known scenarios (policy-N stands for every
+// policy-scale part).
 func ScenarioNames() []string {
-	var n []string
+	n := []string{"policy-N"}
 	for k := range scenarios {
 		n = append(n, k)
 	}
@@ -90,6 +95,12 @@ func ScenarioConfig(name string, base lab.Config) (lab.Config, error) {
 	}
 	for _, part := range parts {
 		apply, ok := scenarios[part]
+		if n, isScale, err := policyScalePart(part); isScale {
+			if err != nil {
+				return base, fmt.Errorf("scenario %q: %w", name, err)
+			}
+			apply, ok = func(c *lab.Config) { c.Policy, c.PolicyRules = true, n }, true
+		}
 		if !ok {
 			return base, fmt.Errorf("unknown scenario %q (known: %s; combine with +, e.g. vxlan+ebpf)", part, strings.Join(ScenarioNames(), ", "))
 		}
@@ -114,8 +125,41 @@ func conflicting(parts []string) error {
 	switch {
 	case has("l7-node") && has("l7-sidecar"):
 		return fmt.Errorf("l7-node and l7-sidecar are two L7 models: choose one")
-	case has("policy") && has("l7-node"):
+	case has("policy") && slices.ContainsFunc(parts, func(p string) bool { _, ok, _ := policyScalePart(p); return ok }):
+		return fmt.Errorf("policy and policy-N are the same feature: choose one")
+	case (has("policy") || slices.ContainsFunc(parts, func(p string) bool { _, ok, _ := policyScalePart(p); return ok })) && has("l7-node"):
 		return fmt.Errorf("policy with l7-node is not supported: the per-node proxy connects from its node's address, which the policy denies (l7-sidecar works with policy)")
 	}
 	return nil
+}
+
+// policyScalePart parses a policy-scale part, "policy-N" or "policy-Nk"
+// (policy with N dummy rules per server pod in front of the real one, as
+// N NetworkPolicy rules would be): isScale says the part has that form.
+func policyScalePart(part string) (n int, isScale bool, err error) {
+	num, ok := strings.CutPrefix(part, "policy-")
+	if !ok {
+		return 0, false, nil
+	}
+	mult := 1
+	if v, k := strings.CutSuffix(num, "k"); k {
+		num, mult = v, 1000
+	}
+	v, err := strconv.Atoi(num)
+	if err != nil || v < 1 || v*mult > policy.MaxScalePeers {
+		return 0, true, fmt.Errorf("%q: want policy-N with N rules per pod in 1..%d (e.g. policy-1000 or policy-10k)", part, policy.MaxScalePeers)
+	}
+	return v * mult, true, nil
+}
+
+// policyToken is a policy-scale part's lab-name token: "p1000", "p10k".
+func policyToken(part string) (string, bool) {
+	n, ok, err := policyScalePart(part)
+	if !ok || err != nil {
+		return "", false
+	}
+	if n%1000 == 0 {
+		return fmt.Sprintf("p%dk", n/1000), true
+	}
+	return fmt.Sprintf("p%d", n), true
 }

@@ -35,4 +35,19 @@ func TestScenarioConfigs(t *testing.T) {
 	if _, err := ScenarioConfig("iptables+policy+l7-sidecar", base); err != nil {
 		t.Errorf("policy with sidecars: %v", err)
 	}
+	// Policy-scale parts: N rules per pod, a short lab-name token.
+	for name, want := range map[string]struct {
+		rules int
+		lab   string
+	}{"iptables+policy-1000": {1000, "iptp1k"}, "ebpf+policy-10k": {10000, "ebpfp10k"}, "nftables+policy-250": {250, "nftp250"}} {
+		cfg, err := ScenarioConfig(name, base)
+		if err != nil || !cfg.Policy || cfg.PolicyRules != want.rules || cfg.Name != want.lab {
+			t.Errorf("%s: %+v %v, want %d rules in lab %s", name, cfg, err, want.rules, want.lab)
+		}
+	}
+	for _, bad := range []string{"ebpf+policy-0", "ebpf+policy-x", "ebpf+policy-40k", "ebpf+policy+policy-10", "ebpf+policy-10+l7-node"} {
+		if _, err := ScenarioConfig(bad, base); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
 }

@@ -1,0 +1,197 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/stats"
+)
+
+// The policy-scale analysis: a run whose scenarios put 0, N1, N2, … dummy
+// rules per pod on the same datapath ("iptables+policy",
+// "iptables+policy-1000", "iptables+policy-10k") is a policy-scale sweep
+// with its steps interleaved round by round. Per datapath it lists the
+// steps (rules, programming time, what the kernel held) and fits each
+// headline metric's medians against the rule count: the cost of a
+// thousand NetworkPolicy rules per pod.
+
+// PolicyScale is the analysis of one run's policy-scale steps.
+type PolicyScale struct {
+	Datapaths []PolicyScaleDatapath `json:"datapaths"`
+}
+
+// PolicyScaleDatapath is one datapath's steps and fits.
+type PolicyScaleDatapath struct {
+	Base     string            `json:"base"` // the scenario without its policy part, e.g. "iptables"
+	Enforcer string            `json:"enforcer"`
+	Steps    []PolicyScaleStep `json:"steps"`
+	Fits     []PolicyScaleFit  `json:"fits"`
+}
+
+// PolicyScaleStep is one scenario of the sweep.
+type PolicyScaleStep struct {
+	Scenario  string `json:"scenario"`
+	Rules     int    `json:"rules_per_pod"` // dummy rules in front of the real one
+	ProgramMs Num    `json:"program_ms"`    // programming and read-back, every node
+	Held      int    `json:"rules_held"`    // rules the kernel held, every node
+	column    int
+}
+
+// PolicyScaleFit is a headline metric's medians fitted against the rules.
+type PolicyScaleFit struct {
+	Test        string `json:"test"`
+	Placement   string `json:"placement"`
+	Metric      string `json:"metric"`
+	Unit        string `json:"unit"`
+	PerThousand Num    `json:"per_1000_rules"`
+	R2          Num    `json:"r2"`
+	N           int    `json:"n"`
+}
+
+// policyRules reads a scenario's policy part: 0 for "policy", N for
+// "policy-N"/"policy-Nk"; ok false without one. base is the scenario
+// without it.
+func policyRules(scenario string) (base string, rules int, ok bool) {
+	var rest []string
+	for _, p := range strings.Split(scenario, "+") {
+		switch num, scaled := strings.CutPrefix(p, "policy-"); {
+		case p == "policy":
+			ok = true
+		case scaled:
+			mult := 1
+			if v, k := strings.CutSuffix(num, "k"); k {
+				num, mult = v, 1000
+			}
+			n, err := strconv.Atoi(num)
+			if err != nil {
+				return "", 0, false
+			}
+			rules, ok = n*mult, true
+		default:
+			rest = append(rest, p)
+		}
+	}
+	return strings.Join(rest, "+"), rules, ok
+}
+
+// buildPolicyScale finds the policy-scale sweeps among rep's columns (one
+// run): a datapath with at least two rule counts. nil when there is none.
+func buildPolicyScale(rep *Report, run *results.Run) *PolicyScale {
+	details := map[string]map[string]any{}
+	for _, sc := range run.Scenarios {
+		details[sc.Name] = sc.Target.Details
+	}
+	byBase := map[string]*PolicyScaleDatapath{}
+	var order []string
+	for ci, c := range rep.Columns {
+		base, rules, ok := policyRules(c.Scenario)
+		if !ok {
+			continue
+		}
+		d := byBase[base]
+		if d == nil {
+			d = &PolicyScaleDatapath{Base: base}
+			byBase[base] = d
+			order = append(order, base)
+		}
+		st := PolicyScaleStep{Scenario: c.Scenario, Rules: rules, column: ci}
+		if p, ok := detail[policyCheck](details[c.Scenario], "policy"); ok {
+			d.Enforcer = p.Enforcer
+			st.ProgramMs, st.Held = Num(float64(p.Program)/float64(time.Millisecond)), p.Counts.Rules
+		}
+		d.Steps = append(d.Steps, st)
+	}
+	ps := &PolicyScale{}
+	for _, base := range order {
+		d := byBase[base]
+		if len(d.Steps) < 2 {
+			continue
+		}
+		slices.SortFunc(d.Steps, func(a, b PolicyScaleStep) int { return a.Rules - b.Rules })
+		d.Fits = policyFits(rep, d.Steps)
+		ps.Datapaths = append(ps.Datapaths, *d)
+	}
+	if len(ps.Datapaths) == 0 {
+		return nil
+	}
+	return ps
+}
+
+// policyFits fits every headline metric's medians against the steps'
+// rule counts.
+func policyFits(rep *Report, steps []PolicyScaleStep) []PolicyScaleFit {
+	var fits []PolicyScaleFit
+	for _, sec := range rep.Sections {
+		for _, row := range sec.Metrics {
+			if !row.Headline {
+				continue
+			}
+			var xs, ys []float64
+			for _, st := range steps {
+				if v := row.Values[st.column]; v != nil {
+					xs, ys = append(xs, float64(st.Rules)), append(ys, float64(v.Median))
+				}
+			}
+			f, err := stats.LinearFit(xs, ys)
+			if err != nil {
+				continue
+			}
+			fits = append(fits, PolicyScaleFit{Test: sec.Test, Placement: sec.Placement, Metric: row.Metric, Unit: row.Unit,
+				PerThousand: Num(f.Slope * 1000), R2: Num(f.R2), N: f.N})
+		}
+	}
+	return fits
+}
+
+// policyScaleLines renders the analysis as Markdown-safe lines: per
+// datapath a steps line and one line per fit.
+func (ps *PolicyScale) lines() (heads []string, bodies [][]string) {
+	for _, d := range ps.Datapaths {
+		var steps []string
+		for _, s := range d.Steps {
+			steps = append(steps, fmt.Sprintf("%s rules per pod: %d held, programmed in %.1f ms", thousands(s.Rules), s.Held, float64(s.ProgramMs)))
+		}
+		heads = append(heads, fmt.Sprintf("%s (%s enforcer): %s", d.Base, d.Enforcer, strings.Join(steps, "; ")))
+		var fl []string
+		for _, f := range d.Fits {
+			fl = append(fl, fmt.Sprintf("%s %s, %s: %+.3g %s per 1,000 rules per pod (r² %.2f, n=%d)",
+				f.Placement, f.Test, f.Metric, float64(f.PerThousand), f.Unit, float64(f.R2), f.N))
+		}
+		bodies = append(bodies, fl)
+	}
+	return heads, bodies
+}
+
+func markdownPolicyScale(b *strings.Builder, ps *PolicyScale) {
+	b.WriteString("\n## Policy scale\n\nEach datapath's policy scenarios as one sweep (steps interleaved round by round): the rules each step put in front of every server's real rule, what the kernel held and how long programming took, then each headline metric's medians fitted against the rule count.\n\n")
+	heads, bodies := ps.lines()
+	for i, h := range heads {
+		fmt.Fprintf(b, "- %s\n", mdText(h))
+		for _, l := range bodies[i] {
+			fmt.Fprintf(b, "  - %s\n", mdText(l))
+		}
+	}
+}
+
+func htmlPolicyScale(ps *PolicyScale) template.HTML {
+	if ps == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("<h2>Policy scale</h2><p>Each datapath's policy scenarios as one sweep (steps interleaved round by round): the rules each step put in front of every server's real rule, what the kernel held and how long programming took, then each headline metric's medians fitted against the rule count.</p><ul>")
+	heads, bodies := ps.lines()
+	for i, h := range heads {
+		b.WriteString("<li>" + template.HTMLEscapeString(h) + "<ul>")
+		for _, l := range bodies[i] {
+			b.WriteString("<li>" + template.HTMLEscapeString(l) + "</li>")
+		}
+		b.WriteString("</ul></li>")
+	}
+	b.WriteString("</ul>")
+	return template.HTML(b.String())
+}

@@ -1,0 +1,68 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPolicyRules(t *testing.T) {
+	for sc, want := range map[string]struct {
+		base  string
+		rules int
+		ok    bool
+	}{
+		"iptables+policy": {"iptables", 0, true}, "vxlan+ebpf+policy-10k": {"vxlan+ebpf", 10000, true},
+		"nftables+policy-250": {"nftables", 250, true}, "ebpf": {"ebpf", 0, false}, "ebpf+policy-x": {"", 0, false},
+	} {
+		base, rules, ok := policyRules(sc)
+		if base != want.base || rules != want.rules || ok != want.ok {
+			t.Errorf("%s: %q %d %v, want %+v", sc, base, rules, ok, want)
+		}
+	}
+}
+
+// Policy scenarios of one datapath with different rule counts become a
+// sweep: steps sorted by rules with what the kernel held and the
+// programming time, and a fit per headline metric, in every format.
+func TestPolicyScaleSection(t *testing.T) {
+	run := loadFixture(t)
+	names := map[string]string{run.Scenarios[0].Name: "ebpf+policy-1000", run.Scenarios[1].Name: "ebpf+policy"}
+	rules := map[string]float64{"ebpf+policy-1000": 1002, "ebpf+policy": 2}
+	for i := range run.Results {
+		run.Results[i].Scenario = names[run.Results[i].Scenario]
+	}
+	for i := range run.Scenarios {
+		n := names[run.Scenarios[i].Name]
+		run.Scenarios[i].Name = n
+		run.Scenarios[i].Target.Details["policy"] = map[string]any{"enforcer": "ebpf", "program_ns": float64(12e6),
+			"counts": map[string]any{"pods": float64(2), "rules": rules[n], "peers": float64(2)}}
+	}
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := rep.PolicyScale
+	if ps == nil || len(ps.Datapaths) != 1 {
+		t.Fatalf("policy scale %+v", ps)
+	}
+	d := ps.Datapaths[0]
+	if d.Base != "ebpf" || d.Enforcer != "ebpf" || len(d.Steps) != 2 || d.Steps[0].Rules != 0 || d.Steps[1].Rules != 1000 ||
+		d.Steps[1].Held != 1002 || d.Steps[1].ProgramMs != 12 {
+		t.Errorf("datapath %+v", d)
+	}
+	if len(d.Fits) == 0 || d.Fits[0].N != 2 {
+		t.Errorf("fits %+v", d.Fits)
+	}
+	var md, html strings.Builder
+	if err := Markdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&html, rep); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"md": md.String(), "html": html.String()} {
+		if !strings.Contains(out, "Policy scale") || !strings.Contains(out, "per 1,000 rules per pod") || !strings.Contains(out, "1,000 rules per pod: 1002 held") {
+			t.Errorf("%s lacks the policy-scale section", name)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -102,20 +101,4 @@ func flowsText(details map[string]any) string {
 	}
 	return fmt.Sprintf("%s events (%d hooks or rules read back from the kernel); %d probe connections gave %d events, %d of them SYN; each sample's event rate is its \"flow events\" row; emitting them costs the datapath softirq time, mostly charged to the client and server; the consumer (in the cnibench process) is not counted",
 		c.Mechanism, c.Installed, c.Probes, c.Events, c.SYNs)
-}
-
-// detail decodes target details' key into a T: the details are a live
-// struct while a run reports itself and a map once loaded from
-// results.json, so both go through JSON. ok is false when the key is
-// absent or does not decode.
-func detail[T any](details map[string]any, key string) (v T, ok bool) {
-	raw, found := details[key]
-	if !found || raw == nil {
-		return v, false
-	}
-	b, err := json.Marshal(raw)
-	if err != nil || json.Unmarshal(b, &v) != nil {
-		return v, false
-	}
-	return v, true
 }

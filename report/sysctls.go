@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -22,16 +21,8 @@ type endpointSysctls map[string]struct {
 // when the run did not record them. Keys are shown without their
 // net.ipv4./net.core./net.netfilter. prefix; unreadable ones are left out.
 func sysctlsText(run *results.Run, details map[string]any) string {
-	raw, ok := details["endpoint_sysctls"]
-	if !ok {
-		return ""
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return ""
-	}
-	var eps endpointSysctls
-	if json.Unmarshal(b, &eps) != nil || len(eps) == 0 {
+	eps, ok := detail[endpointSysctls](details, "endpoint_sysctls")
+	if !ok || len(eps) == 0 {
 		return ""
 	}
 	roles := map[string]string{}

@@ -22,8 +22,9 @@ type policyCheck struct {
 		Want string `json:"want"`
 		Got  string `json:"got"`
 	} `json:"probes"`
-	Drops   uint64   `json:"drops"`
-	Skipped []string `json:"skipped"`
+	Drops      uint64   `json:"drops"`
+	Skipped    []string `json:"skipped"`
+	ScaleRules int      `json:"scale_rules"`
 }
 
 // policyText is one line saying what policy a scenario's numbers were

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"html/template"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -53,30 +52,20 @@ type PolicyScaleFit struct {
 	N           int    `json:"n"`
 }
 
-// policyRules reads a scenario's policy part: 0 for "policy", N for
-// "policy-N"/"policy-Nk"; ok false without one. base is the scenario
-// without it.
-func policyRules(scenario string) (base string, rules int, ok bool) {
+// policyBase is scenario without its policy part ("policy" or
+// "policy-N"): the datapath a policy-scale step belongs to. ok is false
+// for a scenario without policy. The step's rule count is read from what
+// the run programmed (details' policy.scale_rules), not from the name.
+func policyBase(scenario string) (base string, ok bool) {
 	var rest []string
 	for _, p := range strings.Split(scenario, "+") {
-		switch num, scaled := strings.CutPrefix(p, "policy-"); {
-		case p == "policy":
+		if p == "policy" || strings.HasPrefix(p, "policy-") {
 			ok = true
-		case scaled:
-			mult := 1
-			if v, k := strings.CutSuffix(num, "k"); k {
-				num, mult = v, 1000
-			}
-			n, err := strconv.Atoi(num)
-			if err != nil {
-				return "", 0, false
-			}
-			rules, ok = n*mult, true
-		default:
-			rest = append(rest, p)
+			continue
 		}
+		rest = append(rest, p)
 	}
-	return strings.Join(rest, "+"), rules, ok
+	return strings.Join(rest, "+"), ok
 }
 
 // buildPolicyScale finds the policy-scale sweeps among rep's columns (one
@@ -89,7 +78,7 @@ func buildPolicyScale(rep *Report, run *results.Run) *PolicyScale {
 	byBase := map[string]*PolicyScaleDatapath{}
 	var order []string
 	for ci, c := range rep.Columns {
-		base, rules, ok := policyRules(c.Scenario)
+		base, ok := policyBase(c.Scenario)
 		if !ok {
 			continue
 		}
@@ -99,10 +88,10 @@ func buildPolicyScale(rep *Report, run *results.Run) *PolicyScale {
 			byBase[base] = d
 			order = append(order, base)
 		}
-		st := PolicyScaleStep{Scenario: c.Scenario, Rules: rules, column: ci}
+		st := PolicyScaleStep{Scenario: c.Scenario, column: ci}
 		if p, ok := detail[policyCheck](details[c.Scenario], "policy"); ok {
 			d.Enforcer = p.Enforcer
-			st.ProgramMs, st.Held = Num(float64(p.Program)/float64(time.Millisecond)), p.Counts.Rules
+			st.Rules, st.ProgramMs, st.Held = p.ScaleRules, Num(float64(p.Program)/float64(time.Millisecond)), p.Counts.Rules
 		}
 		d.Steps = append(d.Steps, st)
 	}

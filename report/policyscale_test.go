@@ -5,18 +5,17 @@ import (
 	"testing"
 )
 
-func TestPolicyRules(t *testing.T) {
+func TestPolicyBase(t *testing.T) {
 	for sc, want := range map[string]struct {
-		base  string
-		rules int
-		ok    bool
+		base string
+		ok   bool
 	}{
-		"iptables+policy": {"iptables", 0, true}, "vxlan+ebpf+policy-10k": {"vxlan+ebpf", 10000, true},
-		"nftables+policy-250": {"nftables", 250, true}, "ebpf": {"ebpf", 0, false}, "ebpf+policy-x": {"", 0, false},
+		"iptables+policy": {"iptables", true}, "vxlan+ebpf+policy-10k": {"vxlan+ebpf", true},
+		"nftables+policy-250": {"nftables", true}, "ebpf": {"ebpf", false},
 	} {
-		base, rules, ok := policyRules(sc)
-		if base != want.base || rules != want.rules || ok != want.ok {
-			t.Errorf("%s: %q %d %v, want %+v", sc, base, rules, ok, want)
+		base, ok := policyBase(sc)
+		if base != want.base || ok != want.ok {
+			t.Errorf("%s: %q %v, want %+v", sc, base, ok, want)
 		}
 	}
 }
@@ -28,13 +27,14 @@ func TestPolicyScaleSection(t *testing.T) {
 	run := loadFixture(t)
 	names := map[string]string{run.Scenarios[0].Name: "ebpf+policy-1000", run.Scenarios[1].Name: "ebpf+policy"}
 	rules := map[string]float64{"ebpf+policy-1000": 1002, "ebpf+policy": 2}
+	scale := map[string]float64{"ebpf+policy-1000": 1000, "ebpf+policy": 0}
 	for i := range run.Results {
 		run.Results[i].Scenario = names[run.Results[i].Scenario]
 	}
 	for i := range run.Scenarios {
 		n := names[run.Scenarios[i].Name]
 		run.Scenarios[i].Name = n
-		run.Scenarios[i].Target.Details["policy"] = map[string]any{"enforcer": "ebpf", "program_ns": float64(12e6),
+		run.Scenarios[i].Target.Details["policy"] = map[string]any{"enforcer": "ebpf", "program_ns": float64(12e6), "scale_rules": scale[n],
 			"counts": map[string]any{"pods": float64(2), "rules": rules[n], "peers": float64(2)}}
 	}
 	rep, err := Build([]Input{{Run: run}}, Options{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cnibench/cnibench/results"
 )
@@ -56,10 +57,20 @@ func (r *Runner) keepAgents(ctx context.Context, k AgentKeeper, p results.Placem
 	return wctx, cancel, nil
 }
 
+// deathGrace is how long a failed sample waits for one of its agents to
+// be seen dead. A killed server's sockets close before its parent reaps
+// it, so the client's "EOF" can arrive first; without the wait that
+// sample would blame the connection, not the death that broke it.
+const deathGrace = time.Second
+
 // checkAgents is the check after a sample: the deaths during it (the
 // sample's error, nil when every agent lived), each dead agent replaced
-// for the next sample.
-func checkAgents(ctx context.Context, k AgentKeeper, p results.Placement) error {
+// for the next sample. failed says the sample's call returned an error:
+// then a death is waited for (deathGrace) before it is ruled out.
+func checkAgents(ctx context.Context, k AgentKeeper, p results.Placement, failed bool) error {
+	if failed {
+		awaitAnyDone(ctx, k, sampleEndpoints(p), deathGrace)
+	}
 	died, err := k.ReplaceDead(ctx, sampleEndpoints(p))
 	if died == nil {
 		return nil
@@ -68,4 +79,23 @@ func checkAgents(ctx context.Context, k AgentKeeper, p results.Placement) error 
 		return fmt.Errorf("%v; starting a fresh agent failed: %w", died, err)
 	}
 	return died
+}
+
+// awaitAnyDone returns when the agent of one of endpoints has ended, or
+// after grace.
+func awaitAnyDone(ctx context.Context, k AgentKeeper, endpoints []string, grace time.Duration) {
+	wctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	for _, ep := range endpoints {
+		if done := k.AgentDone(ep); done != nil {
+			go func() {
+				select {
+				case <-done:
+					cancel()
+				case <-wctx.Done():
+				}
+			}()
+		}
+	}
+	<-wctx.Done()
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/results"
 )
 
 // keeperTarget is a loopTarget whose agent deaths are scripted: died maps
@@ -93,5 +97,58 @@ func TestRunnerClientDeathEndsSampleAtOnce(t *testing.T) {
 	}
 	if want := "agent on c died: signal: killed; starting a fresh agent failed: agent on c: start: no such file"; s.Error != want {
 		t.Errorf("error %q, want %q", s.Error, want)
+	}
+}
+
+// lateDeathTarget is a target whose server agent is seen dead only after
+// the client's call has already failed, as when a killed server's sockets
+// close before its parent reaps it.
+type lateDeathTarget struct {
+	loopTarget
+	serverDone chan struct{}
+	once       sync.Once
+}
+
+// Placement points the client at an address nothing listens on, so the
+// sample's call fails at once.
+func (k *lateDeathTarget) Placement(name string) (results.Placement, error) {
+	p, err := k.loopTarget.Placement(name)
+	p.ServerAddr = "127.0.0.2"
+	return p, err
+}
+
+func (k *lateDeathTarget) Agent(ep string) (*agent.Client, error) {
+	k.once.Do(func() { time.AfterFunc(300*time.Millisecond, func() { close(k.serverDone) }) })
+	return k.loopTarget.Agent(ep)
+}
+
+func (k *lateDeathTarget) AgentDone(ep string) <-chan struct{} {
+	if ep == "s" {
+		return k.serverDone
+	}
+	return nil
+}
+
+func (k *lateDeathTarget) ReplaceDead(_ context.Context, eps []string) (error, error) {
+	select {
+	case <-k.serverDone:
+		return errors.New("agent on s died: signal: killed"), nil
+	default:
+		return nil, nil
+	}
+}
+
+// A sample whose call failed waits for the death that broke it: the error
+// names the dead server agent, not the connection it closed.
+func TestRunnerFailedSampleAwaitsLateDeath(t *testing.T) {
+	var calls []string
+	k := &lateDeathTarget{loopTarget: loopTarget{startAgent(t), &calls, "a"}, serverDone: make(chan struct{})}
+	r := &Runner{Scenarios: []Scenario{{"a", k}}, Plan: rrPlan(t, 1, 2*time.Second), OutDir: t.TempDir(), RunID: "k"}
+	run, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := run.Results[0].Samples[0]; s.Error != "agent on s died: signal: killed" {
+		t.Errorf("error %q, want the server agent's death", s.Error)
 	}
 }

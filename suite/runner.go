@@ -190,7 +190,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	s1, serr1 := tgt.CPUSeconds(res.Placement.Server)
 	s.End = time.Now().UTC()
 	if keeper != nil && ctx.Err() == nil {
-		if died := checkAgents(ctx, keeper, res.Placement); died != nil {
+		if died := checkAgents(ctx, keeper, res.Placement, err != nil); died != nil {
 			err = died // the cause, whatever the interrupted call returned
 		}
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"html/template"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -29,7 +30,20 @@ type PolicyScaleDatapath struct {
 	Base     string            `json:"base"` // the scenario without its policy part, e.g. "iptables"
 	Enforcer string            `json:"enforcer"`
 	Steps    []PolicyScaleStep `json:"steps"`
+	Program  *PolicyProgramFit `json:"program,omitempty"` // nil when no step recorded a programming time
 	Fits     []PolicyScaleFit  `json:"fits"`
+}
+
+// PolicyProgramFit is the growth of programming time with the rules per
+// pod: what a NetworkPolicy change costs the agent, step by step.
+type PolicyProgramFit struct {
+	MsPerThousand Num `json:"ms_per_1000_rules"` // linear fit slope, every step
+	Intercept     Num `json:"intercept_ms"`      // the fixed cost: pods, chains, hooks
+	R2            Num `json:"r2"`                // of the linear fit
+	Exponent      Num `json:"exponent"`          // k of y = a + b·x^k: 1 linear, 2 quadratic; null below 4 steps
+	ExponentR2    Num `json:"exponent_r2"`
+	UsPerRule     Num `json:"us_per_rule_at_max"` // (time − the 0-rule step's) / rules at the largest step; null without a 0-rule step
+	N             int `json:"n"`
 }
 
 // PolicyScaleStep is one scenario of the sweep.
@@ -102,6 +116,7 @@ func buildPolicyScale(rep *Report, run *results.Run) *PolicyScale {
 			continue
 		}
 		slices.SortFunc(d.Steps, func(a, b PolicyScaleStep) int { return a.Rules - b.Rules })
+		d.Program = policyProgramFit(d.Steps)
 		d.Fits = policyFits(rep, d.Steps)
 		ps.Datapaths = append(ps.Datapaths, *d)
 	}
@@ -109,6 +124,33 @@ func buildPolicyScale(rep *Report, run *results.Run) *PolicyScale {
 		return nil
 	}
 	return ps
+}
+
+// policyProgramFit fits programming time against the rules per pod over
+// every step that recorded one; nil below two such steps.
+func policyProgramFit(steps []PolicyScaleStep) *PolicyProgramFit {
+	var xs, ys []float64
+	base := math.NaN()
+	for _, st := range steps {
+		if st.ProgramMs <= 0 {
+			continue
+		}
+		xs, ys = append(xs, float64(st.Rules)), append(ys, float64(st.ProgramMs))
+		if st.Rules == 0 {
+			base = float64(st.ProgramMs)
+		}
+	}
+	f, err := stats.LinearFit(xs, ys)
+	if err != nil {
+		return nil
+	}
+	p := &PolicyProgramFit{MsPerThousand: Num(f.Slope * 1000), Intercept: Num(f.Intercept), R2: Num(f.R2), N: f.N}
+	p.Exponent, p.ExponentR2 = growthExponent(xs, ys)
+	p.UsPerRule = Num(math.NaN())
+	if top := len(xs) - 1; !math.IsNaN(base) && xs[top] > 0 {
+		p.UsPerRule = Num(1000 * (ys[top] - base) / xs[top])
+	}
+	return p
 }
 
 // policyFits fits every headline metric's medians against the steps'
@@ -147,6 +189,9 @@ func (ps *PolicyScale) lines() (heads []string, bodies [][]string) {
 		}
 		heads = append(heads, fmt.Sprintf("%s (%s enforcer): %s", d.Base, d.Enforcer, strings.Join(steps, "; ")))
 		var fl []string
+		if p := d.Program; p != nil {
+			fl = append(fl, p.line())
+		}
 		for _, f := range d.Fits {
 			fl = append(fl, fmt.Sprintf("%s %s, %s: %+.3g %s per 1,000 rules per pod (r² %.2f, n=%d)",
 				f.Placement, f.Test, f.Metric, float64(f.PerThousand), f.Unit, float64(f.R2), f.N))
@@ -156,8 +201,24 @@ func (ps *PolicyScale) lines() (heads []string, bodies [][]string) {
 	return heads, bodies
 }
 
+// line says how programming time grew: the linear slope, the exponent
+// where there are enough steps, the marginal cost of a rule.
+func (p *PolicyProgramFit) line() string {
+	l := fmt.Sprintf("programming time: %+.3g ms per 1,000 rules per pod over %.3g ms fixed (r² %.2f, n=%d)",
+		float64(p.MsPerThousand), float64(p.Intercept), float64(p.R2), p.N)
+	if !math.IsNaN(float64(p.Exponent)) {
+		l += fmt.Sprintf("; growth exponent %.2f (a + b·rules^k, r² %.2f)", float64(p.Exponent), float64(p.ExponentR2))
+	} else {
+		l += "; growth exponent needs 4 steps"
+	}
+	if !math.IsNaN(float64(p.UsPerRule)) {
+		l += fmt.Sprintf("; %.3g µs per rule at the largest step", float64(p.UsPerRule))
+	}
+	return l
+}
+
 func markdownPolicyScale(b *strings.Builder, ps *PolicyScale) {
-	b.WriteString("\n## Policy scale\n\nEach datapath's policy scenarios as one sweep (steps interleaved round by round): the rules each step put in front of every server's real rule, what the kernel held and how long programming took, then each headline metric's medians fitted against the rule count.\n\n")
+	b.WriteString("\n## Policy scale\n\nEach datapath's policy scenarios as one sweep (steps interleaved round by round): the rules each step put in front of every server's real rule, what the kernel held and how long programming took, how programming time grew with the rules, then each headline metric's medians fitted against the rule count.\n\n")
 	heads, bodies := ps.lines()
 	for i, h := range heads {
 		fmt.Fprintf(b, "- %s\n", mdText(h))
@@ -172,7 +233,7 @@ func htmlPolicyScale(ps *PolicyScale) template.HTML {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("<h2>Policy scale</h2><p>Each datapath's policy scenarios as one sweep (steps interleaved round by round): the rules each step put in front of every server's real rule, what the kernel held and how long programming took, then each headline metric's medians fitted against the rule count.</p><ul>")
+	b.WriteString("<h2>Policy scale</h2><p>Each datapath's policy scenarios as one sweep (steps interleaved round by round): the rules each step put in front of every server's real rule, what the kernel held and how long programming took, how programming time grew with the rules, then each headline metric's medians fitted against the rule count.</p><ul>")
 	heads, bodies := ps.lines()
 	for i, h := range heads {
 		b.WriteString("<li>" + template.HTMLEscapeString(h) + "<ul>")

@@ -262,15 +262,23 @@ func programFit(steps []ScaleStep) *ProgramFit {
 	for _, s := range steps {
 		ax, ay = append(ax, float64(s.Services)), append(ay, float64(s.ProgramMs))
 	}
-	p.Exponent, p.ExponentR2 = Num(math.NaN()), Num(math.NaN())
-	if _, _, k, r2, err := stats.OffsetPowerFit(ax, ay); err == nil {
-		p.Exponent, p.ExponentR2 = Num(k), Num(r2)
-	}
+	p.Exponent, p.ExponentR2 = growthExponent(ax, ay)
 	p.MsPerThous, p.R2 = Num(math.NaN()), Num(math.NaN())
 	if f, err := stats.LinearFit(xs, ys); err == nil {
 		p.MsPerThous, p.R2 = Num(f.Slope*1000), Num(f.R2)
 	}
 	return p
+}
+
+// growthExponent is k of y = a + b·x^k fitted through every point, and
+// that fit's r² (NaN below the 4 points stats.OffsetPowerFit needs): 1
+// grows linearly, 2 quadratically. Fitting a pins the fixed overhead,
+// which a log-log slope would mistake for slower growth.
+func growthExponent(xs, ys []float64) (k, r2 Num) {
+	if _, _, fk, fr2, err := stats.OffsetPowerFit(xs, ys); err == nil {
+		return Num(fk), Num(fr2)
+	}
+	return Num(math.NaN()), Num(math.NaN())
 }
 
 // track returns the median of a track at every step, NaN where missing.

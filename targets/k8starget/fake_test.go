@@ -24,6 +24,7 @@ import (
 
 	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/httpload"
 )
 
 func init() { pollInterval, agentReadyTimeout = 20*time.Millisecond, time.Second }
@@ -203,6 +204,9 @@ type healthAgent struct {
 	// test Services); the first refuse of them fail as an unprogrammed
 	// Service does.
 	runs, refuse int
+	// httpStatus answers an HTTP probe of path (nil: 404, no HTTP
+	// client): the test plays the proxy on the path.
+	httpStatus func(path string) int
 }
 
 func startHealthAgent(t *testing.T, cs *fake.Clientset, ns string) *healthAgent {
@@ -232,6 +236,13 @@ func startHealthAgent(t *testing.T, cs *fake.Clientset, ns string) *healthAgent 
 				res = engine.Result{Errors: 1, ErrorsByCause: map[string]int64{"ECONNREFUSED": 1}}
 			}
 			answer = res
+		case agent.PathHTTP:
+			var o httpload.Options
+			if h.httpStatus == nil || json.NewDecoder(r.Body).Decode(&o) != nil {
+				http.NotFound(w, r)
+				return
+			}
+			answer = httpload.Result{Requests: 100, StatusCodes: map[int]int64{h.httpStatus(o.Path): 100}}
 		default:
 			http.NotFound(w, r)
 			return

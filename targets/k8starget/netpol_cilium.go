@@ -30,10 +30,14 @@ type CiliumL7 struct {
 	Applied bool   `json:"applied"`
 	Name    string `json:"name,omitempty"`
 	Rule    string `json:"rule,omitempty"`   // what it allows
-	Reason  string `json:"reason,omitempty"` // why it was not applied
-	// Verified is false: no probe checks yet that a denied path gets the
-	// proxy's 403 (the agents' HTTP client asks for one path only).
-	Verified bool `json:"verified"`
+	Reason  string `json:"reason,omitempty"` // why it was not applied, or not verified
+	// Verified says Cilium's proxy enforced the rule before the run
+	// measured: from the client, the allowed path got 200 and a denied
+	// path 403 on every server (netpol_l7probe.go).
+	Verified bool      `json:"verified"`
+	Probes   []L7Probe `json:"probes,omitempty"` // the last attempt's
+	Attempts int       `json:"attempts,omitempty"`
+	WaitedS  float64   `json:"waited_s,omitempty"` // from the policy's creation to the last attempt
 }
 
 // httpPort is the agents' HTTP server port (kinds' "http").
@@ -47,8 +51,9 @@ func httpPort() int32 {
 }
 
 // ciliumL7Policy is the CiliumNetworkPolicy: the pod-network servers
-// accept HTTP GET on any path from the client pod on the HTTP port, through
-// Cilium's proxy. owner, when set, is the run's Secret.
+// accept HTTP GET of ciliumL7AllowedPath (what the HTTP tests ask for)
+// from the client pod on the HTTP port, through Cilium's proxy, which
+// answers any other path with 403. owner, when set, is the run's Secret.
 func ciliumL7Policy(l Layout, owner *metav1.OwnerReference) *unstructured.Unstructured {
 	servers := make([]any, 0, 2)
 	for _, s := range netPolServers(l) {
@@ -75,7 +80,7 @@ func ciliumL7Policy(l Layout, owner *metav1.OwnerReference) *unstructured.Unstru
 				"fromEndpoints": []any{map[string]any{"matchLabels": map[string]any{LabelRunID: l.RunID, LabelEndpoint: netPolClient}}},
 				"toPorts": []any{map[string]any{
 					"ports": []any{map[string]any{"port": strconv.Itoa(int(httpPort())), "protocol": "TCP"}},
-					"rules": map[string]any{"http": []any{map[string]any{"method": "GET", "path": "/.*"}}},
+					"rules": map[string]any{"http": []any{map[string]any{"method": "GET", "path": ciliumL7AllowedPath}}},
 				}},
 			}},
 		},
@@ -102,7 +107,7 @@ func hasCiliumNPCRD(cs kubernetes.Interface) (bool, error) {
 // applyCiliumL7 applies the L7 policy where it can and says what it did;
 // only a failed create of an applicable policy is an error.
 func applyCiliumL7(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, l Layout) (*CiliumL7, error) {
-	c := &CiliumL7{Rule: fmt.Sprintf("HTTP GET /.* on %d/TCP from %s to %v (Cilium's proxy)", httpPort(), netPolClient, netPolServers(l))}
+	c := &CiliumL7{Rule: fmt.Sprintf("HTTP GET %s on %d/TCP from %s to %v (Cilium's proxy)", ciliumL7AllowedPath, httpPort(), netPolClient, netPolServers(l))}
 	ok, err := hasCiliumNPCRD(cs)
 	switch {
 	case err != nil:

@@ -43,6 +43,16 @@ func (t *Target) checkNetworkPolicy(ctx context.Context) error {
 			return err
 		}
 		t.ciliumL7 = res.CiliumL7.Applied
+		if t.ciliumL7 {
+			t.progress(" L7 rule: probing %s (200) and %s (403) ...", ciliumL7AllowedPath, ciliumL7DeniedPath)
+			if err := l7Check(ctx, res.CiliumL7, t.agents[netPolClient], netPolServers(t.layout), ips, netPolWait, netPolInterval); err != nil {
+				return err
+			}
+			t.progress(" %s;", map[bool]string{true: "verified", false: "NOT verified"}[res.CiliumL7.Verified])
+			if !res.CiliumL7.Verified {
+				t.prov.Notes = append(t.prov.Notes, "CiliumNetworkPolicy L7 rule: "+res.CiliumL7.Reason)
+			}
+		}
 	}
 	if err := settleNetPol(ctx, t.cs, t.layout, res); err != nil {
 		return err

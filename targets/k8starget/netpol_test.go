@@ -348,7 +348,8 @@ func TestNetPolCiliumL7(t *testing.T) {
 	if refs := owned.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "Secret" || refs[0].Name != SecretName || refs[0].UID != "u1" {
 		t.Errorf("owner references %v", refs)
 	}
-	for _, crd := range []bool{true, false} {
+	for _, tc := range []struct{ crd, enforces bool }{{true, true}, {true, false}, {false, false}} {
+		crd := tc.crd
 		cs := twoNodeCluster()
 		var dyn *fakedynamic.FakeDynamicClient
 		if crd {
@@ -358,6 +359,15 @@ func TestNetPolCiliumL7(t *testing.T) {
 		}
 		k := startKubelet(t, cs, testNS, healthy)
 		h := startHealthAgent(t, cs, testNS)
+		// The agent's HTTP probes meet "Cilium's proxy": 403 on a path the
+		// applied policy does not allow when it enforces, 200 otherwise.
+		h.httpStatus = func(path string) int {
+			_, err := dyn.Resource(ciliumNPResource).Namespace(testNS).Get(context.Background(), CiliumL7Name, metav1.GetOptions{})
+			if tc.enforces && err == nil && path != ciliumL7AllowedPath {
+				return 403
+			}
+			return 200
+		}
 		cfg := testConfig("np3")
 		cfg.NetworkPolicyCheck, cfg.Dynamic = true, dyn
 		tgt, err := Open(context.Background(), cfg, cs, &staticAccess{addr: h.srv.URL}, "")
@@ -365,10 +375,20 @@ func TestNetPolCiliumL7(t *testing.T) {
 			t.Fatal(err)
 		}
 		l7 := tgt.prov.NetworkPolicy.CiliumL7
-		if l7 == nil || l7.Applied != crd || l7.Verified || (!crd && !strings.Contains(l7.Reason, "CRD ciliumnetworkpolicies.cilium.io is not installed")) {
-			t.Fatalf("crd %v: cilium_l7 %+v", crd, l7)
+		if l7 == nil || l7.Applied != crd || l7.Verified != tc.enforces || (!crd && !strings.Contains(l7.Reason, "CRD ciliumnetworkpolicies.cilium.io is not installed")) {
+			t.Fatalf("%+v: cilium_l7 %+v", tc, l7)
 		}
-		acts := dyn.Actions() // the run's, before the test's own Get
+		// Verified: the allowed path got 200 and the denied one 403 on
+		// both servers; not: the reason names the probe that failed, after
+		// the bounded wait.
+		switch {
+		case tc.enforces && (len(l7.Probes) != 4 || l7.Probes[1].Want != 403 || l7.Probes[1].Status[403] == 0 || l7.Attempts != 1):
+			t.Errorf("verified L7 check: %+v", l7)
+		case crd && !tc.enforces && (!strings.Contains(l7.Reason, "/cnibench-l7-denied got status 100×200, want 403") || l7.Attempts < 2 ||
+			!slices.ContainsFunc(tgt.prov.Notes, func(n string) bool { return strings.HasPrefix(n, "CiliumNetworkPolicy L7 rule: not verified within") })):
+			t.Errorf("unverified L7 check: %+v, notes %q", l7, tgt.prov.Notes)
+		}
+		acts := slices.DeleteFunc(dyn.Actions(), func(a k8stesting.Action) bool { return a.GetVerb() == "get" }) // the run's, without the fake proxy's Gets
 		if crd {
 			got, err := dyn.Resource(ciliumNPResource).Namespace(testNS).Get(context.Background(), CiliumL7Name, metav1.GetOptions{})
 			if err != nil {
@@ -377,7 +397,7 @@ func TestNetPolCiliumL7(t *testing.T) {
 			rules, _, _ := unstructured.NestedSlice(got.Object, "spec", "ingress")
 			http, _, _ := unstructured.NestedSlice(rules[0].(map[string]any)["toPorts"].([]any)[0].(map[string]any), "rules", "http")
 			if got.GetLabels()[LabelRunID] != "np3" || len(http) != 1 || http[0].(map[string]any)["method"] != "GET" ||
-				!strings.Contains(l7.Rule, "GET /.* on 8080/TCP from node0-pod0 to [node0-pod1 node1-pod0]") {
+				http[0].(map[string]any)["path"] != "/" || !strings.Contains(l7.Rule, "GET / on 8080/TCP from node0-pod0 to [node0-pod1 node1-pod0]") {
 				t.Errorf("policy %v, rule %q", got.Object, l7.Rule)
 			}
 		}

@@ -1,6 +1,10 @@
 package kinds
 
-import "github.com/cnibench/cnibench/stats"
+import (
+	"strings"
+
+	"github.com/cnibench/cnibench/stats"
+)
 
 // Better says which way a metric improves, and so whether it gets a verdict.
 type Better string
@@ -56,6 +60,24 @@ type Value struct {
 // column's header in terminal tables.
 type PerWork struct {
 	Client, Server, Datapath, Unit, Head string
+}
+
+// What the CPUs a run pinned its agents to spent, per unit of work
+// (results.PinnedCPU): all their busy time, the softirq and irq share of
+// it, and the part no endpoint's cgroup was charged for.
+const (
+	PinnedTotal        = "total"
+	PinnedSoftirq      = "softirq"
+	PinnedUnattributed = "unattributed"
+)
+
+// Pinned names the per-unit metric of one of those (PinnedTotal, …):
+// "softirq CPU per op" beside "client CPU per op".
+func (p PerWork) Pinned(what string) string {
+	if p.Client == "" {
+		return ""
+	}
+	return what + strings.TrimPrefix(p.Client, "client")
 }
 
 // P99 of one distribution, from its histogram when it carries one.

@@ -73,6 +73,7 @@ type sectionView struct {
 	Head                                         []string
 	Rows                                         []rowView
 	Warnings                                     []string
+	CPU                                          []string
 }
 
 type rowView struct {
@@ -118,7 +119,7 @@ func newHTMLView(rep *Report) htmlView {
 	}
 	v.Charts = rep.charts()
 	for i, sec := range rep.Sections {
-		sv := sectionView{ID: fmt.Sprintf("t%d", i+1), Test: sec.Test, Placement: sec.Placement, About: sec.About, Control: sec.Control, Warnings: sec.Warnings}
+		sv := sectionView{ID: fmt.Sprintf("t%d", i+1), Test: sec.Test, Placement: sec.Placement, About: sec.About, Control: sec.Control, Warnings: sec.Warnings, CPU: sec.CPU}
 		var sm []string
 		for ci, sc := range sec.Samples {
 			s := samplesText(sc)

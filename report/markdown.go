@@ -155,6 +155,13 @@ func Markdown(w io.Writer, rep *Report) error {
 			}
 			b.WriteString("\n")
 		}
+		if len(sec.CPU) > 0 {
+			b.WriteString("Where the CPU went:\n\n")
+			for _, x := range sec.CPU {
+				fmt.Fprintf(b, "- %s\n", mdText(x))
+			}
+			b.WriteString("\n")
+		}
 		for _, x := range sec.Warnings {
 			fmt.Fprintf(b, "- **Warning:** %s\n", mdText(x))
 		}

@@ -151,6 +151,9 @@ type Section struct {
 	// comparison (it does not cross what the scenarios vary): its rows get
 	// no winner, and a significant difference there is a warning.
 	Control string `json:"control,omitempty"`
+	// CPU says per column where a unit of work's CPU went on the agents'
+	// CPUs (cpu.go); lab runs only.
+	CPU []string `json:"cpu,omitempty"`
 }
 
 // SampleCount says how many samples a column has and what went wrong.
@@ -282,6 +285,7 @@ func Build(in []Input, opt Options) (*Report, error) {
 			return nil, err
 		}
 		rep.Warnings = append(rep.Warnings, suspectSamples(sec, rep.Columns)...)
+		sec.CPU = cpuLines(sec, rep.Columns)
 		if len(in) == 1 {
 			markControl(&sec, in[0].Run)
 		}

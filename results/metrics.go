@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/stats"
@@ -282,10 +283,16 @@ func rank(name string) int {
 	if i := slices.Index(metricOrder, name); i >= 0 {
 		return i
 	}
-	if i := slices.Index(datapathMetricOrder, name); i >= 0 {
-		return len(metricOrder) + i
+	pinned := []string{kinds.PinnedTotal, kinds.PinnedSoftirq, kinds.PinnedUnattributed}
+	for i, p := range pinned {
+		if strings.HasPrefix(name, p+" CPU per ") {
+			return len(metricOrder) + i
+		}
 	}
-	return len(metricOrder) + len(datapathMetricOrder)
+	if i := slices.Index(datapathMetricOrder, name); i >= 0 {
+		return len(metricOrder) + len(pinned) + i
+	}
+	return len(metricOrder) + len(pinned) + len(datapathMetricOrder)
 }
 
 // sampleKind tells which registered kind a sample's result is of; false
@@ -367,7 +374,15 @@ func (c *collector) reading(k kinds.Kind, s Sample, rd kinds.Reading) {
 		}
 	}
 	if f := measuredShare(s, rd.Seconds); f > 0 && rd.Work > 0 && k.PerWork.Client != "" {
-		c.add(k.PerWork.Client, k.PerWork.Unit, LowerIsBetter, false, s.Round, s.ClientCPUSec*f*rd.Scale/rd.Work)
-		c.add(k.PerWork.Server, k.PerWork.Unit, LowerIsBetter, false, s.Round, s.ServerCPUSec*f*rd.Scale/rd.Work)
+		per := func(sec float64) float64 { return sec * f * rd.Scale / rd.Work }
+		c.add(k.PerWork.Client, k.PerWork.Unit, LowerIsBetter, false, s.Round, per(s.ClientCPUSec))
+		c.add(k.PerWork.Server, k.PerWork.Unit, LowerIsBetter, false, s.Round, per(s.ServerCPUSec))
+		if p := s.Pinned; p != nil && p.BusySec > 0 {
+			c.add(k.PerWork.Pinned(kinds.PinnedTotal), k.PerWork.Unit, LowerIsBetter, false, s.Round, per(p.BusySec))
+			c.add(k.PerWork.Pinned(kinds.PinnedSoftirq), k.PerWork.Unit, LowerIsBetter, false, s.Round, per(p.SoftirqSec))
+			// Ticks against nanoseconds: a few ms either way, never below 0.
+			c.add(k.PerWork.Pinned(kinds.PinnedUnattributed), k.PerWork.Unit, LowerIsBetter, false, s.Round,
+				per(max(p.BusySec-s.ClientCPUSec-s.ServerCPUSec, 0)))
+		}
 	}
 }

@@ -180,3 +180,41 @@ func TestMetricsAllFailed(t *testing.T) {
 		t.Errorf("series = %+v", s)
 	}
 }
+
+// What the pinned CPUs spent becomes three per-unit metrics beside the
+// endpoints': their whole busy time, its softirq share, and the part no
+// endpoint's cgroup was charged for (never below 0), scaled to the
+// measured interval like the endpoints' CPU; listed after the endpoints'.
+func TestMetricsPinnedCPU(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	smp := func(round int, busy float64) Sample {
+		return Sample{Round: round, Start: t0, End: t0.Add(5 * time.Second), ClientCPUSec: 2.5, ServerCPUSec: 5,
+			Pinned: &PinnedCPU{CPUs: "0,1", BusySec: busy, SoftirqSec: 1.25},
+			Engine: &engine.Result{Seconds: 4, ThroughputBitsSec: 4e9, BytesReceived: 2e9}}
+	}
+	s, err := Metrics(Result{Test: "TCP_STREAM", Samples: []Sample{smp(1, 10), smp(2, 7), smp(3, 10)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ×4/5 measured, per 2 GB: busy 10 s → 4 s/GB, softirq 1.25 → 0.5,
+	// unattributed 10 − 7.5 = 2.5 → 1 (round 2: 7 < 7.5 → 0).
+	for name, want := range map[string][]float64{"total CPU per GB": {4, 2.8, 4}, "softirq CPU per GB": {0.5, 0.5, 0.5},
+		"unattributed CPU per GB": {1, 0, 1}} {
+		m := s.Metric(name)
+		if m == nil || len(m.Values) != 3 || m.Better != LowerIsBetter || m.Unit != "s" {
+			t.Fatalf("%s = %+v", name, m)
+		}
+		for i := range want {
+			if !near(m.Values[i], want[i]) {
+				t.Errorf("%s = %v, want %v", name, m.Values, want)
+			}
+		}
+	}
+	var names []string
+	for _, m := range s.Metrics {
+		names = append(names, m.Name)
+	}
+	if i, j := slices.Index(names, MetricServerCPUGB), slices.Index(names, "total CPU per GB"); i < 0 || j != i+1 {
+		t.Errorf("metric order %q: the pinned CPUs' rows belong right after the server's", names)
+	}
+}

@@ -202,6 +202,23 @@ type Sample struct {
 	// Host is how busy the machine the traffic ran on was during the
 	// sample (lab target: this machine; nil elsewhere).
 	Host *HostLoad `json:"host,omitempty"`
+	// Pinned is what the CPUs the agents were pinned to spent during the
+	// sample (lab target; nil elsewhere).
+	Pinned *PinnedCPU `json:"pinned_cpu,omitempty"`
+}
+
+// PinnedCPU is the time the client's and server's CPUs spent over one
+// sample, from /proc/stat (10 ms ticks), beside the endpoints' cgroup CPU.
+// This kernel charges softirq to whatever task it interrupts, so most of
+// the datapath's softirq is inside the endpoints' CPU already; what ran
+// in the idle task's or ksoftirqd's context, kworkers and anything else on
+// those CPUs is in no endpoint's: BusySec − ClientCPUSec − ServerCPUSec.
+type PinnedCPU struct {
+	CPUs       string  `json:"cpus"`        // the CPUs read, "0,1"; "all" when the agents were not pinned
+	BusySec    float64 `json:"busy_sec"`    // user + nice + system + irq + softirq
+	SoftirqSec float64 `json:"softirq_sec"` // irq + softirq, whoever was charged
+	SystemSec  float64 `json:"system_sec"`
+	UserSec    float64 `json:"user_sec"` // user + nice
 }
 
 // HostLoad is the machine's state over one sample, from /proc: a noisy

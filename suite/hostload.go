@@ -2,56 +2,28 @@ package suite
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/procstat"
 	"github.com/cnibench/cnibench/results"
 )
 
-// cpuTimes is /proc/stat's aggregate cpu line: the total and the steal
-// ticks.
-type cpuTimes struct{ total, steal float64 }
-
-// readCPUTimes reads the aggregate cpu line of /proc/stat; ok is false
-// where it cannot be read (then no host load is recorded).
-func readCPUTimes() (cpuTimes, bool) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return cpuTimes{}, false
-	}
-	return parseCPUTimes(string(b))
-}
-
-// parseCPUTimes reads the aggregate cpu line of a /proc/stat text.
-func parseCPUTimes(stat string) (cpuTimes, bool) {
-	line, _, _ := strings.Cut(stat, "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return cpuTimes{}, false
-	}
-	var t cpuTimes
-	for i, s := range f[1:] {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return cpuTimes{}, false
-		}
-		// user nice system idle iowait irq softirq steal guest guest_nice:
-		// guest time is already counted in user and nice.
-		if i < 8 {
-			t.total += v
-		}
-		if i == 7 {
-			t.steal = v
-		}
-	}
-	return t, true
+// CPUPinner is a target on this machine whose client and server agents
+// run on known CPUs (the lab): the runner then records what those CPUs
+// spent during each sample (results.PinnedCPU). nil slices mean the agents
+// were not pinned.
+type CPUPinner interface {
+	PinnedCPUs() (client, server []int)
 }
 
 // hostLoad is the machine's load between two /proc/stat readings.
-func hostLoad(before, after cpuTimes) *results.HostLoad {
+func hostLoad(before, after procstat.Stat) *results.HostLoad {
 	h := &results.HostLoad{}
-	if d := after.total - before.total; d > 0 {
-		h.StealPct = 100 * (after.steal - before.steal) / d
+	d := after.All.Sub(before.All)
+	if total := d.Total() + d.Steal; total > 0 {
+		h.StealPct = 100 * d.Steal / total
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 0 {
@@ -59,4 +31,24 @@ func hostLoad(before, after cpuTimes) *results.HostLoad {
 		}
 	}
 	return h
+}
+
+// pinnedCPU is what the agents' CPUs spent between two readings: the
+// union of the client's and server's, every CPU when either is unpinned.
+func pinnedCPU(p CPUPinner, before, after procstat.Stat) *results.PinnedCPU {
+	client, server := p.PinnedCPUs()
+	var cpus []int
+	if len(client) > 0 && len(server) > 0 {
+		cpus = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(client), server...))))
+	}
+	d := after.Sum(cpus).Sub(before.Sum(cpus))
+	pc := &results.PinnedCPU{CPUs: "all", BusySec: d.Busy(), SoftirqSec: d.IRQ + d.SoftIRQ, SystemSec: d.System, UserSec: d.User + d.Nice}
+	if cpus != nil {
+		var names []string
+		for _, c := range cpus {
+			names = append(names, strconv.Itoa(c))
+		}
+		pc.CPUs = strings.Join(names, ",")
+	}
+	return pc
 }

@@ -3,20 +3,45 @@ package suite
 import (
 	"math"
 	"testing"
+
+	"github.com/cnibench/cnibench/internal/procstat"
 )
+
+func mustStat(t *testing.T, text string) procstat.Stat {
+	t.Helper()
+	s, err := procstat.Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 // Steal is the hypervisor's share of all CPU time between two readings;
 // guest time (already in user) is not counted twice.
 func TestHostLoadSteal(t *testing.T) {
-	a, ok1 := parseCPUTimes("cpu  100 0 50 800 0 0 0 50 30 0\ncpu0 1 2 3\n")
-	b, ok2 := parseCPUTimes("cpu  200 0 100 1600 0 0 0 100 60 0\n")
-	if !ok1 || !ok2 || a.total != 1000 || a.steal != 50 {
-		t.Fatalf("parsed %+v %v %v", a, ok1, ok2)
-	}
+	a := mustStat(t, "cpu  100 0 50 800 0 0 0 50 30 0\n")
+	b := mustStat(t, "cpu  200 0 100 1600 0 0 0 100 60 0\n")
 	if h := hostLoad(a, b); math.Abs(h.StealPct-5) > 1e-9 {
 		t.Errorf("steal %.2f%%, want 5%%", h.StealPct)
 	}
-	if _, ok := parseCPUTimes("intr 1 2 3\n"); ok {
-		t.Error("a text without the cpu line parsed")
+}
+
+type pinner struct{ client, server []int }
+
+func (p pinner) PinnedCPUs() ([]int, []int) { return p.client, p.server }
+
+// The pinned CPUs' time is the union of the client's and the server's
+// (a CPU both use counted once), every CPU when either is unpinned.
+func TestPinnedCPU(t *testing.T) {
+	a := mustStat(t, "cpu 0 0 0 0 0 0 0 0\ncpu0 100 0 100 100 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\ncpu2 0 0 0 0 0 0 0 0\n")
+	b := mustStat(t, "cpu 500 0 500 500 0 0 300 0\ncpu0 150 10 120 100 0 5 40 0\ncpu1 100 0 50 20 0 0 30 0\ncpu2 50 0 50 0 0 0 0 0\n")
+	p := pinnedCPU(pinner{[]int{1, 0}, []int{0}}, a, b)
+	// cpu0: user 0.5 nice 0.1 sys 0.2 irq 0.05 softirq 0.4; cpu1: 1, 0.5, 0.3.
+	if p.CPUs != "0,1" || math.Abs(p.BusySec-3.05) > 1e-9 || math.Abs(p.SoftirqSec-0.75) > 1e-9 ||
+		math.Abs(p.UserSec-1.6) > 1e-9 || math.Abs(p.SystemSec-0.7) > 1e-9 {
+		t.Errorf("pinned %+v", p)
+	}
+	if all := pinnedCPU(pinner{nil, []int{0}}, a, b); all.CPUs != "all" || math.Abs(all.SoftirqSec-3) > 1e-9 {
+		t.Errorf("unpinned %+v", all)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/internal/procstat"
 	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/results"
 )
@@ -103,9 +104,9 @@ func (r *Runner) take(ctx context.Context, sc Scenario, i, round int, label stri
 	r.progress("[%d/%d] %s", r.done, r.total, label)
 	res := &r.run.Results[i]
 	// The lab's traffic runs on this machine: record how busy it was.
-	before, hostOK := readCPUTimes()
+	before, berr := procstat.Read()
 	sample := r.sample(ctx, sc.Target, round, res)
-	if after, ok := readCPUTimes(); ok && hostOK && sc.Target.Kind() == "lab" {
+	if after, err := procstat.Read(); err == nil && berr == nil && sc.Target.Kind() == "lab" {
 		sample.Host = hostLoad(before, after)
 	}
 	if ctx.Err() != nil {
@@ -167,6 +168,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	}
 	c0, cerr0 := tgt.CPUSeconds(res.Placement.Client)
 	s0, serr0 := tgt.CPUSeconds(res.Placement.Server)
+	p0, perr0 := procstat.Read() // read beside the cgroups: what their CPUs spent
 	timeout := time.Duration(res.Options.Duration+res.Options.Warmup) + 30*time.Second
 	us, mark := r.startUsage(ctx, tgt, res, round)
 	rctx, cancel := context.WithTimeout(sctx, timeout)
@@ -188,6 +190,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	usage := r.endUsage(ctx, us, mark, res, round)
 	c1, cerr1 := tgt.CPUSeconds(res.Placement.Client)
 	s1, serr1 := tgt.CPUSeconds(res.Placement.Server)
+	p1, perr1 := procstat.Read()
 	s.End = time.Now().UTC()
 	if keeper != nil && ctx.Err() == nil {
 		if died := checkAgents(ctx, keeper, res.Placement, err != nil); died != nil {
@@ -210,6 +213,9 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	}
 	if serr0 == nil && serr1 == nil {
 		s.ServerCPUSec = s1 - s0
+	}
+	if p, ok := tgt.(CPUPinner); ok && perr0 == nil && perr1 == nil && tgt.Kind() == "lab" {
+		s.Pinned = pinnedCPU(p, p0, p1)
 	}
 	return s
 }

@@ -68,3 +68,7 @@ func signaled(ee *exec.ExitError) bool {
 	ws, ok := ee.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled()
 }
+
+// PinnedCPUs implements suite.CPUPinner: the CPUs the client and server
+// agents run on (nil when not pinned), read from /proc/stat per sample.
+func (t *Target) PinnedCPUs() (client, server []int) { return t.clientCPUs, t.serverCPUs }

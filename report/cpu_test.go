@@ -38,14 +38,7 @@ func TestWhereTheCPUWent(t *testing.T) {
 	if lines == 0 {
 		t.Fatal("no section says where the CPU went")
 	}
-	var md, html strings.Builder
-	if err := Markdown(&md, rep); err != nil {
-		t.Fatal(err)
-	}
-	if err := HTML(&html, rep); err != nil {
-		t.Fatal(err)
-	}
-	for name, out := range map[string]string{"md": md.String(), "html": html.String()} {
+	for name, out := range renderMDHTML(t, rep) {
 		if !strings.Contains(out, "Where the CPU went") || !strings.Contains(out, "charged to no endpoint") {
 			t.Errorf("%s lacks where the CPU went", name)
 		}
@@ -59,4 +52,17 @@ func TestWhereTheCPUWent(t *testing.T) {
 			t.Errorf("%s: CPU lines without pinned readings: %q", sec.Test, sec.CPU)
 		}
 	}
+}
+
+// renderMDHTML is rep rendered as Markdown and as HTML, by format name.
+func renderMDHTML(t *testing.T, rep *Report) map[string]string {
+	t.Helper()
+	var md, html strings.Builder
+	if err := Markdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&html, rep); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"md": md.String(), "html": html.String()}
 }

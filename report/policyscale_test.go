@@ -61,14 +61,7 @@ func TestPolicyScaleSection(t *testing.T) {
 		math.Abs(float64(p.UsPerRule)-7) > 1e-9 || !math.IsNaN(float64(p.Exponent)) || p.N != 2 {
 		t.Errorf("programming-time fit %+v", d.Program)
 	}
-	var md, html strings.Builder
-	if err := Markdown(&md, rep); err != nil {
-		t.Fatal(err)
-	}
-	if err := HTML(&html, rep); err != nil {
-		t.Fatal(err)
-	}
-	for name, out := range map[string]string{"md": md.String(), "html": html.String()} {
+	for name, out := range renderMDHTML(t, rep) {
 		if !strings.Contains(out, "Policy scale") || !strings.Contains(out, "per 1,000 rules per pod") || !strings.Contains(out, "1,000 rules per pod: 1002 held") ||
 			!strings.Contains(out, "programming time: +7 ms per 1,000 rules per pod over 5 ms fixed") || !strings.Contains(out, "7 µs per rule at the largest step") {
 			t.Errorf("%s lacks the policy-scale section", name)

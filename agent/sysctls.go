@@ -13,8 +13,9 @@ const PathSysctls = "/v1/sysctls"
 
 // SysctlKeys are the sysctls that shape what the tests measure (ephemeral
 // ports and TIME_WAIT reuse for the connection-per-transaction tests,
-// accept backlogs, socket buffer limits), read for the results'
-// provenance in the agent's own network namespace.
+// accept backlogs, socket buffer limits, the congestion control a new
+// namespace takes from the host), read for the results' provenance in
+// the agent's own network namespace.
 var SysctlKeys = []string{
 	"net.ipv4.ip_local_port_range",
 	"net.ipv4.tcp_tw_reuse",
@@ -24,6 +25,7 @@ var SysctlKeys = []string{
 	"net.netfilter.nf_conntrack_tcp_timeout_time_wait",
 	"net.core.rmem_max",
 	"net.core.wmem_max",
+	"net.ipv4.tcp_congestion_control",
 }
 
 // Sysctls is the answer of PathSysctls: what the kernel applies to the

@@ -48,8 +48,12 @@ type Config struct {
 	// datapath (a BPF ring buffer at tc for eBPF Service datapaths, NFLOG
 	// otherwise) read by a consumer per node, as Hubble or flow logs do;
 	// started and verified (events counted) by the run that uses the lab.
-	Flows    bool   `json:"flows,omitempty"`
-	StateDir string `json:"-"` // default "/run/cnibench"
+	Flows bool `json:"flows,omitempty"`
+	// Tuning lists the kernel tunings of the scenario (package tuning's
+	// names: "cc-bbr", "gro-off", "notrack", …); recorded here, applied,
+	// verified and undone by the run that uses the lab.
+	Tuning   []string `json:"tuning,omitempty"`
+	StateDir string   `json:"-"` // default "/run/cnibench"
 }
 
 // maxPolicyRules bounds Config.PolicyRules: the distinct dummy peers

@@ -56,7 +56,7 @@ type labelled struct {
 	Cells []string
 }
 
-type scenarioView struct{ Name, Kind, Details, Sysctls, Policy, L7, Flows string }
+type scenarioView struct{ Name, Kind, Details, Sysctls, Policy, L7, Flows, Tuning string }
 
 type colView struct{ Label, Colour string }
 
@@ -91,7 +91,7 @@ func newHTMLView(rep *Report) htmlView {
 			if len(rep.Runs) > 1 {
 				name = r.Label + "/" + sc.Name
 			}
-			v.Scenarios = append(v.Scenarios, scenarioView{name, sc.Kind, detailsText(sc.Details), sc.Sysctls, sc.Policy, sc.L7, sc.Flows})
+			v.Scenarios = append(v.Scenarios, scenarioView{name, sc.Kind, detailsText(sc.Details), sc.Sysctls, sc.Policy, sc.L7, sc.Flows, sc.Tuning})
 		}
 	}
 	labels, vals := envRows(rep.Runs)

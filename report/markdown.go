@@ -54,6 +54,9 @@ func Markdown(w io.Writer, rep *Report) error {
 			if sc.Flows != "" {
 				fmt.Fprintf(b, "  - Flow observability on, checked before measuring: %s\n", mdText(sc.Flows))
 			}
+			if sc.Tuning != "" {
+				fmt.Fprintf(b, "  - Tuning, read back from the kernel before measuring: %s\n", mdText(sc.Tuning))
+			}
 			if sc.L7 != "" {
 				fmt.Fprintf(b, "  - L7 policy on HTTP, checked before measuring (the proxies' CPU is the datapath CPU of each sample): %s\n", mdText(sc.L7))
 			}

@@ -117,6 +117,9 @@ type ScenarioInfo struct {
 	L7 string `json:"l7,omitempty"`
 	// Flows is how flow events were recorded and the on-check; "" off.
 	Flows string `json:"flows,omitempty"`
+	// Tuning is what each of the scenario's tunings did (applied, not
+	// applicable, failed) and what was read back (tuning.go); "" without.
+	Tuning string `json:"tuning,omitempty"`
 }
 
 // Column is one (run, scenario).
@@ -680,7 +683,8 @@ func runInfo(run *results.Run, label string) RunInfo {
 	}
 	for _, sc := range scs {
 		ri.Scenarios = append(ri.Scenarios, ScenarioInfo{Name: sc.Name, Kind: sc.Target.Kind, Details: flatten(sc.Target.Details),
-			Sysctls: sysctlsText(run, sc.Target.Details), Policy: policyText(sc.Target.Details), L7: l7Text(sc.Target.Details), Flows: flowsText(sc.Target.Details)})
+			Sysctls: sysctlsText(run, sc.Target.Details), Policy: policyText(sc.Target.Details), L7: l7Text(sc.Target.Details), Flows: flowsText(sc.Target.Details),
+			Tuning: tuningText(sc.Target.Details)})
 	}
 	return ri
 }
@@ -691,8 +695,8 @@ func runInfo(run *results.Run, label string) RunInfo {
 func flatten(d map[string]any) map[string]string {
 	out := map[string]string{}
 	for k, v := range d {
-		if k == "policy" || k == "l7" || k == "flows" {
-			continue // lines of their own (ScenarioInfo.Policy, L7, Flows)
+		if k == "policy" || k == "l7" || k == "flows" || k == "tuning" {
+			continue // lines of their own (ScenarioInfo.Policy, L7, Flows, Tuning)
 		}
 		switch x := v.(type) {
 		case map[string]any:

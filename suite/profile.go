@@ -62,6 +62,21 @@ var Profiles = []Profile{
 			"ebpf", "ebpf+policy", "ebpf+l7-node", "ebpf+l7-sidecar", "ebpf+flows"},
 	},
 	{
+		Name: "tuning",
+		About: "the tuning matrix on the eBPF datapath, each tuning against ebpf without it: congestion control cubic and bbr, " +
+			"GRO on, GSO off, MTU 9000, conntrack bypass (notrack), busy polling, the socket LB off; TCP_STREAM, TCP_RR and TCP_CRR " +
+			"on pod-to-service/other-node, every tuning read back before measuring (one that cannot apply on this host is reported " +
+			"so and measured never), 5 interleaved rounds of 2 s; about 6 min",
+		Tests:      []string{"TCP_STREAM", "TCP_RR", "TCP_CRR"},
+		Placements: []string{PodToServiceOtherNode},
+		Duration:   2 * time.Second,
+		Warmup:     500 * time.Millisecond,
+		Rounds:     5,
+		Streams:    4,
+		Scenarios: []string{"ebpf", "ebpf+cc-cubic", "ebpf+cc-bbr", "ebpf+gro-on", "ebpf+gso-off", "ebpf+mtu-9000", "ebpf+notrack",
+			"ebpf+busy-poll", "ebpf+socklb-off"},
+	},
+	{
 		Name:       "standard",
 		About:      "every test on every placement, 10 s each, 5 interleaved rounds (the fewest a verdict needs)",
 		Tests:      TestNames(),

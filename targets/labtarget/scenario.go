@@ -11,6 +11,7 @@ import (
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/policy"
+	"github.com/cnibench/cnibench/tuning"
 )
 
 // scenarios are the lab configurations `run --scenarios` knows, each a
@@ -28,11 +29,18 @@ var scenarios = map[string]func(*lab.Config){
 	"l7-sidecar": func(c *lab.Config) { c.L7 = lab.L7Sidecar },
 	// Flow observability on: per-flow events read on every node (flows.go).
 	"flows": func(c *lab.Config) { c.Flows = true },
+	// The eBPF datapath without its socket LB (Cilium's
+	// socketLB.enabled=false): Services translated per packet at tc, which
+	// is the ebpf-tc datapath; ScenarioConfig checks it goes with ebpf.
+	sockLBOff: func(*lab.Config) {},
 }
+
+// sockLBOff is the scenario part that turns ebpf's socket LB off.
+const sockLBOff = "socklb-off"
 
 // scenarioTokens shortens scenario parts that are not Service datapaths
 // in lab names ("vxlan+iptables-legacy+policy" is lab "vxlaniptlpol").
-var scenarioTokens = map[string]string{"policy": "pol", "l7-node": "l7n", "l7-sidecar": "l7s", "flows": "flo"}
+var scenarioTokens = map[string]string{"policy": "pol", "l7-node": "l7n", "l7-sidecar": "l7s", "flows": "flo", sockLBOff: "nsl"}
 
 func init() {
 	for _, d := range datapath.Names() {
@@ -52,6 +60,8 @@ func labName(parts []string) string {
 		} else if tok, ok := scenarioTokens[p]; ok {
 			p = tok
 		} else if tok, ok := policyToken(p); ok {
+			p = tok
+		} else if tok, ok := tuningToken(p); ok {
 			p = tok
 		}
 		b.WriteString(p)
@@ -75,7 +85,7 @@ func FitLabName(name, whole string) string {
 // ScenarioNames lists the known scenarios (policy-N stands for every
 // policy-scale part).
 func ScenarioNames() []string {
-	n := []string{"policy-N"}
+	n := append([]string{"policy-N"}, tuning.Names()...)
 	for k := range scenarios {
 		n = append(n, k)
 	}
@@ -101,10 +111,19 @@ func ScenarioConfig(name string, base lab.Config) (lab.Config, error) {
 			}
 			apply, ok = func(c *lab.Config) { c.Policy, c.PolicyRules = true, n }, true
 		}
+		if k, isTuning := tuning.Lookup(part); isTuning && !ok {
+			apply, ok = func(c *lab.Config) { c.Tuning = append(slices.Clone(c.Tuning), k.Name()) }, true
+		}
 		if !ok {
 			return base, fmt.Errorf("unknown scenario %q (known: %s; combine with +, e.g. vxlan+ebpf)", part, strings.Join(ScenarioNames(), ", "))
 		}
 		apply(&cfg)
+	}
+	if slices.Contains(parts, sockLBOff) {
+		if cfg.ServiceDatapath != "ebpf" {
+			return base, fmt.Errorf("scenario %q: %s turns off the ebpf datapath's socket LB and goes with ebpf only (e.g. ebpf+%s)", name, sockLBOff, sockLBOff)
+		}
+		cfg.ServiceDatapath = "ebpf-tc" // the same eBPF datapath translating per packet at tc
 	}
 	// The scenario's lab is named after it, in the 12 characters [a-z0-9]
 	// a lab name allows.
@@ -130,7 +149,41 @@ func conflicting(parts []string) error {
 	case (has("policy") || slices.ContainsFunc(parts, func(p string) bool { _, ok, _ := policyScalePart(p); return ok })) && has("l7-node"):
 		return fmt.Errorf("policy with l7-node is not supported: the per-node proxy connects from its node's address, which the policy denies (l7-sidecar works with policy)")
 	}
+	return notrackConflict(parts)
+}
+
+// notrackConflict says why notrack cannot go with parts: the per-node
+// proxy's REDIRECT and a netfilter enforcer's "established" rule both
+// need conntrack in the nodes (the eBPF enforcer keeps its own).
+func notrackConflict(parts []string) error {
+	if !slices.Contains(parts, "notrack") {
+		return nil
+	}
+	policyOn := slices.ContainsFunc(parts, func(p string) bool { _, ok, _ := policyScalePart(p); return ok || p == "policy" })
+	netfilter := !slices.ContainsFunc(parts, func(p string) bool { v, ok := datapath.Lookup(p); return ok && !v.Netfilter })
+	switch {
+	case slices.Contains(parts, "l7-node"):
+		return fmt.Errorf("notrack with l7-node is not supported: the per-node proxy's REDIRECT needs conntrack in the node")
+	case policyOn && netfilter:
+		return fmt.Errorf("notrack with policy on a netfilter datapath is not supported: the enforcer accepts replies by conntrack state (an eBPF datapath's enforcer keeps its own)")
+	}
 	return nil
+}
+
+// tuningToken is a tuning part's lab-name token: "cc-bbr" is "bbr",
+// "mtu-9000" "m9000",
+// "gro-on" "gro", "gro-off" "ngro", "notrack" "ntr", "busy-poll" "bpol".
+func tuningToken(part string) (string, bool) {
+	if _, ok := tuning.Lookup(part); !ok {
+		return "", false
+	}
+	if algo, ok := strings.CutPrefix(part, "cc-"); ok {
+		return algo, true
+	}
+	if n, ok := strings.CutPrefix(part, "mtu-"); ok {
+		return "m" + n, true
+	}
+	return map[string]string{"gro-on": "gro", "gro-off": "ngro", "gso-on": "gso", "gso-off": "ngso", "notrack": "ntr", "busy-poll": "bpol"}[part], true
 }
 
 // policyScalePart parses a policy-scale part, "policy-N" or "policy-Nk"

@@ -1,6 +1,8 @@
 package labtarget
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cnibench/cnibench/datapath"
@@ -49,5 +51,50 @@ func TestScenarioConfigs(t *testing.T) {
 		if _, err := ScenarioConfig(bad, base); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// Parts that cannot go together are refused with the reason: two L7
+// models, policy twice, policy with the per-node proxy, and notrack with
+// what needs conntrack in the nodes.
+func TestScenarioConflicts(t *testing.T) {
+	base := lab.Config{Nodes: 2, PodsPerNode: 2}
+	for scenario, want := range map[string]string{
+		"l7-node+l7-sidecar":      "two L7 models",
+		"policy+policy-1000":      "the same feature",
+		"ebpf+policy+l7-node":     "policy with l7-node is not supported",
+		"ebpf+l7-node+notrack":    "notrack with l7-node",
+		"iptables+policy+notrack": "notrack with policy on a netfilter datapath",
+		"policy-10+notrack":       "notrack with policy on a netfilter datapath",
+		"iptables+socklb-off":     "goes with ebpf only",
+		"socklb-off":              "goes with ebpf only",
+	} {
+		if _, err := ScenarioConfig(scenario, base); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", scenario, err, want)
+		}
+	}
+	// What works: notrack with the eBPF enforcer, sidecars, tunings
+	// stacked in the order given.
+	for scenario, tunings := range map[string][]string{
+		"ebpf+policy+notrack":           {"notrack"},
+		"iptables+l7-sidecar+notrack":   {"notrack"},
+		"native+cc-bbr+gro-off+gso-off": {"cc-bbr", "gro-off", "gso-off"},
+		"vxlan+mtu-9000":                {"mtu-9000"},
+	} {
+		cfg, err := ScenarioConfig(scenario, base)
+		if err != nil || !slices.Equal(cfg.Tuning, tunings) {
+			t.Errorf("%s: tuning %q (%v), want %q", scenario, cfg.Tuning, err, tunings)
+		}
+	}
+	// socklb-off, in any order, is the eBPF datapath translating per
+	// packet at tc, in a lab of its own.
+	for _, scenario := range []string{"ebpf+socklb-off", "socklb-off+ebpf"} {
+		cfg, err := ScenarioConfig(scenario, base)
+		if err != nil || cfg.ServiceDatapath != "ebpf-tc" || cfg.Name != strings.ReplaceAll(strings.ReplaceAll(scenario, "socklb-off", "nsl"), "+", "") {
+			t.Errorf("%s: %q in lab %q (%v), want ebpf-tc", scenario, cfg.ServiceDatapath, cfg.Name, err)
+		}
+	}
+	if _, err := ScenarioConfig("cc-BBR!", base); err == nil || !strings.Contains(err.Error(), `unknown scenario "cc-bbr!"`) {
+		t.Errorf("a bad congestion control name: %v", err)
 	}
 }

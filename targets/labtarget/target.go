@@ -60,6 +60,7 @@ type Target struct {
 	policy     *policyState             // the lab's L3/L4 policy, when it has one (policy.go)
 	l7         *l7State                 // the lab's L7 proxies, when it has them (l7.go)
 	flows      *flowsState              // the lab's flow recorders, when flows are on (flows.go)
+	tuning     *tuningState             // the scenario's tunings, when it has any (tuning.go)
 	sysctls    map[string]agent.Sysctls // effective, per endpoint (sysctls.go)
 	notes      []string
 }
@@ -140,6 +141,9 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 		}
 	}
 	t.progress(" ready\n")
+	if err := t.openTuning(ctx); err != nil { // before the sysctls are read: cc-* shows there
+		return t, err
+	}
 	t.readSysctls(ctx)
 	if err := t.openServices(ctx); err != nil {
 		return t, err
@@ -318,6 +322,12 @@ func (t *Target) Details() map[string]any {
 	if c := t.flowsDetails(); c != nil {
 		d["flows"] = c
 	}
+	if c := t.tuningDetails(); c != nil {
+		d["tuning"] = c
+	}
+	if m := t.podMTU(); m > 0 {
+		d["mtu"] = m
+	}
 	return d
 }
 
@@ -329,6 +339,9 @@ func (t *Target) Placement(name string) (results.Placement, error) {
 	}
 	path, node, _ := strings.Cut(name, "/")
 	if err := l7Unsupported(t.lab.Config, name); err != nil {
+		return results.Placement{}, err
+	}
+	if err := tuningUnsupported(t, name); err != nil {
 		return results.Placement{}, err
 	}
 	if ts, ok := testServices[name]; ok {
@@ -405,7 +418,7 @@ func (t *Target) Close() error {
 		// part of the teardown (a signal then lands in "teardown").
 		t.progress("taking lab %q down ...", t.lab.Config.Name)
 	}
-	policyErr := errors.Join(t.closeFlows(), t.closeL7(), t.closePolicy())
+	policyErr := errors.Join(t.closeFlows(), t.closeL7(), t.closePolicy(), t.closeTuning())
 	t.closeServices()
 	for _, p := range t.agents {
 		_ = p.stdin.Close() // the agent exits on stdin EOF

@@ -1,0 +1,155 @@
+package labtarget
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/suite"
+	"github.com/cnibench/cnibench/tuning"
+)
+
+// tuningState is what the run's tunings did and how to undo them.
+type tuningState struct {
+	checks []tuning.Check
+	undos  []func() error
+	// skip is why nothing is measured in this scenario: a tuning that did
+	// not apply ("" when all did). The scenario's results are then
+	// skipped with it, never measured as if the tuning had held.
+	skip string
+}
+
+// tuningSites are the lab's node and pod namespaces as tuning sites.
+func tuningSites(l *lab.Lab) []tuning.Site {
+	var pods []netip.Prefix
+	for _, n := range l.Nodes {
+		if p, err := netip.ParsePrefix(n.PodCIDR); err == nil {
+			pods = append(pods, p)
+		}
+	}
+	overhead := 0
+	if l.Routing == lab.RoutingVXLAN {
+		overhead = lab.VXLANOverhead
+	}
+	// The underlay first: an MTU rises there before the nodes send more.
+	sites := []tuning.Site{{Netns: netnsx.Path(l.Underlay), Name: "underlay", Underlay: true, Prefix: l.Prefix, Overhead: overhead}}
+	for _, n := range l.Nodes {
+		sites = append(sites, tuning.Site{Netns: netnsx.Path(n.Netns), Name: n.Name, Node: true, Prefix: l.Prefix, PodCIDRs: pods, Overhead: overhead})
+		for _, p := range n.Pods {
+			sites = append(sites, tuning.Site{Netns: netnsx.Path(p.Netns), Name: p.Name, Prefix: l.Prefix, PodCIDRs: pods, Overhead: overhead})
+		}
+	}
+	return sites
+}
+
+// openTuning applies the scenario's tunings (the run's lab.Config.Tuning:
+// unlike the lab's features they belong to the run, which undoes them,
+// so a lab that was up already gets them too) in every namespace they
+// concern and reads each back. One that is not applicable
+// or fails is recorded as such and the scenario measures nothing; the
+// run goes on with the other scenarios.
+func (t *Target) openTuning(ctx context.Context) error {
+	if len(t.cfg.Lab.Tuning) == 0 {
+		return nil
+	}
+	t.tuning = &tuningState{}
+	sites := tuningSites(t.lab)
+	for _, name := range t.cfg.Lab.Tuning {
+		k, ok := tuning.Lookup(name)
+		if !ok {
+			return fmt.Errorf("unknown tuning %q (known: %s)", name, strings.Join(tuning.Names(), ", "))
+		}
+		t.progress("tuning %s ...", name)
+		c, undo := tuning.Run(ctx, k, sites)
+		t.tuning.checks = append(t.tuning.checks, c)
+		t.tuning.undos = append(t.tuning.undos, undo)
+		if err := ctx.Err(); err != nil {
+			t.progress(" interrupted\n")
+			return err
+		}
+		t.progress(" %s\n", c.Status)
+		if c.Status != tuning.Applied && t.tuning.skip == "" {
+			t.tuning.skip = fmt.Sprintf("tuning %s %s: %s; nothing measured under it", name, c.Status, c.Detail)
+			t.notes = append(t.notes, t.tuning.skip)
+		}
+	}
+	return nil
+}
+
+// tuningUnsupported says why this scenario cannot measure placement:
+// a tuning that did not apply, or notrack on a path whose Service
+// translation needs conntrack (kube-proxy's NAT: the backend's replies
+// would not be translated back).
+func tuningUnsupported(t *Target, placement string) error {
+	if t.tuning == nil {
+		return nil
+	}
+	if t.tuning.skip != "" {
+		return fmt.Errorf("%s: %w", t.tuning.skip, suite.ErrUnsupported)
+	}
+	_, service := testServices[placement]
+	if v, ok := datapath.Lookup(t.lab.Config.ServiceDatapath); service && ok && v.Netfilter && hasTuning(t.cfg.Lab, "notrack") {
+		return fmt.Errorf("notrack on %s: %s translates Services with conntrack's NAT, which untracked replies bypass: %w",
+			placement, t.lab.Config.ServiceDatapath, suite.ErrUnsupported)
+	}
+	return nil
+}
+
+func hasTuning(c lab.Config, name string) bool {
+	for _, n := range c.Tuning {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// closeTuning puts back what the tunings changed, last applied first.
+func (t *Target) closeTuning() error {
+	if t.tuning == nil {
+		return nil
+	}
+	var errs []string
+	for i := len(t.tuning.undos) - 1; i >= 0; i-- {
+		if err := t.tuning.undos[i](); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	t.tuning.undos = nil
+	if len(errs) > 0 {
+		return fmt.Errorf("undo tuning: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// podMTU is the pods' MTU an applied mtu-N tuning set (0 without one):
+// the results' "mtu" is then what the kernel held while measuring, not
+// what the lab was built with.
+func (t *Target) podMTU() int {
+	if t.tuning == nil {
+		return 0
+	}
+	for _, c := range t.tuning.checks {
+		if n, ok := strings.CutPrefix(c.Name, "mtu-"); ok && c.Status == tuning.Applied {
+			v, _ := strconv.Atoi(n)
+			if t.lab.Routing == lab.RoutingVXLAN {
+				v -= lab.VXLANOverhead
+			}
+			return v
+		}
+	}
+	return 0
+}
+
+// tuningDetails is the results' record of the tunings (nil without).
+func (t *Target) tuningDetails() []tuning.Check {
+	if t.tuning == nil {
+		return nil
+	}
+	return t.tuning.checks
+}

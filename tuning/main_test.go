@@ -1,0 +1,10 @@
+package tuning
+
+import (
+	"os"
+	"testing"
+
+	"github.com/cnibench/cnibench/internal/hosttest"
+)
+
+func TestMain(m *testing.M) { os.Exit(hosttest.RunMain(m)) }

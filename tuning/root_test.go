@@ -1,0 +1,137 @@
+package tuning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/internal/nsexec"
+	"github.com/cnibench/cnibench/lab"
+)
+
+// labSites are a real lab's node and pod namespaces.
+func labSites(t *testing.T) (*lab.Lab, []Site) {
+	l := labtest.NewLab(t, "tu")
+	var pods []netip.Prefix
+	for _, n := range l.Nodes {
+		pods = append(pods, netip.MustParsePrefix(n.PodCIDR))
+	}
+	sites := []Site{{Netns: netnsx.Path(l.Underlay), Name: "underlay", Underlay: true, Prefix: l.Prefix}}
+	for _, n := range l.Nodes {
+		sites = append(sites, Site{Netns: netnsx.Path(n.Netns), Name: n.Name, Node: true, Prefix: l.Prefix, PodCIDRs: pods})
+		for _, p := range n.Pods {
+			sites = append(sites, Site{Netns: netnsx.Path(p.Netns), Name: p.Name, Prefix: l.Prefix, PodCIDRs: pods})
+		}
+	}
+	return l, sites
+}
+
+// state is what the tunings touch in one namespace: the congestion
+// control, every interface's offload features and MTU, the nft ruleset.
+func state(t *testing.T, s Site) string {
+	t.Helper()
+	var b strings.Builder
+	err := netnsx.Do(s.Netns, func() error {
+		v, err := netnsx.ReadSysctl(ccKey)
+		b.WriteString(ccKey + "=" + v + "\n")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs, err := links(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := ethtoolIn(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, dev := range devs {
+		f, err := e.Features(dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range append(groFeatures, gsoFeatures...) {
+			b.WriteString(dev + " " + k + "=" + map[bool]string{true: "on", false: "off"}[f[k]] + "\n")
+		}
+	}
+	h, err := netnsx.NewHandle(s.Netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ls, err := mtuLinks(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ls {
+		fmt.Fprintf(&b, "%s mtu=%d\n", l.Attrs().Name, l.Attrs().MTU)
+	}
+	out, err := nsexec.Run(context.Background(), s.Netns, nil, "nft", "list", "ruleset")
+	if err != nil {
+		t.Fatalf("nft list ruleset in %s: %v", s.Name, err)
+	}
+	b.Write(out)
+	return b.String()
+}
+
+// Each tuning applies in a real lab, reads back as asked in every
+// namespace it concerns, and its undo leaves every namespace as it was.
+func TestTuningsApplyAndUndo(t *testing.T) {
+	labtest.NeedRoot(t)
+	_, sites := labSites(t)
+	before := map[string]string{}
+	for _, s := range sites {
+		before[s.Name] = state(t, s)
+	}
+	ctx := context.Background()
+	for _, name := range []string{"cc-bbr", "cc-reno", "gro-on", "gro-off", "gso-off", "gso-on", "notrack", "mtu-9000"} {
+		t.Run(name, func(t *testing.T) {
+			k, _ := Lookup(name)
+			if err := k.Applicable(); errors.Is(err, ErrNotApplicable) {
+				c, undo := Run(ctx, k, sites)
+				if c.Status != NotApplicable || undo() != nil {
+					t.Errorf("%+v", c)
+				}
+				t.Skipf("%s on this host: %v", name, err)
+			}
+			c, undo := Run(ctx, k, sites)
+			want := len(Sites(k, sites))
+			if c.Status != Applied || c.Sites != want || !strings.HasPrefix(c.Detail, "read back: ") {
+				t.Errorf("%+v, want applied in %d namespaces", c, want)
+			}
+			changed := 0
+			for _, s := range Sites(k, sites) {
+				if state(t, s) != before[s.Name] {
+					changed++
+				}
+				if _, err := k.Verify(ctx, s); err != nil {
+					t.Errorf("%s: %v", s.Name, err)
+				}
+			}
+			if err := undo(); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range sites {
+				if got := state(t, s); got != before[s.Name] {
+					t.Errorf("%s after undo:\n%s\nwant\n%s", s.Name, got, before[s.Name])
+				}
+			}
+			// A tuning that changes nothing it reads back could not fail:
+			// those that differ from a new lab's state (veths: GRO off, GSO
+			// on) must change every namespace they concern; the rest may
+			// find it held already (the host's bbr).
+			t.Logf("%s: %s; changed %d of %d namespaces", name, c.Detail, changed, want)
+			if (name == "notrack" || name == "gro-on" || name == "gso-off" || name == "mtu-9000") && changed != want {
+				t.Errorf("%s changed %d of %d namespaces", name, changed, want)
+			}
+		})
+	}
+}

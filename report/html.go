@@ -21,6 +21,7 @@ func HTML(w io.Writer, rep *Report) error {
 	v := newHTMLView(rep)
 	var err error
 	v.PolicyScale = htmlPolicyScale(rep.PolicyScale)
+	v.FlameGraphs = htmlFlameGraphs(rep.FlameGraphs)
 	if v.ServiceScale, err = htmlServiceScale(rep.ServiceScale); err != nil {
 		return err
 	}
@@ -49,6 +50,8 @@ type htmlView struct {
 	ServiceScale template.HTML
 	// PolicyScale is the rendered policy-scale section (policyscale.go).
 	PolicyScale template.HTML
+	// FlameGraphs is the rendered flame-graph section (flamegraph.go).
+	FlameGraphs template.HTML
 }
 
 type labelled struct {

@@ -172,6 +172,7 @@ func Markdown(w io.Writer, rep *Report) error {
 			b.WriteString("\n")
 		}
 	}
+	markdownFlameGraphs(b, rep.FlameGraphs)
 	fmt.Fprintf(b, "## How to read this\n\n%s%s\n", methodText, rep.WinnerRule)
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -66,6 +66,8 @@ type Report struct {
 	ServiceScale *ServiceScale `json:"service_scale,omitempty"`
 	// PolicyScale analyses policy-N scenarios of one run (policyscale.go).
 	PolicyScale *PolicyScale `json:"policy_scale,omitempty"`
+	// FlameGraphs are the runs' profiled samples (flamegraph.go).
+	FlameGraphs []FlameGraph `json:"flame_graphs,omitempty"`
 	// FDR is how the report's verdicts are held together to a
 	// false-discovery rate (fdr.go).
 	FDR *FDR `json:"fdr,omitempty"`
@@ -308,6 +310,7 @@ func Build(in []Input, opt Options) (*Report, error) {
 	if len(in) == 1 {
 		rep.PolicyScale = buildPolicyScale(rep, in[0].Run)
 	}
+	rep.FlameGraphs = buildFlameGraphs(in)
 	controlFDR(rep)
 	overheadVerdicts(rep)
 	rep.Warnings = append(rep.Warnings, hostWarnings(rep, in)...)

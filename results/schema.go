@@ -52,6 +52,9 @@ type Run struct {
 	// scenario, with its programmed steps and why it stopped early, if it
 	// did. Its Results carry the step they belong to in Result.Services.
 	Sweeps []Sweep `json:"sweeps,omitempty"`
+	// Dir is the directory Load read the document from, where the files
+	// it names (flame graphs) are; not part of the document.
+	Dir string `json:"-"`
 }
 
 // Sweep is one datapath's Service-scale sweep.
@@ -138,6 +141,9 @@ type Plan struct {
 	Order   string         `json:"order"`
 	Streams int            `json:"streams"` // the N of the *_MULTI tests
 	Mode    engineapi.Mode `json:"mode"`
+	// FlameGraph is the test whose CPU stacks were sampled (--flame-graph),
+	// each Result of it then has a FlameGraph; "" for none.
+	FlameGraph string `json:"flame_graph,omitempty"`
 }
 
 // Placement is one cell of the placement matrix, as in cilium connectivity
@@ -176,6 +182,27 @@ type Result struct {
 	// Services programmed); only meaningful when Run.Sweeps is set.
 	Services int      `json:"services,omitempty"`
 	Samples  []Sample `json:"samples"`
+	// FlameGraph is where this test's CPU stacks were sampled, in an
+	// extra sample after the rounds that no statistic uses (nil without
+	// --flame-graph).
+	FlameGraph *FlameGraph `json:"flame_graph,omitempty"`
+}
+
+// FlameGraph is one profiled sample's stacks: the folded stacks and the
+// rendered SVG sit beside results.json (paths relative to it).
+type FlameGraph struct {
+	CPUs    string    `json:"cpus"` // sampled, e.g. "0,1": the client's and server's
+	Tool    string    `json:"tool"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Folded  string    `json:"folded,omitempty"` // "flamegraphs/<name>.folded"
+	SVG     string    `json:"svg,omitempty"`
+	Samples int       `json:"samples"`      // stack samples in the graph
+	Idle    int       `json:"idle_samples"` // samples of an idle CPU, left out
+	// Sample is the profiled sample itself (its numbers are not used:
+	// sampling costs the CPUs it watches).
+	Sample *Sample `json:"sample,omitempty"`
+	Error  string  `json:"error,omitempty"` // why there is no graph
 }
 
 // Sample is one measurement (one round of one test on one placement).

@@ -90,6 +90,7 @@ func Load(path string) (*Run, error) {
 	if r.SchemaVersion != SchemaVersion {
 		return nil, fmt.Errorf("%s: schema_version %d, this cnibench reads %d", path, r.SchemaVersion, SchemaVersion)
 	}
+	r.Dir = filepath.Dir(path)
 	return &r, nil
 }
 

@@ -9,5 +9,7 @@ pkg=github.com/cnibench/cnibench/internal/version
 # cores with an empty Go cache): say so, rather than print nothing.
 echo "build: bin/cnibench ($ver; the first build on a machine takes a few minutes) ..." >&2
 start=$SECONDS
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $pkg.Version=$ver -X $pkg.Commit=$commit" -o bin/cnibench ./cmd/cnibench
+# -w drops DWARF; the symbol table stays, so perf names our functions in
+# the user half of a flame graph (run --flame-graph).
+CGO_ENABLED=0 go build -trimpath -ldflags "-w -X $pkg.Version=$ver -X $pkg.Commit=$commit" -o bin/cnibench ./cmd/cnibench
 echo "build: bin/cnibench done in $((SECONDS - start)) s" >&2

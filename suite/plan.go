@@ -2,6 +2,8 @@ package suite
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
@@ -20,6 +22,10 @@ type Options struct {
 	Rounds     int           `json:"rounds,omitempty"`
 	Streams    int           `json:"streams,omitempty"`
 	Mode       engine.Mode   `json:"mode,omitempty"`
+	// FlameGraph names a test of the plan whose CPU stacks are sampled in
+	// one extra, unmeasured sample per scenario and placement after the
+	// rounds (flamegraph.go); "" for none.
+	FlameGraph string `json:"flame_graph,omitempty"`
 }
 
 // Plan is Options resolved against a profile and validated.
@@ -51,6 +57,13 @@ func (o Options) Resolve() (*Plan, error) {
 	}
 	if err := o.resolveLists(p, prof); err != nil {
 		return nil, err
+	}
+	if o.FlameGraph != "" {
+		name := strings.ToUpper(strings.TrimSpace(o.FlameGraph))
+		if !slices.Contains(p.Tests, name) {
+			return nil, fmt.Errorf("--flame-graph %s: not one of the run's tests (%s)", o.FlameGraph, strings.Join(p.Tests, ", "))
+		}
+		p.FlameGraph = name
 	}
 	return p, nil
 }

@@ -57,6 +57,7 @@ func TestResolveRejectsBadInput(t *testing.T) {
 		"streams":   {Options{Streams: -3}, "--streams must be at least 1"},
 		"duration":  {Options{Duration: time.Millisecond}, "--duration must be at least 100ms"},
 		"mode":      {Options{Mode: "spin"}, `--mode "spin"`},
+		"flame":     {Options{Tests: []string{"TCP_RR"}, FlameGraph: "UDP_RR"}, "--flame-graph UDP_RR: not one of the run's tests (TCP_RR)"},
 	}
 	for name, c := range cases {
 		_, err := c.o.Resolve()

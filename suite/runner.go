@@ -65,6 +65,7 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 		Tool:          results.CurrentTool(),
 		Environment:   results.CollectEnvironment(),
 		Plan:          r.Plan.Plan,
+		Dir:           r.OutDir, // the files it names (flame graphs) are there
 	}
 	r.run.Plan.Order = sched.Order()
 	total, err := sched.Prepare(ctx, r)
@@ -82,7 +83,11 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 	if err := r.save(); err != nil {
 		return r.run, err
 	}
-	return r.finish(r.run, sched.Measure(ctx, r))
+	err = sched.Measure(ctx, r)
+	if err == nil {
+		err = r.flameGraphs(ctx) // after the rounds: sampling never touches a measured sample
+	}
+	return r.finish(r.run, err)
 }
 
 // addResult appends an empty Result for the schedule to fill; it returns

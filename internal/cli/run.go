@@ -102,7 +102,8 @@ func newMeasureCmd(g *globals, schedule string, cmd *cobra.Command) *cobra.Comma
 	f.IntVar(&mf.o.Streams, "streams", 0, "flows of the *_MULTI tests (default 4)")
 	f.StringVar(&mf.mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
 	f.StringVar(&mf.out, "out", "", "results directory (default cnibench-results/<run id>)")
-	appliesTo(f, annSchedule, []string{scheduleRounds}, "streams")
+	f.StringVar(&mf.o.FlameGraph, "flame-graph", "", "a test of the run whose kernel and user CPU stacks are sampled on the client's and server's CPUs (perf) in one extra, unmeasured sample per scenario and placement after the rounds; flame graphs in the HTML report, folded stacks in DIR/flamegraphs (lab)")
+	appliesTo(f, annSchedule, []string{scheduleRounds}, "streams", "flame-graph")
 	mf.sf.register(f)
 	for _, name := range targetNames() {
 		before := flagNames(f)

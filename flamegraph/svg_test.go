@@ -1,0 +1,75 @@
+package flamegraph
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+)
+
+// titles is the frame names of a rendered flame graph (its <title>s), and
+// an error when the SVG is not well-formed XML with an <svg> root.
+func titles(svg []byte) ([]string, error) {
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	var names []string
+	root, inTitle := "", false
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch x := tok.(type) {
+		case xml.StartElement:
+			if root == "" {
+				root = x.Name.Local
+			}
+			inTitle = x.Name.Local == "title"
+		case xml.CharData:
+			if inTitle {
+				names = append(names, string(x))
+			}
+		case xml.EndElement:
+			inTitle = false
+		}
+	}
+	if root != "svg" {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return names, nil
+}
+
+// The golden recording renders as well-formed SVG whose frames include
+// the kernel's network stack on both sides, widest at the root.
+func TestSVG(t *testing.T) {
+	var b bytes.Buffer
+	if err := SVG(&b, golden(t), "TCP_STREAM <pod-to-pod/other-node> & co"); err != nil {
+		t.Fatal(err)
+	}
+	names, err := titles(b.Bytes())
+	if err != nil {
+		t.Fatalf("not well-formed: %v", err)
+	}
+	all := strings.Join(names, "\n")
+	for _, want := range []string{"all (", "tcp_sendmsg (", "net_rx_action (", "tcp_v4_rcv ("} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no frame %q among %d", want, len(names))
+		}
+	}
+	if !strings.HasPrefix(names[0], "all (114 samples, 100.00%)") {
+		t.Errorf("first frame %q, want the root with every sample", names[0])
+	}
+	if !strings.Contains(b.String(), "&lt;pod-to-pod/other-node&gt; &amp; co") {
+		t.Error("the title is not escaped")
+	}
+	var empty bytes.Buffer
+	if err := SVG(&empty, &Stacks{Counts: map[string]int{}}, "nothing"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := titles(empty.Bytes()); err != nil {
+		t.Errorf("an empty graph is not well-formed: %v", err)
+	}
+}

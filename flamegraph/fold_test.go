@@ -71,8 +71,8 @@ func TestParseErrors(t *testing.T) {
 	}
 	for h, want := range map[string]string{
 		"swapper     0 [000]  1776.845976:    2004008 cpu-clock: ": "swapper",
-		"kworker/u4:1-ev 99 [001] 1.0: 1 cpu-clock:":                "kworker/u4:1-ev",
-		"Web Content 1234/1240 [001] 1.0: 1 cpu-clock:":             "Web Content",
+		"kworker/u4:1-ev 99 [001] 1.0: 1 cpu-clock:":               "kworker/u4:1-ev",
+		"Web Content 1234/1240 [001] 1.0: 1 cpu-clock:":            "Web Content",
 	} {
 		if got, ok := headerComm(h); !ok || got != want {
 			t.Errorf("%q: %q %v, want %q", h, got, ok, want)

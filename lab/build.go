@@ -68,5 +68,8 @@ func (l *Lab) build(ctx context.Context) error {
 			return err
 		}
 	}
+	if l.Config.Encryption == EncryptionWireGuard {
+		return b.wireguard(ctx) // every node's keys known: peers can be configured
+	}
 	return nil
 }

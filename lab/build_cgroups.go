@@ -16,5 +16,12 @@ func (l *Lab) makeCgroups() error {
 			return fmt.Errorf("create cgroup: %w", err)
 		}
 	}
+	for _, n := range l.Nodes {
+		if n.WireGuard != nil && n.WireGuard.Cgroup != "" {
+			if err := os.Mkdir(n.WireGuard.Cgroup, 0o755); err != nil {
+				return fmt.Errorf("create cgroup: %w", err)
+			}
+		}
+	}
 	return nil
 }

@@ -42,13 +42,18 @@ func (b *builder) node(i int) error {
 	if err != nil {
 		return err
 	}
-	// Routes to the other nodes' pod CIDRs.
-	if l.Routing == RoutingVXLAN {
+	// Routes to the other nodes' pod CIDRs. Encrypted, they go through
+	// the WireGuard devices, made once every node is (build_wireguard.go).
+	switch {
+	case l.Config.Encryption != "":
+	case l.Routing == RoutingVXLAN:
 		if err := l.buildVXLAN(nc.h, i, eth0); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
-	} else if err := l.nativeRoutes(nc.h, i, eth0); err != nil {
-		return err
+	default:
+		if err := l.nativeRoutes(nc.h, i, eth0); err != nil {
+			return err
+		}
 	}
 	var hostIfs []string
 	for j, p := range n.Pods {

@@ -14,16 +14,23 @@ import (
 // other node the FDB entry, the permanent neighbour and the onlink route to
 // its pod CIDR (see the package comment). h is bound to node i's namespace.
 func (l *Lab) buildVXLAN(h *netlink.Handle, i int, eth0 netlink.Link) error {
+	return l.buildVXLANOver(h, i, eth0, func(n Node) string { return n.IP })
+}
+
+// buildVXLANOver is buildVXLAN with the overlay's packets carried by dev
+// (lower) between the addresses underlay gives each node (the nodes' IPs on eth0,
+// or their WireGuard addresses when encrypted).
+func (l *Lab) buildVXLANOver(h *netlink.Handle, i int, lower netlink.Link, underlay func(Node) string) error {
 	n := l.Nodes[i]
 	mac, err := net.ParseMAC(n.VTEPMAC)
 	if err != nil {
 		return fmt.Errorf("%s: %w", VXLANDev, err)
 	}
 	vx := &netlink.Vxlan{
-		LinkAttrs:    netlink.LinkAttrs{Name: VXLANDev, MTU: VXLANMTU, HardwareAddr: mac},
+		LinkAttrs:    netlink.LinkAttrs{Name: VXLANDev, MTU: l.MTU, HardwareAddr: mac},
 		VxlanId:      VXLANVNI,
-		VtepDevIndex: eth0.Attrs().Index,
-		SrcAddr:      net.ParseIP(n.IP).To4(),
+		VtepDevIndex: lower.Attrs().Index,
+		SrcAddr:      net.ParseIP(underlay(n)).To4(),
 		Port:         VXLANPort,
 		Learning:     false,
 	}
@@ -54,11 +61,11 @@ func (l *Lab) buildVXLAN(h *netlink.Handle, i int, eth0 netlink.Link) error {
 			Family:       unix.AF_BRIDGE,
 			State:        netlink.NUD_PERMANENT,
 			Flags:        netlink.NTF_SELF,
-			IP:           net.ParseIP(peer.IP).To4(),
+			IP:           net.ParseIP(underlay(peer)).To4(),
 			HardwareAddr: pmac,
 		}
 		if err := h.NeighSet(fdb); err != nil {
-			return fmt.Errorf("%s: fdb %s dst %s: %w", VXLANDev, peer.VTEPMAC, peer.IP, err)
+			return fmt.Errorf("%s: fdb %s dst %s: %w", VXLANDev, peer.VTEPMAC, underlay(peer), err)
 		}
 		arp := &netlink.Neigh{
 			LinkIndex:    idx,

@@ -26,6 +26,10 @@ type Config struct {
 	PodsPerNode int               `json:"pods_per_node"` // default 2, range 1..32
 	Sysctls     map[string]string `json:"sysctls"`       // applied in every node and pod namespace; nil = DefaultSysctls()
 	Routing     string            `json:"routing"`       // "native" (default) or "vxlan": how pod traffic crosses nodes
+	// Encryption encrypts pod traffic between nodes: "wireguard" (a
+	// WireGuard device per node, package lab/wireguard), "" for none.
+	// Under vxlan the overlay's packets go through it.
+	Encryption string `json:"encryption,omitempty"`
 	// ServiceDatapath is how ClusterIP Services are implemented in this lab
 	// (one of datapath.Names), "" for none; recorded here, programmed by
 	// the run that uses the lab.
@@ -137,6 +141,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Routing != RoutingNative && c.Routing != RoutingVXLAN {
 		return fmt.Errorf("lab config: routing must be %q or %q, got %q", RoutingNative, RoutingVXLAN, c.Routing)
+	}
+	if c.Encryption != "" && c.Encryption != EncryptionWireGuard {
+		return fmt.Errorf("lab config: encryption must be %q or empty, got %q", EncryptionWireGuard, c.Encryption)
 	}
 	if c.ServiceDatapath != "" && !slices.Contains(datapath.Names(), c.ServiceDatapath) {
 		return fmt.Errorf("lab config: service datapath %q unknown (known: %s)", c.ServiceDatapath, strings.Join(datapath.Names(), ", "))

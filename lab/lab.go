@@ -20,6 +20,8 @@ const (
 	VXLANPort     = 8472
 	VXLANOverhead = 50 // outer IPv4 (20) + UDP (8) + VXLAN (8) + inner Ethernet (14)
 	VXLANMTU      = MTU - VXLANOverhead
+	// EncryptionWireGuard is Config.Encryption's WireGuard.
+	EncryptionWireGuard = "wireguard"
 
 	stateFile     = "state.json"
 	creatingFile  = "creating"
@@ -53,7 +55,17 @@ type Node struct {
 	Cgroup  string `json:"cgroup"`             // cgroup v2 dir, "" without cgroup v2
 	VTEP    string `json:"vtep,omitempty"`     // vxlan: address of cnb_vxlan, "198.19.0.0"
 	VTEPMAC string `json:"vtep_mac,omitempty"` // vxlan: MAC of cnb_vxlan, "02:cb:00:00:00:00"
-	Pods    []Pod  `json:"pods"`
+	// WireGuard is the node's WireGuard device under Config.Encryption.
+	WireGuard *NodeWireGuard `json:"wireguard,omitempty"`
+	Pods      []Pod          `json:"pods"`
+}
+
+// NodeWireGuard is a node's WireGuard device and daemon.
+type NodeWireGuard struct {
+	Addr      string `json:"addr"`       // the device's address, "198.18.192.10"
+	PublicKey string `json:"public_key"` // hex
+	Cgroup    string `json:"cgroup"`     // the daemon's cgroup v2 dir, "" without cgroup v2
+	PID       int    `json:"pid"`        // the daemon
 }
 
 // Pod is one pod namespace.

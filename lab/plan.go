@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+
+	"github.com/cnibench/cnibench/lab/wireguard"
 )
 
 // Names and addresses of node i and its pod j (see the package comment).
@@ -16,6 +18,7 @@ func podCIDR(i int) string    { return fmt.Sprintf("198.19.%d.0/24", i) }
 func podIP(i, j int) string   { return fmt.Sprintf("198.19.%d.%d", i, 10+j) }
 func vtepIP(i int) string     { return fmt.Sprintf("198.19.%d.0", i) }
 func vtepMAC(i int) string    { return fmt.Sprintf("02:cb:00:00:00:%02x", i) }
+func wgIP(i int) string       { return fmt.Sprintf("198.18.192.%d", 10+i) }
 func nodeName(i int) string   { return fmt.Sprintf("node%d", i) }
 func podName(i, j int) string { return fmt.Sprintf("node%d-pod%d", i, j) }
 
@@ -56,6 +59,9 @@ func plan(cfg Config, cgroupRoot string) *Lab {
 	if l.Routing == RoutingVXLAN {
 		l.MTU = VXLANMTU
 	}
+	if cfg.Encryption == EncryptionWireGuard {
+		l.MTU -= wireguard.Overhead
+	}
 	cg := func(n string) string {
 		if cgroupRoot == "" {
 			return ""
@@ -66,6 +72,9 @@ func plan(cfg Config, cgroupRoot string) *Lab {
 		n := Node{Name: nodeName(i), Netns: p + nodeName(i), IP: nodeIP(i), PodCIDR: podCIDR(i), Cgroup: cg(nodeName(i))}
 		if l.Routing == RoutingVXLAN {
 			n.VTEP, n.VTEPMAC = vtepIP(i), vtepMAC(i)
+		}
+		if cfg.Encryption == EncryptionWireGuard {
+			n.WireGuard = &NodeWireGuard{Addr: wgIP(i), Cgroup: cg("wg-" + nodeName(i))}
 		}
 		for j := 0; j < cfg.PodsPerNode; j++ {
 			n.Pods = append(n.Pods, Pod{Name: podName(i, j), Node: n.Name, Netns: p + podName(i, j), IP: podIP(i, j), Cgroup: cg(podName(i, j))})

@@ -59,7 +59,7 @@ type labelled struct {
 	Cells []string
 }
 
-type scenarioView struct{ Name, Kind, Details, Sysctls, Policy, L7, Flows, Tuning string }
+type scenarioView struct{ Name, Kind, Details, Sysctls, Policy, L7, Flows, Tuning, Encryption string }
 
 type colView struct{ Label, Colour string }
 
@@ -94,7 +94,7 @@ func newHTMLView(rep *Report) htmlView {
 			if len(rep.Runs) > 1 {
 				name = r.Label + "/" + sc.Name
 			}
-			v.Scenarios = append(v.Scenarios, scenarioView{name, sc.Kind, detailsText(sc.Details), sc.Sysctls, sc.Policy, sc.L7, sc.Flows, sc.Tuning})
+			v.Scenarios = append(v.Scenarios, scenarioView{name, sc.Kind, detailsText(sc.Details), sc.Sysctls, sc.Policy, sc.L7, sc.Flows, sc.Tuning, sc.Encryption})
 		}
 	}
 	labels, vals := envRows(rep.Runs)

@@ -54,6 +54,9 @@ func Markdown(w io.Writer, rep *Report) error {
 			if sc.Flows != "" {
 				fmt.Fprintf(b, "  - Flow observability on, checked before measuring: %s\n", mdText(sc.Flows))
 			}
+			if sc.Encryption != "" {
+				fmt.Fprintf(b, "  - Encryption between nodes, proved before measuring: %s\n", mdText(sc.Encryption))
+			}
 			if sc.Tuning != "" {
 				fmt.Fprintf(b, "  - Tuning, read back from the kernel before measuring: %s\n", mdText(sc.Tuning))
 			}

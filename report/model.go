@@ -122,6 +122,9 @@ type ScenarioInfo struct {
 	// Tuning is what each of the scenario's tunings did (applied, not
 	// applicable, failed) and what was read back (tuning.go); "" without.
 	Tuning string `json:"tuning,omitempty"`
+	// Encryption is how traffic between nodes was encrypted and proved
+	// so (encryption.go); "" without.
+	Encryption string `json:"encryption,omitempty"`
 }
 
 // Column is one (run, scenario).
@@ -687,7 +690,7 @@ func runInfo(run *results.Run, label string) RunInfo {
 	for _, sc := range scs {
 		ri.Scenarios = append(ri.Scenarios, ScenarioInfo{Name: sc.Name, Kind: sc.Target.Kind, Details: flatten(sc.Target.Details),
 			Sysctls: sysctlsText(run, sc.Target.Details), Policy: policyText(sc.Target.Details), L7: l7Text(sc.Target.Details), Flows: flowsText(sc.Target.Details),
-			Tuning: tuningText(sc.Target.Details)})
+			Tuning: tuningText(sc.Target.Details), Encryption: encryptionText(sc.Target.Details)})
 	}
 	return ri
 }
@@ -698,8 +701,8 @@ func runInfo(run *results.Run, label string) RunInfo {
 func flatten(d map[string]any) map[string]string {
 	out := map[string]string{}
 	for k, v := range d {
-		if k == "policy" || k == "l7" || k == "flows" || k == "tuning" {
-			continue // lines of their own (ScenarioInfo.Policy, L7, Flows, Tuning)
+		if k == "policy" || k == "l7" || k == "flows" || k == "tuning" || k == "encryption" {
+			continue // lines of their own (ScenarioInfo.Policy, L7, Flows, Tuning, Encryption)
 		}
 		switch x := v.(type) {
 		case map[string]any:

@@ -47,3 +47,22 @@ func TestTuningText(t *testing.T) {
 		}
 	}
 }
+
+// The encryption line names the mechanism, the MTU, the kernel's
+// WireGuard and the probe that proved it; none without encryption.
+func TestEncryptionText(t *testing.T) {
+	d := map[string]any{"encryption": map[string]any{"mode": "wireguard", "implementation": "wireguard-go", "kernel_wireguard": "unsupported: WireGuard devices on this kernel (operation not supported)",
+		"pod_mtu": float64(1440), "probes": []any{"node0-pod0 → node1-pod0 connected: node0 cnb_wg0 3 packets out (encrypted), 2 in (decrypted), node1 cnb_wg0 2 packets out (encrypted), 3 in (decrypted)"}}}
+	got := encryptionText(d)
+	for _, want := range []string{"wireguard by wireguard-go", "pods' MTU 1440", "kernel WireGuard: unsupported", "node1 cnb_wg0 2 packets out"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("encryption line %q lacks %q", got, want)
+		}
+	}
+	if encryptionText(map[string]any{}) != "" {
+		t.Error("an encryption line without encryption")
+	}
+	if _, ok := flatten(d)["encryption.mode"]; ok {
+		t.Error("the encryption check is flattened into the details as well as its own line")
+	}
+}

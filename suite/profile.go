@@ -62,6 +62,20 @@ var Profiles = []Profile{
 			"ebpf", "ebpf+policy", "ebpf+l7-node", "ebpf+l7-sidecar", "ebpf+flows"},
 	},
 	{
+		Name: "encryption",
+		About: "what WireGuard between the nodes costs, natively routed and under VXLAN, each against the same path without it: " +
+			"TCP_STREAM (1 stream), TCP_STREAM_MULTI (N), TCP_RR and TCP_CRR on pod-to-pod/other-node with CPU per unit of work " +
+			"on both ends, in softirq and in the WireGuard daemons, encryption proved on before measuring, 5 interleaved rounds " +
+			"of 2 s; about 5 min",
+		Tests:      []string{"TCP_STREAM", "TCP_STREAM_MULTI", "TCP_RR", "TCP_CRR"},
+		Placements: []string{PodToPodOtherNode},
+		Duration:   2 * time.Second,
+		Warmup:     500 * time.Millisecond,
+		Rounds:     5,
+		Streams:    4,
+		Scenarios:  []string{"native", "native+wireguard", "vxlan", "vxlan+wireguard"},
+	},
+	{
 		Name: "tuning",
 		About: "the tuning matrix on the eBPF datapath, each tuning against ebpf without it: congestion control cubic and bbr, " +
 			"GRO on, GSO off, MTU 9000, conntrack bypass (notrack), busy polling, the socket LB off; TCP_STREAM, TCP_RR and TCP_CRR " +

@@ -20,6 +20,9 @@ import (
 var scenarios = map[string]func(*lab.Config){
 	"native": func(c *lab.Config) { c.Routing = lab.RoutingNative },
 	"vxlan":  func(c *lab.Config) { c.Routing = lab.RoutingVXLAN },
+	// Pod traffic between nodes encrypted by WireGuard (lab/wireguard);
+	// with vxlan, the overlay's packets are.
+	"wireguard": func(c *lab.Config) { c.Encryption = lab.EncryptionWireGuard },
 	// L3/L4 NetworkPolicy on the run's pods, enforced the way the Service
 	// datapath's family does it (policy.go).
 	"policy": func(c *lab.Config) { c.Policy = true },
@@ -40,7 +43,7 @@ const sockLBOff = "socklb-off"
 
 // scenarioTokens shortens scenario parts that are not Service datapaths
 // in lab names ("vxlan+iptables-legacy+policy" is lab "vxlaniptlpol").
-var scenarioTokens = map[string]string{"policy": "pol", "l7-node": "l7n", "l7-sidecar": "l7s", "flows": "flo", sockLBOff: "nsl"}
+var scenarioTokens = map[string]string{"policy": "pol", "l7-node": "l7n", "l7-sidecar": "l7s", "flows": "flo", sockLBOff: "nsl", "wireguard": "wg"}
 
 func init() {
 	for _, d := range datapath.Names() {
@@ -148,6 +151,9 @@ func conflicting(parts []string) error {
 		return fmt.Errorf("policy and policy-N are the same feature: choose one")
 	case (has("policy") || slices.ContainsFunc(parts, func(p string) bool { _, ok, _ := policyScalePart(p); return ok })) && has("l7-node"):
 		return fmt.Errorf("policy with l7-node is not supported: the per-node proxy connects from its node's address, which the policy denies (l7-sidecar works with policy)")
+	}
+	if has("wireguard") && slices.ContainsFunc(parts, func(p string) bool { return strings.HasPrefix(p, "mtu-") }) {
+		return fmt.Errorf("mtu-N with wireguard is not supported: the WireGuard devices keep the MTU the lab was built with")
 	}
 	return notrackConflict(parts)
 }

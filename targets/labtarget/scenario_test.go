@@ -68,6 +68,7 @@ func TestScenarioConflicts(t *testing.T) {
 		"policy-10+notrack":       "notrack with policy on a netfilter datapath",
 		"iptables+socklb-off":     "goes with ebpf only",
 		"socklb-off":              "goes with ebpf only",
+		"wireguard+mtu-9000":      "mtu-N with wireguard",
 	} {
 		if _, err := ScenarioConfig(scenario, base); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", scenario, err, want)

@@ -61,6 +61,7 @@ type Target struct {
 	l7         *l7State                 // the lab's L7 proxies, when it has them (l7.go)
 	flows      *flowsState              // the lab's flow recorders, when flows are on (flows.go)
 	tuning     *tuningState             // the scenario's tunings, when it has any (tuning.go)
+	encryption *encryptionState         // the lab's node-to-node encryption, checked (encryption.go)
 	sysctls    map[string]agent.Sysctls // effective, per endpoint (sysctls.go)
 	notes      []string
 }
@@ -145,6 +146,9 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 		return t, err
 	}
 	t.readSysctls(ctx)
+	if err := t.openEncryption(ctx); err != nil {
+		return t, err
+	}
 	if err := t.openServices(ctx); err != nil {
 		return t, err
 	}
@@ -325,6 +329,9 @@ func (t *Target) Details() map[string]any {
 	if c := t.tuningDetails(); c != nil {
 		d["tuning"] = c
 	}
+	if c := t.encryptionDetails(); c != nil {
+		d["encryption"] = c
+	}
 	if m := t.podMTU(); m > 0 {
 		d["mtu"] = m
 	}
@@ -395,10 +402,16 @@ func (t *Target) CPUSeconds(endpoint string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if ep.Cgroup == "" {
+	return cgroupCPUSeconds(ep.Cgroup)
+}
+
+// cgroupCPUSeconds is the CPU time a cgroup v2 dir's processes used
+// (usage_usec of cpu.stat, there without the cpu controller).
+func cgroupCPUSeconds(dir string) (float64, error) {
+	if dir == "" {
 		return 0, errors.New("cgroup v2 unavailable: no CPU accounting")
 	}
-	b, err := os.ReadFile(filepath.Join(ep.Cgroup, "cpu.stat"))
+	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
 	if err != nil {
 		return 0, err
 	}

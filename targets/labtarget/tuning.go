@@ -32,10 +32,7 @@ func tuningSites(l *lab.Lab) []tuning.Site {
 			pods = append(pods, p)
 		}
 	}
-	overhead := 0
-	if l.Routing == lab.RoutingVXLAN {
-		overhead = lab.VXLANOverhead
-	}
+	overhead := lab.MTU - l.MTU // what the overlay and encryption take from pods
 	// The underlay first: an MTU rises there before the nodes send more.
 	sites := []tuning.Site{{Netns: netnsx.Path(l.Underlay), Name: "underlay", Underlay: true, Prefix: l.Prefix, Overhead: overhead}}
 	for _, n := range l.Nodes {
@@ -137,10 +134,7 @@ func (t *Target) podMTU() int {
 	for _, c := range t.tuning.checks {
 		if n, ok := strings.CutPrefix(c.Name, "mtu-"); ok && c.Status == tuning.Applied {
 			v, _ := strconv.Atoi(n)
-			if t.lab.Routing == lab.RoutingVXLAN {
-				v -= lab.VXLANOverhead
-			}
-			return v
+			return v - (lab.MTU - t.lab.MTU) // less what the overlay takes
 		}
 	}
 	return 0

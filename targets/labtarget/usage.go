@@ -16,6 +16,7 @@ type usageMark struct {
 	at    time.Time
 	cpu   l7proxy.Usage
 	flows flows.Counts
+	wg    map[string]float64 // encryption daemons' CPU by node
 }
 
 // StartUsage implements suite.UsageSampler: with L7 proxies or flows on,
@@ -23,11 +24,14 @@ type usageMark struct {
 // nothing is read.
 func (t *Target) StartUsage(ctx context.Context) (suite.UsageMark, error) {
 	l7on, flowsOn := t.l7 != nil && t.l7.d != nil, t.flows != nil && len(t.flows.recs) > 0
-	if !l7on && !flowsOn {
+	if !l7on && !flowsOn && t.encryption == nil {
 		return nil, nil
 	}
 	m := usageMark{at: time.Now()}
 	var err error
+	if m.wg, err = t.encryptionCPU(); err != nil {
+		return nil, err
+	}
 	if l7on {
 		if m.cpu, err = t.l7.d.CPU(); err != nil {
 			return nil, err
@@ -58,6 +62,13 @@ func (t *Target) EndUsage(ctx context.Context, mark suite.UsageMark) (*results.D
 			comps = append(comps, results.ComponentUsage{Plugin: "haproxy-" + t.l7.check.Model, Pod: name,
 				CPUSec: (u.ByProxy[name] - m.cpu.ByProxy[name]).Seconds()})
 		}
+	}
+	if m.wg != nil {
+		wg, err := t.encryptionCPU()
+		if err != nil {
+			return nil, err
+		}
+		comps = append(comps, encryptionComponents(m.wg, wg)...)
 	}
 	usage := results.NewDatapathUsage(results.UsageSourceLab, time.Since(m.at).Seconds(), comps)
 	if t.flows != nil && len(t.flows.recs) > 0 {

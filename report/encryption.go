@@ -1,0 +1,26 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// encryptionCheck is target details' "encryption" (labtarget.EncryptionCheck).
+type encryptionCheck struct {
+	Mode           string   `json:"mode"`
+	Implementation string   `json:"implementation"`
+	Kernel         string   `json:"kernel_wireguard"`
+	MTU            int      `json:"pod_mtu"`
+	Probes         []string `json:"probes"`
+}
+
+// encryptionText is one line saying how a scenario's traffic between
+// nodes was encrypted and the probe that proved it; "" without.
+func encryptionText(details map[string]any) string {
+	c, ok := detail[encryptionCheck](details, "encryption")
+	if !ok || c.Mode == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s by %s; pods' MTU %d; kernel WireGuard: %s; %s; the daemons' CPU is each sample's datapath CPU",
+		c.Mode, c.Implementation, c.MTU, c.Kernel, strings.Join(c.Probes, "; "))
+}

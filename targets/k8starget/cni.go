@@ -57,6 +57,10 @@ type CNI struct {
 	KubeProxy *KubeProxy `json:"kube_proxy,omitempty"`
 	// Flannel is the backend from kube-flannel-cfg.
 	FlannelBackend string `json:"flannel_backend,omitempty"`
+	// Encryption is the CNI's node-to-node encryption as its config says
+	// (encryption.go): "wireguard (cilium enable-wireguard=true)", "none
+	// (…)", or "unknown" when the CNI keeps it where we do not read.
+	Encryption string `json:"encryption"`
 }
 
 // CiliumConfig holds the cilium-config keys that change the datapath.
@@ -90,7 +94,7 @@ type KubeProxy struct {
 
 // modeEnv are agent container env vars that select a datapath mode.
 var modeEnv = map[string][]string{
-	"calico":      {"FELIX_BPFENABLED", "CALICO_NETWORKING_BACKEND", "CALICO_IPV4POOL_IPIP", "CALICO_IPV4POOL_VXLAN", "FELIX_IPTABLESBACKEND"},
+	"calico":      {"FELIX_BPFENABLED", "CALICO_NETWORKING_BACKEND", "CALICO_IPV4POOL_IPIP", "CALICO_IPV4POOL_VXLAN", "FELIX_IPTABLESBACKEND", "FELIX_WIREGUARDENABLED"},
 	"aws-vpc-cni": {"ENABLE_PREFIX_DELEGATION", "AWS_VPC_K8S_CNI_EXTERNALSNAT", "ENABLE_POD_ENI", "AWS_VPC_ENI_MTU", "ENABLE_IPv6"},
 }
 
@@ -134,6 +138,7 @@ func DetectCNI(ctx context.Context, cs kubernetes.Interface) (*CNI, error) {
 	if comp := c.component("flannel"); comp != nil {
 		c.FlannelBackend = flannelBackend(ctx, cs, comp.Namespace)
 	}
+	c.Encryption = c.encryption()
 	return c, nil
 }
 

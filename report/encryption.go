@@ -12,6 +12,7 @@ type encryptionCheck struct {
 	Kernel         string   `json:"kernel_wireguard"`
 	MTU            int      `json:"pod_mtu"`
 	Probes         []string `json:"probes"`
+	Pinned         []string `json:"pinned"`
 }
 
 // encryptionText is one line saying how a scenario's traffic between
@@ -21,6 +22,10 @@ func encryptionText(details map[string]any) string {
 	if !ok || c.Mode == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s by %s; pods' MTU %d; kernel WireGuard: %s; %s; the daemons' CPU is each sample's datapath CPU",
+	s := fmt.Sprintf("%s by %s; pods' MTU %d; kernel WireGuard: %s; %s; the daemons' CPU is each sample's datapath CPU",
 		c.Mode, c.Implementation, c.MTU, c.Kernel, strings.Join(c.Probes, "; "))
+	if len(c.Pinned) > 0 {
+		s += " (daemons pinned as the nodes' agents: " + strings.Join(c.Pinned, ", ") + ")"
+	}
+	return s
 }

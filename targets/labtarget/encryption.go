@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/internal/netnsx"
@@ -29,13 +34,16 @@ type EncryptionCheck struct {
 	// Probes are connections from node0's first pod to a pod on each
 	// other node, with what each node's device counted meanwhile.
 	Probes []string `json:"probes"`
+	// Pinned says where each node's daemon ran during the run.
+	Pinned []string `json:"pinned,omitempty"`
 }
 
 // encryptionState is the run's encryption: its check and the daemons
 // whose CPU is the datapath's.
 type encryptionState struct {
-	check   EncryptionCheck
-	cgroups map[string]string // node → daemon cgroup
+	check    EncryptionCheck
+	cgroups  map[string]string      // node → daemon cgroup
+	affinity map[string]unix.CPUSet // node → its daemon's CPUs before the run
 }
 
 // openEncryption proves the lab's node-to-node encryption before
@@ -54,6 +62,10 @@ func (t *Target) openEncryption(ctx context.Context) error {
 		return fmt.Errorf("encryption %s: %w", l.Config.Encryption, err)
 	}
 	t.encryption = c
+	if err := t.pinDaemons(); err != nil {
+		t.progress(" %s\n", failedOr(ctx))
+		return fmt.Errorf("encryption %s: %w", l.Config.Encryption, err)
+	}
 	t.progress(" encrypted\n")
 	return nil
 }
@@ -189,4 +201,82 @@ func (t *Target) encryptionDetails() *EncryptionCheck {
 		return nil
 	}
 	return &t.encryption.check
+}
+
+// pinDaemons runs each node's WireGuard daemon on that node's CPUs, as
+// a node's kernel WireGuard would encrypt on its own: node0 hosts the
+// clients (client CPUs), the other nodes the servers (server CPUs). The
+// CPUs each daemon had before are kept for unpinDaemons, since a lab that
+// was up before the run stays up after it.
+func (t *Target) pinDaemons() error {
+	if t.encryption == nil || len(t.clientCPUs) == 0 {
+		return nil
+	}
+	t.encryption.affinity = map[string]unix.CPUSet{}
+	for i, n := range t.lab.Nodes {
+		cpus := t.serverCPUs
+		if i == 0 {
+			cpus = t.clientCPUs
+		}
+		var set unix.CPUSet
+		for _, c := range cpus {
+			set.Set(c)
+		}
+		for _, tid := range daemonThreads(n) {
+			var was unix.CPUSet
+			if err := unix.SchedGetaffinity(tid, &was); err != nil {
+				continue // the thread ended
+			}
+			if _, seen := t.encryption.affinity[n.Name]; !seen {
+				t.encryption.affinity[n.Name] = was
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil {
+				return fmt.Errorf("pin %s's WireGuard daemon (thread %d) to CPUs %v: %w", n.Name, tid, cpus, err)
+			}
+		}
+		t.encryption.check.Pinned = append(t.encryption.check.Pinned, fmt.Sprintf("%s on CPUs %s", n.Name, cpuList(cpus)))
+	}
+	return nil
+}
+
+// unpinDaemons gives every thread of the daemons, those started while
+// pinned too, the CPUs the daemon had before.
+func (t *Target) unpinDaemons() {
+	if t.encryption == nil {
+		return
+	}
+	for _, n := range t.lab.Nodes {
+		if was, ok := t.encryption.affinity[n.Name]; ok {
+			for _, tid := range daemonThreads(n) {
+				_ = unix.SchedSetaffinity(tid, &was) // a thread that ended needs nothing
+			}
+		}
+	}
+	t.encryption.affinity = nil
+}
+
+// daemonThreads are the threads of the processes in n's WireGuard
+// daemon cgroup (or of its recorded pid without cgroup v2).
+func daemonThreads(n lab.Node) []int {
+	var pids []int
+	if n.WireGuard.Cgroup != "" {
+		b, _ := os.ReadFile(filepath.Join(n.WireGuard.Cgroup, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if p, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, p)
+			}
+		}
+	} else if n.WireGuard.PID > 0 {
+		pids = append(pids, n.WireGuard.PID)
+	}
+	var tids []int
+	for _, p := range pids {
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
+		for _, e := range ents {
+			if tid, err := strconv.Atoi(e.Name()); err == nil {
+				tids = append(tids, tid)
+			}
+		}
+	}
+	return tids
 }

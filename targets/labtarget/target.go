@@ -431,6 +431,7 @@ func (t *Target) Close() error {
 		// part of the teardown (a signal then lands in "teardown").
 		t.progress("taking lab %q down ...", t.lab.Config.Name)
 	}
+	t.unpinDaemons()
 	policyErr := errors.Join(t.closeFlows(), t.closeL7(), t.closePolicy(), t.closeTuning())
 	t.closeServices()
 	for _, p := range t.agents {

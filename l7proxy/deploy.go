@@ -24,6 +24,18 @@ type Options struct {
 	CgroupParent string
 	// CPUs pins every proxy to these CPUs; nil: not pinned.
 	CPUs []int
+	// CPUsOf, if set, gives each proxy (by name: "node-node1",
+	// "client-node0-pod0", "server-node1-pod0") its own CPUs instead, so a
+	// proxy can share the CPUs of the node or pod it serves.
+	CPUsOf func(proxy string) []int `json:"-"`
+}
+
+// cpus are the CPUs proxy p is pinned to.
+func (o Options) cpus(p string) []int {
+	if o.CPUsOf != nil {
+		return o.CPUsOf(p)
+	}
+	return o.CPUs
 }
 
 // Deployment is a started Spec: its proxies and nat rules.

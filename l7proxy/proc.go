@@ -31,7 +31,8 @@ type running struct {
 
 // startProxy writes p's config and starts HAProxy in the foreground (-db)
 // in p's namespace, in its own cgroup under opts.CgroupParent if given,
-// pinned to opts.CPUs if given, and waits until its stats socket answers.
+// pinned to its CPUs (Options.cpus) if given, and waits until its stats
+// socket answers.
 func startProxy(ctx context.Context, s Spec, p proxy, opts Options) (*running, error) {
 	base := filepath.Join(opts.StateDir, opts.Prefix+"l7-"+p.Name)
 	r := &running{proxy: p, Cfg: base + ".cfg", Log: base + ".log", Stats: opts.Prefix + "l7-" + p.Name}
@@ -54,7 +55,7 @@ func startProxy(ctx context.Context, s Spec, p proxy, opts Options) (*running, e
 	}
 	cmd := exec.Command("haproxy", "-db", "-f", r.Cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := netnsx.StartIn(p.Netns, r.Cgroup, opts.CPUs, cmd); err != nil {
+	if err := netnsx.StartIn(p.Netns, r.Cgroup, opts.cpus(p.Name), cmd); err != nil {
 		return r, fmt.Errorf("l7proxy: start %s: %w", p.Name, err)
 	}
 	r.PID = cmd.Process.Pid

@@ -62,6 +62,7 @@ type l7Check struct {
 	Proxies []string      `json:"proxies"`
 	Checks  []string      `json:"checks"`
 	Start   time.Duration `json:"start_ns"`
+	Pinned  []string      `json:"pinned"`
 }
 
 // l7Text is one line saying which L7 proxies a scenario's HTTP numbers
@@ -80,8 +81,12 @@ func l7Text(details map[string]any) string {
 		}
 		rules = append(rules, rule)
 	}
-	return fmt.Sprintf("%s HAProxy (%s), allowing only %s, started and verified in %s: %s",
+	s := fmt.Sprintf("%s HAProxy (%s), allowing only %s, started and verified in %s: %s",
 		c.Model, strings.Join(c.Proxies, ", "), strings.Join(rules, ", "), c.Start.Round(time.Millisecond), strings.Join(c.Checks, "; "))
+	if len(c.Pinned) > 0 {
+		s += " (proxies pinned with the pods they serve: " + strings.Join(c.Pinned, ", ") + ")"
+	}
+	return s
 }
 
 // flowsCheck is target details' "flows" (labtarget.FlowsCheck).

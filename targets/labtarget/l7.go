@@ -28,6 +28,8 @@ type L7Check struct {
 	// "node1-pod0: GET / 200 through [node-node1]; GET /cnb-l7-denied 403 from node-node1".
 	Checks []string      `json:"checks"`
 	Start  time.Duration `json:"start_ns"` // proxies started, rules added, verified
+	// Pinned says where each proxy ran ("node-node1 on CPUs 1").
+	Pinned []string `json:"pinned,omitempty"`
 }
 
 // l7State is the run's live L7 deployment.
@@ -70,12 +72,17 @@ func (t *Target) openL7(ctx context.Context) error {
 		t.progress(" %s\n", failedOr(ctx))
 		return fmt.Errorf("l7 %s: removing what an earlier run left: %w", model, err)
 	}
-	d, err := l7proxy.Start(ctx, spec, l7proxy.Options{Prefix: t.lab.Prefix, StateDir: stateDir, CgroupParent: t.lab.CgroupRoot})
+	d, err := l7proxy.Start(ctx, spec, l7proxy.Options{Prefix: t.lab.Prefix, StateDir: stateDir, CgroupParent: t.lab.CgroupRoot, CPUsOf: t.proxyCPUs})
 	if err != nil {
 		t.progress(" %s\n", failedOr(ctx))
 		return fmt.Errorf("l7 %s: %w", model, err)
 	}
 	t.l7 = &l7State{d: d, check: L7Check{Model: model, Rules: spec.Rules, Proxies: d.Names()}}
+	for _, name := range d.Names() {
+		if cpus := t.proxyCPUs(name); len(cpus) > 0 {
+			t.l7.check.Pinned = append(t.l7.check.Pinned, name+" on CPUs "+cpuList(cpus))
+		}
+	}
 	if err := d.Verify(ctx); err != nil {
 		t.progress(" %s\n", failedOr(ctx))
 		return fmt.Errorf("l7 %s: %w (proxy log: %s)", model, err, strings.Join(strings.Fields(d.Log()), " "))
@@ -209,4 +216,15 @@ func (t *Target) modelPath(via []string) bool {
 		}
 	}
 	return false
+}
+
+// proxyCPUs pins a proxy where its node's or pod's own work runs, as a
+// node's proxy competes with the node's pods for its CPUs: the client's
+// sidecar on the client CPUs, server sidecars and the per-node proxies
+// (on the server nodes) on the server CPUs; unpinned on one CPU.
+func (t *Target) proxyCPUs(proxy string) []int {
+	if strings.HasPrefix(proxy, "client-") {
+		return t.clientCPUs
+	}
+	return t.serverCPUs
 }

@@ -17,10 +17,11 @@ set -euo pipefail
 #   chromium - the test that opens report.html headless and checks the charts
 #   linux-perf - `run --flame-graph`: samples kernel and user CPU stacks
 #   haproxy   - the L7 policy proxy of the l7-node and l7-sidecar scenarios
+#   ipset     - the iptables policy enforcer's peer sets (policy scenarios)
 #   containerd, runc - the test that runs the agent image under containerd
 #   iputils-ping, git, ca-certificates, make, procps - build and test plumbing
 apt_packages=(iproute2 iptables nftables iperf3 qperf sockperf conntrack wrk nginx-light dnsperf jq bc
-  dnsmasq-base chromium linux-perf haproxy containerd runc iputils-ping git ca-certificates make procps)
+  dnsmasq-base chromium linux-perf haproxy ipset containerd runc iputils-ping git ca-certificates make procps)
 
 need_apt=()
 for p in "${apt_packages[@]}"; do

@@ -18,7 +18,9 @@ import (
 
 // Cleanup removes what a deployment of prefix in stateDir left after a
 // crash, with no live Deployment: it deletes the tagged nat rules in the
-// namespaces the state file names and in every /run/netns/<prefix>*,
+// namespaces the state file names and in every /run/netns/<prefix>*
+// (and the nat tables and chains the state file says were created for
+// them; without it those stay, as they cannot be told from others'),
 // kills the HAProxy processes whose command line names a config
 // <stateDir>/<prefix>l7-*.cfg (found by scanning /proc, so even without
 // the state file), removes the proxies' cgroups and the files. Lab down
@@ -43,7 +45,7 @@ func Cleanup(stateDir, prefix string) error {
 		}
 	}
 	for _, ns := range nss {
-		errs = append(errs, removeRules(ctx, ns, prefix))
+		errs = append(errs, d.removeRules(ctx, ns))
 	}
 	for _, pid := range ownPids(filepath.Join(stateDir, prefix+"l7-")) {
 		errs = append(errs, killOwn(pid, filepath.Join(stateDir, prefix+"l7-")))
@@ -69,11 +71,13 @@ func ownPids(cfgPrefix string) []int {
 }
 
 // killOwn kills pid if its command line still names cfg (a pid may be
-// reused), SIGTERM then SIGKILL after 3 s, and waits for it to go.
+// reused), SIGTERM then SIGKILL after 3 s, and waits for it to go. An
+// exiting process's command line reads empty before it is a zombie, so
+// an empty one counts as ours until the process is gone.
 func killOwn(pid int, cfg string) error {
 	alive := func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		return err == nil && strings.Contains(string(b), cfg)
+		return err == nil && (strings.Contains(string(b), cfg) || len(b) == 0 && netnsx.Alive(pid))
 	}
 	if !alive() {
 		return nil

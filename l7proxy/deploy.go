@@ -44,6 +44,9 @@ type Deployment struct {
 	Opts    Options    `json:"opts"`
 	Proxies []*running `json:"proxies"`
 	Rules   []natRule  `json:"rules"`
+	// NatBefore is each rule namespace's nat table before our first rule
+	// there, so teardown removes the table and chains we created.
+	NatBefore map[string]natState `json:"nat_before,omitempty"`
 }
 
 func stateFile(stateDir, prefix string) string {
@@ -77,8 +80,11 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Deployment, error) {
 		}
 	}
 	for _, r := range rs {
-		d.Rules = append(d.Rules, r)
-		err := d.save()
+		err := d.recordNat(ctx, r.Netns)
+		if err == nil {
+			d.Rules = append(d.Rules, r)
+			err = d.save()
+		}
 		if err == nil {
 			err = addRule(ctx, r, opts.Prefix)
 		}
@@ -99,20 +105,31 @@ func (d *Deployment) save() error {
 	return os.WriteFile(stateFile(d.Opts.StateDir, d.Opts.Prefix), b, 0o644)
 }
 
-// Close removes the rules, stops the proxies, removes their cgroups and
-// files. Idempotent.
+// Close removes the rules and the nat tables and chains they needed,
+// stops the proxies, removes their cgroups and files. Idempotent.
 func (d *Deployment) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var errs []error
 	for _, ns := range d.ruleNamespaces() {
-		errs = append(errs, removeRules(ctx, ns, d.Opts.Prefix))
+		errs = append(errs, d.removeRules(ctx, ns))
 	}
 	for _, p := range d.Proxies {
 		errs = append(errs, p.stop())
 	}
 	errs = append(errs, removeFiles(d.Opts.StateDir, d.Opts.Prefix, d.Proxies))
 	return errors.Join(errs...)
+}
+
+// removeRules deletes our rules in ns, then what was created for them.
+func (d *Deployment) removeRules(ctx context.Context, ns string) error {
+	if err := removeRules(ctx, ns, d.Opts.Prefix); err != nil {
+		return err
+	}
+	if before, ok := d.NatBefore[ns]; ok {
+		return restoreNat(ctx, ns, before)
+	}
+	return nil
 }
 
 func (d *Deployment) ruleNamespaces() []string {

@@ -52,6 +52,7 @@ func TestModels(t *testing.T) {
 		t.Run(string(m), func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
+			before := rulesets(t, l)
 			spec := Spec{Model: m, Rules: BenchRules, Port: httpload.DefaultPort, Client: cli, Servers: []PodRef{srv}}
 			d, err := Start(ctx, spec, Options{Prefix: l.Prefix, StateDir: dir, CgroupParent: l.CgroupRoot})
 			labtest.SkipIfUnsupported(t, err)
@@ -71,6 +72,7 @@ func TestModels(t *testing.T) {
 				t.Errorf("CPU: %+v %v, want > 0 for every proxy", u, err)
 			}
 			closeAndCheck(t, d, dir)
+			checkRulesets(t, before, rulesets(t, l))
 			// Without the proxies the server answers directly.
 			st, via, err := d.Probe(ctx, addr, "GET", DefaultDeniedPath)
 			if err != nil || st != http.StatusOK || len(via) != 0 {
@@ -170,29 +172,41 @@ func checkGone(t *testing.T, d *Deployment, dir string, pids []int) {
 	}
 }
 
-// TestCleanupAfterCrash: a deployment never closed (its state file lost
-// too) is removed by Cleanup alone: processes found by their config path,
-// rules by the lab's namespaces.
+// TestCleanupAfterCrash: a deployment never closed is removed by
+// Cleanup alone: processes found by their config path, rules by the lab's
+// namespaces. With its state file (in the lab's state dir, which survives
+// a crash of the run) the nat tables and chains it created go too; with
+// the state file lost they cannot be told from others' and stay.
 func TestCleanupAfterCrash(t *testing.T) {
 	l := labtest.NewLab(t, "l7c")
 	cli, srv := podRef(t, l, "node0-pod0"), podRef(t, l, "node1-pod0")
-	dir := t.TempDir()
-	spec := Spec{Model: Sidecar, Rules: BenchRules, Port: httpload.DefaultPort, Client: cli, Servers: []PodRef{srv}}
-	d, err := Start(context.Background(), spec, Options{Prefix: l.Prefix, StateDir: dir})
-	labtest.SkipIfUnsupported(t, err)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Start(context.Background(), spec, Options{Prefix: l.Prefix, StateDir: dir}); err == nil {
-		t.Error("a second Start over a live deployment: want an error")
-	}
-	pids := pidsOf(t, d)
-	os.Remove(stateFile(dir, l.Prefix))
-	if err := Cleanup(dir, l.Prefix); err != nil {
-		t.Fatal(err)
-	}
-	checkGone(t, d, dir, pids)
-	if err := Cleanup(dir, l.Prefix); err != nil {
-		t.Errorf("second Cleanup: %v", err)
+	for _, lose := range []bool{false, true} {
+		t.Run(map[bool]string{false: "state-kept", true: "state-lost"}[lose], func(t *testing.T) {
+			dir := t.TempDir()
+			before := rulesets(t, l)
+			spec := Spec{Model: Sidecar, Rules: BenchRules, Port: httpload.DefaultPort, Client: cli, Servers: []PodRef{srv}}
+			d, err := Start(context.Background(), spec, Options{Prefix: l.Prefix, StateDir: dir})
+			labtest.SkipIfUnsupported(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Start(context.Background(), spec, Options{Prefix: l.Prefix, StateDir: dir}); err == nil {
+				t.Error("a second Start over a live deployment: want an error")
+			}
+			pids := pidsOf(t, d)
+			if lose {
+				os.Remove(stateFile(dir, l.Prefix))
+			}
+			if err := Cleanup(dir, l.Prefix); err != nil {
+				t.Fatal(err)
+			}
+			checkGone(t, d, dir, pids)
+			if !lose {
+				checkRulesets(t, before, rulesets(t, l))
+			}
+			if err := Cleanup(dir, l.Prefix); err != nil {
+				t.Errorf("second Cleanup: %v", err)
+			}
+		})
 	}
 }

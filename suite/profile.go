@@ -113,3 +113,12 @@ func LookupProfile(name string) (Profile, error) {
 	}
 	return Profile{}, fmt.Errorf("unknown profile %q (known: %s)", name, strings.Join(names, ", "))
 }
+
+// ProfileNames are the profiles' names, in the order they are listed.
+func ProfileNames() []string {
+	var out []string
+	for _, p := range Profiles {
+		out = append(out, p.Name)
+	}
+	return out
+}

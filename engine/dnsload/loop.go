@@ -194,7 +194,7 @@ func (l *loop) run() {
 			t0 = r.now()
 		}
 		n := l.ep.Wait(max(0, ns))
-		if t0 > 0 && n == 0 && ns <= int64(epoll.ShortWait) {
+		if t0 > 0 && n == 0 {
 			// Woke by the timeout: learn how late such wake-ups are.
 			late := min(max(r.now()-(t0+ns), 0), l.maxLead)
 			l.lead += (late - l.lead) / 8

@@ -4,26 +4,22 @@
 // sockets (each with its own trigger mode and event data) through Ctl;
 // the wake-up is the event whose Fd is -1.
 //
-// Waiting: short waits (open-loop sends, server delays) are a blocking
-// epoll_pwait2 with a nanosecond timeout, which holds the goroutine's P
-// (Go only takes it back when sysmon notices, up to 10 ms later). Longer
-// or unbounded waits block there for briefWait first, then park in Go's
-// netpoller on the epoll descriptor itself, so that other goroutines
-// (Run's timers, a server in the same process, an agent's control API)
-// keep running; Go's netpoller rounds timeouts up to milliseconds, so
-// those wake ShortWait/2 early and finish with a short wait.
+// Waiting: every wait is one blocking epoll_pwait2 (nanosecond timeout,
+// or none), made through Go's syscall entry so that the runtime hands the
+// loop's P to other goroutines (Run's timers, a server in the same
+// process, an agent's control API) when the wait lasts. Wake interrupts
+// it (the eventfd is in the set).
 //
-// Measured on httpload's server under wrk -c64 keep-alive, pinned to one
-// CPU: parking at once costs 11.7 µs of CPU per request (sysmon retakes
-// the P, ~8000 context switches a second more than nginx), blocking 200 µs
-// first 10.9 µs; nginx 12.0-12.6 µs.
+// Measured on httpload's server, one CPU, wrk -c64 with a new connection
+// per request (bench/http.sh): the earlier wait, 200 µs in epoll_pwait2
+// and then a park in Go's netpoller on the epoll descriptor, cost 20.8 µs
+// of server CPU per request against nginx's 16.4 (SetReadDeadline, the
+// park, the netpoller's own epoll_pwait and a second epoll_wait on every
+// idle gap); blocking in epoll_pwait2 alone costs 15-16 µs. Under
+// keep-alive the two were equal within the noise (4.6-5.5 µs).
 package epoll
 
 import (
-	"os"
-	"syscall"
-	"time"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -35,20 +31,8 @@ type Poller struct {
 
 	epfd   int
 	evfd   int
-	pwait2 bool
-
-	ef    *os.File        // epfd, registered with Go's netpoller
-	rc    syscall.RawConn // ef's, to park until epfd has events
-	ready func(uintptr) bool
-	n     int // events found by ready
+	pwait2 bool // false: the kernel has no epoll_pwait2 (before 5.11)
 }
-
-// ShortWait is the longest wait done in a blocking epoll_pwait2; briefWait
-// is how long a longer wait blocks there before parking in the netpoller.
-const (
-	ShortWait = 2 * time.Millisecond
-	briefWait = 200 * time.Microsecond
-)
 
 // Init creates the epoll set and its wake-up eventfd.
 func (p *Poller) Init() error {
@@ -66,16 +50,6 @@ func (p *Poller) Init() error {
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, p.evfd, &ev); err != nil {
 		return fail(err)
 	}
-	// Non-blocking, so that os.NewFile hands it to the netpoller (epoll_wait
-	// itself ignores the flag).
-	if err := unix.SetNonblock(p.epfd, true); err != nil {
-		return fail(err)
-	}
-	p.ef = os.NewFile(uintptr(p.epfd), "epoll")
-	if p.rc, err = p.ef.SyscallConn(); err != nil {
-		return fail(err)
-	}
-	p.ready = p.readyFn
 	return nil
 }
 
@@ -99,10 +73,6 @@ func (p *Poller) DrainWake() {
 
 // Close releases the descriptors (idempotent).
 func (p *Poller) Close() {
-	if p.ef != nil {
-		p.ef.Close() // closes epfd
-		p.ef, p.epfd = nil, -1
-	}
 	for _, fd := range []*int{&p.epfd, &p.evfd} {
 		if *fd >= 0 {
 			unix.Close(*fd)

@@ -75,8 +75,8 @@ func TestSecurityScenarios(t *testing.T) {
 				t.Errorf("%s %s: %s", r.Scenario, r.Test, s.Error)
 			case strings.Contains(r.Scenario, "+l7-") && r.Test == "HTTP_RPS_C64" && (u == nil || u.CPUSec <= 0):
 				t.Errorf("%s %s: no proxy CPU in %+v", r.Scenario, r.Test, u)
-			case strings.HasSuffix(r.Scenario, "+flows") && (u == nil || u.FlowEvents == 0):
-				t.Errorf("%s %s: no flow events in %+v", r.Scenario, r.Test, u)
+			case strings.HasSuffix(r.Scenario, "+flows") && (u == nil || u.FlowEvents == 0 || u.CPUSec <= 0 || len(u.Components) != 2):
+				t.Errorf("%s %s: want flow events and each node's consumer CPU in %+v", r.Scenario, r.Test, u)
 			case !strings.Contains(r.Scenario, "+") && u != nil:
 				t.Errorf("%s %s: datapath usage %+v without a feature", r.Scenario, r.Test, u)
 			}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,6 +39,18 @@ func TestSecurityScenarios(t *testing.T) {
 	l := newLab(t)
 	scenarios := []string{"ebpf", "ebpf+policy", "ebpf+l7-sidecar", "ebpf+flows", "iptables", "iptables+policy", "iptables+policy-1000", "iptables+l7-node", "iptables+flows"}
 	labs := securityLabs(t, l, scenarios...)
+	// Two scenario labs are up before the run and left up: what the run
+	// adds to them (proxies and their nat rules, flow tables and tc
+	// programs, Service programs) must be gone from them afterwards, not
+	// only from the labs the run takes down.
+	up := map[*lab]string{labs[2]: "ebpf", labs[8]: "iptables"} // ebpf+l7-sidecar, iptables+flows
+	before := map[*lab]string{}
+	for ul, dp := range up {
+		if _, stderr, code := ul.run("lab", "up", "--service-datapath", dp); code != 0 {
+			t.Fatalf("lab up %s: %s", ul.name, stderr)
+		}
+		before[ul] = labState(t, ul)
+	}
 	out := filepath.Join(t.TempDir(), "out")
 	stdout, stderr, code := l.run("run", "--scenarios", strings.Join(scenarios, ","), "--tests", "TCP_CRR,HTTP_RPS_C64",
 		"--placements", "pod-to-pod/other-node", "--rounds", "1", "--duration", "400ms", "--warmup", "100ms", "--out", out)
@@ -62,8 +75,8 @@ func TestSecurityScenarios(t *testing.T) {
 				t.Errorf("%s %s: %s", r.Scenario, r.Test, s.Error)
 			case strings.Contains(r.Scenario, "+l7-") && r.Test == "HTTP_RPS_C64" && (u == nil || u.CPUSec <= 0):
 				t.Errorf("%s %s: no proxy CPU in %+v", r.Scenario, r.Test, u)
-			case strings.HasSuffix(r.Scenario, "+flows") && (u == nil || u.FlowEvents == 0):
-				t.Errorf("%s %s: no flow events in %+v", r.Scenario, r.Test, u)
+			case strings.HasSuffix(r.Scenario, "+flows") && (u == nil || u.FlowEvents == 0 || u.CPUSec <= 0 || len(u.Components) != 2):
+				t.Errorf("%s %s: want flow events and each node's consumer CPU in %+v", r.Scenario, r.Test, u)
 			case !strings.Contains(r.Scenario, "+") && u != nil:
 				t.Errorf("%s %s: datapath usage %+v without a feature", r.Scenario, r.Test, u)
 			}
@@ -80,11 +93,51 @@ func TestSecurityScenarios(t *testing.T) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
+	for ul := range up {
+		if _, stderr, code := ul.run("lab", "status"); code != 0 {
+			t.Fatalf("lab %s that was up is not after the run: %s", ul.name, stderr)
+		}
+		if after := labState(t, ul); after != before[ul] {
+			t.Errorf("lab %s left up changed; after the run:\n%s\nbefore:\n%s", ul.name, after, before[ul])
+		}
+		if _, stderr, code := ul.run("lab", "down"); code != 0 {
+			t.Fatalf("lab down %s: %s", ul.name, stderr)
+		}
+	}
 	for _, sl := range append(labs, l) {
 		if left := sl.leftovers(); len(left) > 0 {
 			t.Errorf("lab %s left: %v", sl.name, left)
 		}
 	}
+}
+
+// stateScript prints a namespace's datapath state without counters:
+// nftables, iptables, links, qdiscs and tc filters of every link.
+const stateScript = `nft -s list ruleset
+iptables-save | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]/[0:0]/g'
+ip -br link show
+tc qdisc show
+for d in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1); do
+	tc filter show dev "$d" ingress; tc filter show dev "$d" egress
+done
+true`
+
+// labState is what a run must leave as it found in a lab left up: each
+// node's and pod's stateScript output, and the processes running from
+// the lab's state dir (L7 proxies, agents).
+func labState(t *testing.T, l *lab) string {
+	t.Helper()
+	var b strings.Builder
+	for _, ep := range []string{"node0", "node1", "node0-pod0", "node0-pod1", "node1-pod0", "node1-pod1"} {
+		out, stderr, code := l.run("lab", "exec", ep, "--", "sh", "-c", stateScript)
+		if code != 0 {
+			t.Fatalf("lab exec %s: %s", ep, stderr)
+		}
+		b.WriteString("== " + ep + "\n" + out)
+	}
+	procs, _ := exec.Command("pgrep", "-af", l.stateDir+"/"+l.name+"/").Output()
+	b.WriteString("== processes\n" + string(procs))
+	return b.String()
 }
 
 // checkFeatureDetails checks the proof each feature of scenario recorded:

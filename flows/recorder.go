@@ -3,8 +3,11 @@ package flows
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mechanisms Open accepts.
@@ -107,6 +110,12 @@ type Recorder struct {
 	closed  bool
 	closeEr error
 	final   uint64 // kernel loss count read at Close
+
+	// The consumer's OS thread, its CPU clock at Start, and its CPU time
+	// when it stopped (the thread exits with it).
+	tid              int
+	cpuBase, cpuLast time.Duration
+	cpuDone          bool
 }
 
 // Open starts recording flow events on site's node with mechanism mech
@@ -163,14 +172,53 @@ func (r *Recorder) Start() {
 		return
 	}
 	r.started = true
+	ready := make(chan struct{})
 	go func() {
 		defer close(r.done)
+		// The consumer keeps an OS thread of its own, so that thread's
+		// CPU clock is its cost. Never unlocked: the thread exits with
+		// the goroutine and no other goroutine runs on it.
+		runtime.LockOSThread()
+		r.tid, r.cpuBase = unix.Gettid(), ownThreadCPU()
+		close(ready)
+		defer func() {
+			used := ownThreadCPU() - r.cpuBase
+			r.mu.Lock()
+			r.cpuLast, r.cpuDone = used, true
+			r.mu.Unlock()
+		}()
 		r.runEr = r.src.run(r.add, func(n uint64) {
 			r.mu.Lock()
 			r.ulost += n
 			r.mu.Unlock()
 		})
 	}()
+	<-ready // tid and cpuBase are set before ConsumerCPU can read them
+}
+
+// ConsumerCPU is the CPU time the consumer's thread has used since Start:
+// reading the kernel's events, decoding and counting them. It runs in the
+// calling process, outside any lab cgroup, so no other reading has it.
+// 0 before Start; after Close, what it used until it stopped.
+func (r *Recorder) ConsumerCPU() (time.Duration, error) {
+	r.mu.Lock()
+	started, done, tid, base, last := r.started, r.cpuDone, r.tid, r.cpuBase, r.cpuLast
+	r.mu.Unlock()
+	if !started || done {
+		return last, nil
+	}
+	c, err := threadCPU(tid)
+	if err != nil {
+		// The thread may have exited since: its last reading stands.
+		r.mu.Lock()
+		done, last = r.cpuDone, r.cpuLast
+		r.mu.Unlock()
+		if done {
+			return last, nil
+		}
+		return 0, err
+	}
+	return c - base, nil
 }
 
 // add counts e and keeps it in the sample ring.

@@ -105,6 +105,6 @@ func flowsText(details map[string]any) string {
 	if !ok || c.Mechanism == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s events (%d hooks or rules read back from the kernel); %d probe connections gave %d events, %d of them SYN; each sample's event rate is its \"flow events\" row; emitting them costs the datapath softirq time, mostly charged to the client and server; the consumer (in the cnibench process) is not counted",
+	return fmt.Sprintf("%s events (%d hooks or rules read back from the kernel); %d probe connections gave %d events, %d of them SYN; each sample's event rate is its \"flow events\" row; emitting them costs the datapath softirq time, mostly charged to the client and server; each node's consumer (a thread of the cnibench process) is counted in the datapath CPU",
 		c.Mechanism, c.Installed, c.Probes, c.Events, c.SYNs)
 }

@@ -172,6 +172,12 @@ func (t *Target) useOrBringUp(ctx context.Context) (*lab.Lab, error) {
 	switch {
 	case err == nil:
 		t.progress("using the running lab %q (%d nodes); it is left running afterwards\n", l.Config.Name, len(l.Nodes))
+		runFeatures(&l.Config, cfg.Lab)
+		// Encryption is built with the lab: a run cannot add it.
+		if want := cfg.Lab.Encryption; want != "" && l.Config.Encryption != want {
+			return nil, fmt.Errorf("lab %q is up without encryption %s, which this run asks for: take it down (cnibench --lab %s lab down) or bring it up with --encryption %s",
+				l.Config.Name, want, l.Config.Name, want)
+		}
 	case errors.Is(err, lab.ErrNotFound):
 		t.progress("bringing up lab %q: %d nodes × %d pods ...", cfg.Lab.Name, cfg.Lab.Nodes, cfg.Lab.PodsPerNode)
 		start := time.Now()
@@ -186,6 +192,14 @@ func (t *Target) useOrBringUp(ctx context.Context) (*lab.Lab, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// runFeatures gives a running lab the run's policy, L7 and flows: each
+// run programs and removes them (as it does its tunings), and `lab up`
+// cannot set them, so a scenario such as ebpf+l7-sidecar on a lab left
+// up measures with its feature, not silently without.
+func runFeatures(running *lab.Config, run lab.Config) {
+	running.Policy, running.PolicyRules, running.L7, running.Flows = run.Policy, run.PolicyRules, run.L7, run.Flows
 }
 
 // endpoints lists, in start order, the endpoints the run's placements

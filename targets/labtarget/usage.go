@@ -7,21 +7,24 @@ import (
 
 	"github.com/cnibench/cnibench/flows"
 	"github.com/cnibench/cnibench/l7proxy"
+	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 )
 
 // usageMark is what a sample's start read.
 type usageMark struct {
-	at    time.Time
-	cpu   l7proxy.Usage
-	flows flows.Counts
-	wg    map[string]float64 // encryption daemons' CPU by node
+	at       time.Time
+	cpu      l7proxy.Usage
+	flows    flows.Counts
+	flowsCPU []time.Duration    // each node's consumer, as t.flows.recs
+	wg       map[string]float64 // encryption daemons' CPU by node
 }
 
-// StartUsage implements suite.UsageSampler: with L7 proxies or flows on,
-// their CPU and event counts are the lab's datapath usage; without,
-// nothing is read.
+// StartUsage implements suite.UsageSampler: with L7 proxies, flows or
+// encryption on, their CPU (the proxies', the flow consumers', the
+// WireGuard daemons') and event counts are the lab's datapath usage;
+// without, nothing is read.
 func (t *Target) StartUsage(ctx context.Context) (suite.UsageMark, error) {
 	l7on, flowsOn := t.l7 != nil && t.l7.d != nil, t.flows != nil && len(t.flows.recs) > 0
 	if !l7on && !flowsOn && t.encryption == nil {
@@ -39,6 +42,9 @@ func (t *Target) StartUsage(ctx context.Context) (suite.UsageMark, error) {
 	}
 	if flowsOn {
 		if m.flows, err = t.flowCounts(); err != nil {
+			return nil, err
+		}
+		if m.flowsCPU, err = t.flowsCPU(); err != nil {
 			return nil, err
 		}
 	}
@@ -70,8 +76,9 @@ func (t *Target) EndUsage(ctx context.Context, mark suite.UsageMark) (*results.D
 		}
 		comps = append(comps, encryptionComponents(m.wg, wg)...)
 	}
-	usage := results.NewDatapathUsage(results.UsageSourceLab, time.Since(m.at).Seconds(), comps)
-	if t.flows != nil && len(t.flows.recs) > 0 {
+	flowsOn := t.flows != nil && len(t.flows.recs) > 0
+	var c flows.Counts
+	if flowsOn {
 		// Events reach the consumer up to 20 ms late (flows.Counts).
 		select {
 		case <-time.After(50 * time.Millisecond):
@@ -83,12 +90,48 @@ func (t *Target) EndUsage(ctx context.Context, mark suite.UsageMark) (*results.D
 				return nil, fmt.Errorf("flows: the consumer stopped: %w", err)
 			}
 		}
-		c, err := t.flowCounts()
+		var err error
+		if c, err = t.flowCounts(); err != nil {
+			return nil, err
+		}
+		cpu, err := t.flowsCPU()
 		if err != nil {
 			return nil, err
 		}
+		comps = append(comps, consumerUsage(t.flows.check.Mechanism, t.lab.Nodes, m.flowsCPU, cpu)...)
+	}
+	usage := results.NewDatapathUsage(results.UsageSourceLab, time.Since(m.at).Seconds(), comps)
+	if flowsOn {
 		usage.Flows = true
 		usage.FlowEvents, usage.FlowEventsLost = c.Events-m.flows.Events, c.Lost-m.flows.Lost
 	}
 	return usage, nil
+}
+
+// flowsCPU reads each node's flow consumer's CPU time, as t.flows.recs.
+func (t *Target) flowsCPU() ([]time.Duration, error) {
+	out := make([]time.Duration, len(t.flows.recs))
+	for i, r := range t.flows.recs {
+		c, err := r.ConsumerCPU()
+		if err != nil {
+			return nil, fmt.Errorf("flows: %w", err)
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// consumerUsage is one component per node's flow consumer (a thread of
+// the cnibench process, no cgroup of the lab's): its CPU between the two
+// readings, as the recorders are opened, one per node in order.
+func consumerUsage(mech string, nodes []lab.Node, start, end []time.Duration) []results.ComponentUsage {
+	var out []results.ComponentUsage
+	for i := range end {
+		if i >= len(start) || i >= len(nodes) {
+			break
+		}
+		out = append(out, results.ComponentUsage{Plugin: "flows-" + mech, Node: nodes[i].Name,
+			Pod: "consumer", CPUSec: (end[i] - start[i]).Seconds()})
+	}
+	return out
 }

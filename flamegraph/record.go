@@ -35,9 +35,11 @@ type Recording struct {
 }
 
 // Start samples every task's stacks, kernel and user, on cpus into
-// data (perf.data format) until Stop. It fails with an explicit
-// unsupported error when perf is missing or the kernel refuses the event.
-func Start(cpus []int, data string) (*Recording, error) {
+// data (perf.data format) until Stop, and at most for limit: perf runs
+// under timeout(1), so a cnibench killed before Stop leaves no perf
+// sampling the CPUs for good. It fails with an explicit unsupported error
+// when perf is missing or the kernel refuses the event.
+func Start(cpus []int, data string, limit time.Duration) (*Recording, error) {
 	if len(cpus) == 0 {
 		return nil, errors.New("flame graph: no CPUs to sample")
 	}
@@ -50,7 +52,8 @@ func Start(cpus []int, data string) (*Recording, error) {
 		list = append(list, strconv.Itoa(c))
 	}
 	r := &Recording{data: data, done: make(chan error, 1)}
-	r.cmd = exec.Command(path, "record", "-e", "cpu-clock", "-F", strconv.Itoa(Frequency), "-g", "-C", strings.Join(list, ","), "-o", data, "--quiet")
+	secs := strconv.Itoa(int(limit.Seconds()) + 1)
+	r.cmd = exec.Command("timeout", "-s", "INT", secs, path, "record", "-e", "cpu-clock", "-F", strconv.Itoa(Frequency), "-g", "-C", strings.Join(list, ","), "-o", data, "--quiet")
 	r.cmd.Stderr = &r.stderr
 	if err := r.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("flame graph: start perf: %w", err)
@@ -74,14 +77,15 @@ func Start(cpus []int, data string) (*Recording, error) {
 	return nil, fmt.Errorf("flame graph: perf record wrote nothing in 2s: %s", strings.TrimSpace(r.stderr.String()))
 }
 
-// Stop ends the recording (SIGINT, as perf expects, so it writes its
-// file whole) and waits for it.
+// Stop ends the recording (SIGINT, which timeout passes on to perf, so
+// it writes its file whole) and waits for it.
 func (r *Recording) Stop() error {
 	_ = r.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case err := <-r.done:
 		var ee *exec.ExitError
-		if err != nil && !(errors.As(err, &ee) && ee.ExitCode() <= 0) {
+		// 130: stopped by the SIGINT; 124: the limit came first.
+		if err != nil && !(errors.As(err, &ee) && (ee.ExitCode() <= 0 || ee.ExitCode() == 130 || ee.ExitCode() == 124)) {
 			return fmt.Errorf("perf record: %v: %s", err, strings.TrimSpace(r.stderr.String()))
 		}
 		return nil

@@ -44,15 +44,16 @@ func cpuLines(sec Section, cols []Column) []string {
 		if !(ok1 && ok2 && ok3 && ok4 && ok5) || t <= 0 {
 			continue
 		}
-		// The lab's datapath processes (L7 proxies, WireGuard daemons)
-		// run on the agents' CPUs too, charged to no endpoint: name them.
+		// The lab's datapath processes (L7 proxies and WireGuard daemons,
+		// pinned with the agents; flow consumers, in the cnibench process,
+		// not) are charged to no endpoint: say what they used, wherever.
 		dp := ""
 		if d, ok := median(pw.Datapath, ci); ok && pw.Datapath != "" && d > 0 {
-			dp = fmt.Sprintf(", of which the datapath's processes %.3g", d)
+			dp = fmt.Sprintf("; the datapath's processes (proxies, WireGuard daemons, flow consumers) used %.3g, on these CPUs or others", d)
 		}
-		out = append(out, fmt.Sprintf("%s: %.3g %s %s on the agents' CPUs = client %.3g + server %.3g + %.3g charged to no endpoint%s "+
-			"(softirq in the idle task or ksoftirqd, kworkers, anything else on those CPUs); softirq and irq were %.3g of it (%.0f%%), whoever was charged",
-			c.Label, t, unit, per, cl, sv, un, dp, sq, 100*sq/t))
+		out = append(out, fmt.Sprintf("%s: %.3g %s %s on the agents' CPUs = client %.3g + server %.3g + %.3g charged to no endpoint "+
+			"(softirq in the idle task or ksoftirqd, kworkers, anything else on those CPUs); softirq and irq were %.3g of it (%.0f%%), whoever was charged%s",
+			c.Label, t, unit, per, cl, sv, un, sq, 100*sq/t, dp))
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -82,39 +83,60 @@ func (m mtu) Apply(_ context.Context, s Site) (func() error, error) {
 		h.Close()
 		return nil, err
 	}
-	type was struct {
-		name string
-		mtu  int
-	}
-	var old []was
-	undo := func() error {
-		defer h.Close()
-		var errs []string
-		for _, o := range slices.Backward(old) {
-			l, err := h.LinkByName(o.name)
-			if err == nil {
-				err = h.LinkSetMTU(l, o.mtu)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("%s: %v", o.name, err))
-			}
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("%s: restore MTU: %s", s.Name, strings.Join(errs, "; "))
-		}
-		return nil
-	}
+	var before, after []linkMTU
 	for _, l := range ls {
 		w := m.want(s, l)
 		if w < minMTU {
-			return undo, fmt.Errorf("%w: %s would be %d with the overlay's %d bytes, under IPv4's %d", ErrNotApplicable, l.Attrs().Name, w, s.Overhead, minMTU)
+			h.Close()
+			return nil, fmt.Errorf("%w: %s would be %d with the overlay's %d bytes, under IPv4's %d", ErrNotApplicable, l.Attrs().Name, w, s.Overhead, minMTU)
 		}
-		old = append(old, was{l.Attrs().Name, l.Attrs().MTU})
-		if err := h.LinkSetMTU(l, w); err != nil {
-			return undo, fmt.Errorf("%s mtu %d: %w", l.Attrs().Name, w, err)
+		before = append(before, linkMTU{l.Attrs().Name, l.Attrs().MTU})
+		after = append(after, linkMTU{l.Attrs().Name, w})
+	}
+	undo := func() error {
+		defer h.Close()
+		if err := setMTUs(h, before); err != nil {
+			return fmt.Errorf("%s: restore MTU: %w", s.Name, err)
+		}
+		return nil
+	}
+	return undo, setMTUs(h, after)
+}
+
+// linkMTU is a link's MTU, to set or as it was.
+type linkMTU struct {
+	name string
+	mtu  int
+}
+
+// setMTUs gives each link its MTU. A device on top of another (VXLAN on
+// eth0, a bridge on its ports) may not be larger than what is below it:
+// links given in bottom-up order (mtuLinks) are lowered top-down first,
+// then raised bottom-up, so either direction, and an undo, holds.
+func setMTUs(h *netlink.Handle, ls []linkMTU) error {
+	var errs []string
+	set := func(l linkMTU, lower bool) {
+		link, err := h.LinkByName(l.name)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", l.name, err))
+			return
+		}
+		if cur := link.Attrs().MTU; (lower && l.mtu < cur) || (!lower && l.mtu > cur) {
+			if err := h.LinkSetMTU(link, l.mtu); err != nil {
+				errs = append(errs, fmt.Sprintf("%s mtu %d: %v", l.name, l.mtu, err))
+			}
 		}
 	}
-	return undo, nil
+	for _, l := range slices.Backward(ls) {
+		set(l, true)
+	}
+	for _, l := range ls {
+		set(l, false)
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // Verify reads every link's MTU back: "mtu 9000" or "mtu 9000/8950"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"strings"
 	"testing"
@@ -133,5 +134,49 @@ func TestTuningsApplyAndUndo(t *testing.T) {
 				t.Errorf("%s changed %d of %d namespaces", name, changed, want)
 			}
 		})
+	}
+}
+
+// On a VXLAN lab, where the VXLAN device may not be larger than eth0
+// under it less 50, an MTU lowered or raised is applied and undone in an
+// order the kernel accepts, and every link gets its MTU back.
+func TestMTUUpAndDownOnVXLAN(t *testing.T) {
+	labtest.NeedRoot(t)
+	cfg := lab.Config{Name: fmt.Sprintf("tv%06d", rand.IntN(1000000)), Nodes: 2, PodsPerNode: 1, Routing: lab.RoutingVXLAN, StateDir: t.TempDir()}
+	t.Cleanup(func() {
+		if _, err := lab.Down(cfg.StateDir, cfg.Name); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	l, err := lab.Up(context.Background(), cfg)
+	labtest.SkipIfUnsupported(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sites := []Site{{Netns: netnsx.Path(l.Underlay), Name: "underlay", Underlay: true, Prefix: l.Prefix, Overhead: lab.VXLANOverhead}}
+	for _, n := range l.Nodes {
+		sites = append(sites, Site{Netns: netnsx.Path(n.Netns), Name: n.Name, Node: true, Prefix: l.Prefix, Overhead: lab.VXLANOverhead})
+		for _, p := range n.Pods {
+			sites = append(sites, Site{Netns: netnsx.Path(p.Netns), Name: p.Name, Prefix: l.Prefix, Overhead: lab.VXLANOverhead})
+		}
+	}
+	before := map[string]string{}
+	for _, s := range sites {
+		before[s.Name] = state(t, s)
+	}
+	for _, name := range []string{"mtu-1400", "mtu-9000"} {
+		k, _ := Lookup(name)
+		c, undo := Run(context.Background(), k, sites)
+		if c.Status != Applied {
+			t.Errorf("%s: %+v", name, c)
+		}
+		if err := undo(); err != nil {
+			t.Errorf("%s undo: %v", name, err)
+		}
+		for _, s := range sites {
+			if got := state(t, s); got != before[s.Name] {
+				t.Errorf("%s: %s after undo:\n%s\nwant\n%s", name, s.Name, got, before[s.Name])
+			}
+		}
 	}
 }

@@ -131,6 +131,9 @@ func ScenarioConfig(name string, base lab.Config) (lab.Config, error) {
 	// The scenario's lab is named after it, in the 12 characters [a-z0-9]
 	// a lab name allows.
 	cfg.Name = labName(parts)
+	if err := configConflicts(cfg); err != nil {
+		return base, fmt.Errorf("scenario %q: %w", name, err)
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("scenario %q: %w", name, err)
 	}
@@ -152,26 +155,31 @@ func conflicting(parts []string) error {
 	case (has("policy") || slices.ContainsFunc(parts, func(p string) bool { _, ok, _ := policyScalePart(p); return ok })) && has("l7-node"):
 		return fmt.Errorf("policy with l7-node is not supported: the per-node proxy connects from its node's address, which the policy denies (l7-sidecar works with policy)")
 	}
-	if has("wireguard") && slices.ContainsFunc(parts, func(p string) bool { return strings.HasPrefix(p, "mtu-") }) {
-		return fmt.Errorf("mtu-N with wireguard is not supported: the WireGuard devices keep the MTU the lab was built with")
-	}
-	return notrackConflict(parts)
+	return nil
 }
 
-// notrackConflict says why notrack cannot go with parts: the per-node
-// proxy's REDIRECT and a netfilter enforcer's "established" rule both
-// need conntrack in the nodes (the eBPF enforcer keeps its own).
-func notrackConflict(parts []string) error {
-	if !slices.Contains(parts, "notrack") {
-		return nil
+// configConflicts says why a scenario's finished config (its parts on top
+// of the run's flags) cannot be measured: notrack where conntrack is
+// needed (the per-node proxy's REDIRECT; a netfilter enforcer's
+// "established" rule and NFLOG flow recorder, which log and accept by
+// conntrack state; the eBPF enforcer and recorder keep their own), or an
+// MTU tuning on an encrypted lab, whose WireGuard devices keep the MTU
+// the lab was built with.
+func configConflicts(c lab.Config) error {
+	has := func(t string) bool { return slices.Contains(c.Tuning, t) }
+	netfilter := true
+	if v, ok := datapath.Lookup(c.ServiceDatapath); ok {
+		netfilter = v.Netfilter
 	}
-	policyOn := slices.ContainsFunc(parts, func(p string) bool { _, ok, _ := policyScalePart(p); return ok || p == "policy" })
-	netfilter := !slices.ContainsFunc(parts, func(p string) bool { v, ok := datapath.Lookup(p); return ok && !v.Netfilter })
 	switch {
-	case slices.Contains(parts, "l7-node"):
+	case has("notrack") && c.L7 == lab.L7PerNode:
 		return fmt.Errorf("notrack with l7-node is not supported: the per-node proxy's REDIRECT needs conntrack in the node")
-	case policyOn && netfilter:
+	case has("notrack") && c.Policy && netfilter:
 		return fmt.Errorf("notrack with policy on a netfilter datapath is not supported: the enforcer accepts replies by conntrack state (an eBPF datapath's enforcer keeps its own)")
+	case has("notrack") && c.Flows && netfilter:
+		return fmt.Errorf("notrack with flows on a netfilter datapath is not supported: NFLOG records a flow's first packet by conntrack state, which untracked packets never get (an eBPF datapath's ring buffer does not need it)")
+	case c.Encryption != "" && slices.ContainsFunc(c.Tuning, func(t string) bool { return strings.HasPrefix(t, "mtu-") }):
+		return fmt.Errorf("mtu-N with %s is not supported: the WireGuard devices keep the MTU the lab was built with", c.Encryption)
 	}
 	return nil
 }

@@ -69,6 +69,7 @@ func TestScenarioConflicts(t *testing.T) {
 		"iptables+socklb-off":     "goes with ebpf only",
 		"socklb-off":              "goes with ebpf only",
 		"wireguard+mtu-9000":      "mtu-N with wireguard",
+		"iptables+flows+notrack":  "notrack with flows on a netfilter datapath",
 	} {
 		if _, err := ScenarioConfig(scenario, base); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", scenario, err, want)
@@ -94,6 +95,15 @@ func TestScenarioConflicts(t *testing.T) {
 		if err != nil || cfg.ServiceDatapath != "ebpf-tc" || cfg.Name != strings.ReplaceAll(strings.ReplaceAll(scenario, "socklb-off", "nsl"), "+", "") {
 			t.Errorf("%s: %q in lab %q (%v), want ebpf-tc", scenario, cfg.ServiceDatapath, cfg.Name, err)
 		}
+	}
+	// The run's flags count as much as the scenario's parts.
+	withFlags := lab.Config{Nodes: 2, PodsPerNode: 2, Encryption: lab.EncryptionWireGuard}
+	if _, err := ScenarioConfig("vxlan+mtu-9000", withFlags); err == nil || !strings.Contains(err.Error(), "mtu-N with wireguard") {
+		t.Errorf("--encryption wireguard with vxlan+mtu-9000: %v", err)
+	}
+	ebpfFlag := lab.Config{Nodes: 2, PodsPerNode: 2, ServiceDatapath: "ebpf"}
+	if cfg, err := ScenarioConfig("policy+notrack", ebpfFlag); err != nil || !slices.Equal(cfg.Tuning, []string{"notrack"}) {
+		t.Errorf("--service-datapath ebpf with policy+notrack: %v", err)
 	}
 	if _, err := ScenarioConfig("cc-BBR!", base); err == nil || !strings.Contains(err.Error(), `unknown scenario "cc-bbr!"`) {
 		t.Errorf("a bad congestion control name: %v", err)

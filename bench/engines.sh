@@ -9,6 +9,11 @@
 #
 #   sudo bench/engines.sh            # ROUNDS=5 DUR=5 by default
 #   ROUNDS=3 DUR=3 sudo bench/engines.sh
+#   ONLY=udp sudo bench/engines.sh   # only the comparisons named (space-separated):
+#                                    # tcp1 tcp4 udp udpgso tcprr udprr tcprr14 udprr14
+#
+# udpgso runs our UDP_STREAM with --udp-gso against the same iperf3 -u runs:
+# iperf3 3.12 has no GSO, so that row is not like for like (the udp row is).
 #
 # Needs: ./bin/cnibench (scripts/build.sh), iperf3, qperf, sockperf, jq.
 set -euo pipefail
@@ -16,7 +21,8 @@ trap 'echo "bench: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 DUR=${DUR:-5}
-LAB=bench$$
+ONLY=${ONLY:-tcp1 tcp4 udp udpgso tcprr udprr tcprr14 udprr14}
+LAB=${LAB:-bench$$}
 cnb="./bin/cnibench --lab $LAB"
 SRV=198.19.1.10
 for t in iperf3 qperf sockperf jq taskset; do
@@ -71,22 +77,39 @@ qperf_rr()    { awk -v d=$DUR '/latency/{v=$3; if($4=="ms")v*=1000; if($4=="ns")
 sockperf_rr() { awk -F'[=; ]+' '/\[Valid Duration\]/{for(i=1;i<=NF;i++){if($i=="RunTime")t=$(i+1); if($i=="ReceivedMessages")n=$(i+1)}; sub("sec","",t); printf "%f %d\n", n/t, n}'; }
 
 command -v bc >/dev/null || { echo "bench: bc missing (apt-get install bc)" >&2; exit 1; }
+# want NAME: is comparison NAME in ONLY?
+want() { [[ " $ONLY " == *" $1 "* ]]; }
 for r in $(seq "$ROUNDS"); do
   echo "round $r/$ROUNDS ..." >&2
-  measure ours_tcp1   ours_tput  ./bin/cnibench client TCP_STREAM $SRV --duration ${DUR}s --warmup 1s --json
-  measure iperf_tcp1  iperf_tput iperf3 -c $SRV -p 5301 -t $DUR -O 1 -J
-  measure ours_tcp4   ours_tput  ./bin/cnibench client TCP_STREAM $SRV --streams 4 --duration ${DUR}s --warmup 1s --json
-  measure iperf_tcp4  iperf_tput iperf3 -c $SRV -p 5301 -P 4 -t $DUR -O 1 -J
-  measure ours_udp    ours_udp   ./bin/cnibench client UDP_STREAM $SRV --message-size 1400 --duration ${DUR}s --warmup 1s --json
-  measure iperf_udp   iperf_udp  iperf3 -c $SRV -p 5301 -u -b 0 -l 1400 -t $DUR -O 1 -J
-  measure ours_tcprr  ours_rr    ./bin/cnibench client TCP_RR $SRV --duration ${DUR}s --warmup 0s --json
-  measure qperf_tcprr qperf_rr   qperf -t $DUR $SRV tcp_lat
-  measure ours_udprr  ours_rr    ./bin/cnibench client UDP_RR $SRV --duration ${DUR}s --warmup 0s --json
-  measure qperf_udprr qperf_rr   qperf -t $DUR $SRV udp_lat
-  measure ours_tcprr14 ours_rr   ./bin/cnibench client TCP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 0s --json
-  measure sockperf_tcprr sockperf_rr sockperf ping-pong --tcp -i $SRV -p 11112 -m 14 -t $DUR
-  measure ours_udprr14 ours_rr   ./bin/cnibench client UDP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 0s --json
-  measure sockperf_udprr sockperf_rr sockperf ping-pong -i $SRV -p 11111 -m 14 -t $DUR
+  if want tcp1; then
+    measure ours_tcp1   ours_tput  ./bin/cnibench client TCP_STREAM $SRV --duration ${DUR}s --warmup 1s --json
+    measure iperf_tcp1  iperf_tput iperf3 -c $SRV -p 5301 -t $DUR -O 1 -J
+  fi
+  if want tcp4; then
+    measure ours_tcp4   ours_tput  ./bin/cnibench client TCP_STREAM $SRV --streams 4 --duration ${DUR}s --warmup 1s --json
+    measure iperf_tcp4  iperf_tput iperf3 -c $SRV -p 5301 -P 4 -t $DUR -O 1 -J
+  fi
+  if want udp || want udpgso; then
+    want udp && measure ours_udp    ours_udp   ./bin/cnibench client UDP_STREAM $SRV --message-size 1400 --duration ${DUR}s --warmup 1s --json
+    want udpgso && measure ours_udpgso ours_udp ./bin/cnibench client UDP_STREAM $SRV --message-size 1400 --udp-gso --duration ${DUR}s --warmup 1s --json
+    measure iperf_udp   iperf_udp  iperf3 -c $SRV -p 5301 -u -b 0 -l 1400 -t $DUR -O 1 -J
+  fi
+  if want tcprr; then
+    measure ours_tcprr  ours_rr    ./bin/cnibench client TCP_RR $SRV --duration ${DUR}s --warmup 0s --json
+    measure qperf_tcprr qperf_rr   qperf -t $DUR $SRV tcp_lat
+  fi
+  if want udprr; then
+    measure ours_udprr  ours_rr    ./bin/cnibench client UDP_RR $SRV --duration ${DUR}s --warmup 0s --json
+    measure qperf_udprr qperf_rr   qperf -t $DUR $SRV udp_lat
+  fi
+  if want tcprr14; then
+    measure ours_tcprr14 ours_rr   ./bin/cnibench client TCP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 0s --json
+    measure sockperf_tcprr sockperf_rr sockperf ping-pong --tcp -i $SRV -p 11112 -m 14 -t $DUR
+  fi
+  if want udprr14; then
+    measure ours_udprr14 ours_rr   ./bin/cnibench client UDP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 0s --json
+    measure sockperf_udprr sockperf_rr sockperf ping-pong -i $SRV -p 11111 -m 14 -t $DUR
+  fi
 done
 
 printf '\n%-38s %10s %10s %8s %18s\n' "comparison (median of $ROUNDS)" "cnibench" "C tool" "ratio" "CPU µs/op ours/C"
@@ -99,13 +122,16 @@ row() { # label ours theirs unit
   local cpucol="-"; [ "$(echo "$cb > 0" | bc -l)" = 1 ] && cpucol=$(printf '%.2f/%.2f' "$ca" "$cb")
   printf '%-38s %10.2f %10.2f %8s %18s\n' "$1 ($4)" "$a" "$b" "$ratio" "$cpucol"
 }
-row "TCP_STREAM 1 vs iperf3"          ours_tcp1   iperf_tcp1  Gbit/s
-row "TCP_STREAM 4 vs iperf3 -P 4"     ours_tcp4   iperf_tcp4  Gbit/s
-row "UDP_STREAM 1400 B vs iperf3 -u"  ours_udp    iperf_udp   Gbit/s
-row "UDP_STREAM loss vs iperf3 -u"    ours_udp_extra iperf_udp_extra %
-row "TCP_RR 1 B vs qperf tcp_lat"     ours_tcprr  qperf_tcprr tps
-row "UDP_RR 1 B vs qperf udp_lat"     ours_udprr  qperf_udprr tps
-row "TCP_RR 14 B vs sockperf --tcp"   ours_tcprr14 sockperf_tcprr tps
-row "UDP_RR 14 B vs sockperf"         ours_udprr14 sockperf_udprr tps
+want tcp1 && row "TCP_STREAM 1 vs iperf3"          ours_tcp1   iperf_tcp1  Gbit/s
+want tcp4 && row "TCP_STREAM 4 vs iperf3 -P 4"     ours_tcp4   iperf_tcp4  Gbit/s
+want udp && row "UDP_STREAM 1400 B vs iperf3 -u"  ours_udp    iperf_udp   Gbit/s
+want udp && row "UDP_STREAM loss vs iperf3 -u"    ours_udp_extra iperf_udp_extra %
+want udpgso && row "UDP_STREAM GSO vs iperf3 -u (no GSO)" ours_udpgso iperf_udp Gbit/s
+want udpgso && row "UDP_STREAM GSO loss vs iperf3 -u" ours_udpgso_extra iperf_udp_extra %
+want tcprr && row "TCP_RR 1 B vs qperf tcp_lat"     ours_tcprr  qperf_tcprr tps
+want udprr && row "UDP_RR 1 B vs qperf udp_lat"     ours_udprr  qperf_udprr tps
+want tcprr14 && row "TCP_RR 14 B vs sockperf --tcp"   ours_tcprr14 sockperf_tcprr tps
+want udprr14 && row "UDP_RR 14 B vs sockperf"         ours_udprr14 sockperf_udprr tps
 echo
+echo "per round:"; for k in $(printf '%s\n' "${!vals[@]}" | sort); do echo "  $k: ${vals[$k]}"; done
 echo "machine: $(nproc) CPUs, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo), kernel $(uname -r), $(date -u +%Y-%m-%d)"

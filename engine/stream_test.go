@@ -137,3 +137,26 @@ func TestUDPStreamUnpaced(t *testing.T) {
 		t.Errorf("loss %g out of range", r.LossPercent)
 	}
 }
+
+// With UDP GSO the server still counts datagrams of the message size, one
+// sequence number each, and the result records the option.
+func TestUDPStreamGSO(t *testing.T) {
+	s := startServer(t, 0)
+	o := opts(s, UDPStream, 300*time.Millisecond)
+	o.MessageSize = 1000
+	o.RateBitsPerSec = 100e6
+	o.UDPGSO = true
+	r := run(t, o)
+	if !r.Options.UDPGSO {
+		t.Errorf("result does not record UDP GSO: %+v", r.Options)
+	}
+	if r.PacketsSent < 1000 || r.PacketsReceived > r.PacketsSent || r.PacketsReceived < r.PacketsSent*9/10 {
+		t.Errorf("sent %d received %d, want >= 1000 and about all", r.PacketsSent, r.PacketsReceived)
+	}
+	if r.BytesSent != r.PacketsSent*1000 || r.BytesReceived != r.PacketsReceived*1000 {
+		t.Errorf("bytes %d/%d inconsistent with %d/%d datagrams of 1000 B", r.BytesSent, r.BytesReceived, r.PacketsSent, r.PacketsReceived)
+	}
+	if r.PacketsOutOfOrder != 0 {
+		t.Errorf("%d out of order on loopback", r.PacketsOutOfOrder)
+	}
+}

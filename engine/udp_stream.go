@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -24,29 +23,33 @@ func (rc *runCtx) measSession() uint64 { return rc.session }
 func (rc *runCtx) warmSession() uint64 { return rc.session ^ 1<<63 }
 
 // udpStreamFlow sends MessageSize datagrams (header + padding) on a
-// connected socket, paced by a token bucket when a rate is set. Stream 0
-// first checks that a server answers, so a missing one is an error rather
-// than 100% loss.
+// connected socket, a batch per sendmmsg (udp_batch.go), paced by a token
+// bucket when a rate is set. Stream 0 first checks that a server answers, so
+// a missing one is an error rather than 100% loss.
 func udpStreamFlow(rc *runCtx, f *flow) error {
 	fd, err := rc.dialUDP(f)
 	if err == nil && f.id == 0 {
 		err = udpHello(rc, fd)
 	}
+	if err == nil && rc.o.UDPGSO {
+		if err = enableGSO(fd, rc.o.MessageSize); err != nil {
+			err = fmt.Errorf("%s: UDP GSO (UDP_SEGMENT): %w", rc.o.Test, err)
+		}
+	}
 	if !rc.ready(err) {
 		return err
 	}
 	f.fd = fd
-	size := rc.o.MessageSize
-	buf := make([]byte, size)
-	h := udpHdr{kind: kindData, session: rc.warmSession(), stream: uint32(f.id)}
-	h.put(buf)
+	b := newUDPBatch(rc.o.MessageSize, uint32(f.id), rc.o.UDPGSO)
+	session := rc.warmSession()
 	measuring := false
 	var tb *tokenBucket
 	if rc.o.RateBitsPerSec > 0 {
 		perStream := float64(rc.o.RateBitsPerSec) / 8 / float64(rc.o.Streams)
-		tb = newTokenBucket(perStream, size, time.Now())
+		tb = newTokenBucket(perStream, b.msgBytes(), time.Now())
 	}
-	var y yielder
+	// A batch takes a while: read the clock at every turn.
+	y := yielder{perCall: true}
 	for seq := uint64(0); ; {
 		y.tick()
 		now := time.Now()
@@ -54,17 +57,24 @@ func udpStreamFlow(rc *runCtx, f *flow) error {
 			return nil
 		}
 		if !measuring && !now.Before(rc.measStart) {
-			measuring, seq = true, 0
-			binary.BigEndian.PutUint64(buf[8:], rc.measSession())
+			measuring, seq, session = true, 0, rc.measSession()
 		}
+		n := b.msgs()
 		if tb != nil {
-			if wait := tb.take(now, size); wait > 0 {
+			var wait time.Duration
+			if n, wait = tb.takeUpTo(now, b.msgBytes(), n); n == 0 {
 				time.Sleep(min(wait, rc.measEnd.Sub(now)))
 				continue
 			}
 		}
-		binary.BigEndian.PutUint64(buf[24:], seq)
-		n, err := sendFlags(fd, buf, 0)
+		b.stamp(n, session, seq)
+		sent, err := b.send(fd, n)
+		pkts := int64(sent * b.segs)
+		seq += uint64(pkts)
+		if measuring {
+			f.pktsSent += pkts
+			f.bytesSent += pkts * int64(b.size)
+		}
 		if err != nil {
 			if err == unix.EINTR {
 				continue
@@ -72,17 +82,15 @@ func udpStreamFlow(rc *runCtx, f *flow) error {
 			if rc.aborted.Load() {
 				return nil
 			}
-			// ENOBUFS, or ECONNREFUSED from an ICMP error: a datagram
-			// not sent, counted, and the sender carries on.
+			if err == unix.EINVAL && rc.o.UDPGSO {
+				return fmt.Errorf("%s: send with UDP GSO: %w (a message of %d B and its headers must fit the path MTU)",
+					rc.o.Test, err, b.size)
+			}
+			// ENOBUFS, or ECONNREFUSED from an ICMP error: a batch not
+			// sent, counted as one error, and the sender carries on.
 			if measuring {
 				f.noteError(fmt.Errorf("send to %s: %w", rc.addr, err))
 			}
-			continue
-		}
-		seq++
-		if measuring {
-			f.pktsSent++
-			f.bytesSent += int64(n)
 		}
 	}
 }
@@ -117,6 +125,20 @@ func (b *tokenBucket) take(now time.Time, size int) time.Duration {
 		return 0
 	}
 	return time.Duration((float64(size) - b.tokens) / b.rate)
+}
+
+// takeUpTo spends tokens for as many as n units of size bytes as the bucket
+// holds: how many, or 0 and how long to wait for the first.
+func (b *tokenBucket) takeUpTo(now time.Time, size, n int) (int, time.Duration) {
+	if wait := b.take(now, size); wait > 0 {
+		return 0, wait
+	}
+	k := 1
+	for k < n && b.tokens >= float64(size) {
+		b.tokens -= float64(size)
+		k++
+	}
+	return k, 0
 }
 
 // udpExchange sends req on the connected socket fd until a datagram that

@@ -39,3 +39,17 @@ func TestValidateDefaults(t *testing.T) {
 		t.Errorf("oversized UDP_RR: %v", err)
 	}
 }
+
+// UDP GSO is a UDP_STREAM sender option; elsewhere it would be ignored.
+func TestValidateUDPGSO(t *testing.T) {
+	for _, tt := range Tests {
+		o := Options{Test: tt, Host: "h", Duration: Duration(time.Second), UDPGSO: true}
+		err := o.Validate()
+		if tt == UDPStream && err != nil {
+			t.Errorf("UDP_STREAM with GSO: %v", err)
+		}
+		if tt != UDPStream && (err == nil || !strings.Contains(err.Error(), "UDP GSO applies to UDP_STREAM only")) {
+			t.Errorf("%s with GSO: %v", tt, err)
+		}
+	}
+}

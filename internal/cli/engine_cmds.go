@@ -123,6 +123,7 @@ func newClientCmd() *cobra.Command {
 	f.IntVar(&o.Port, "port", 0, "server port (default: the test's fixed port)")
 	f.IntVar(&o.MessageSize, "message-size", 0, "bytes per write (streams) or per request/response (RR)")
 	f.Int64Var(&o.RateBitsPerSec, "rate", 0, "UDP_STREAM offered rate in bit/s (0: as fast as possible)")
+	f.BoolVar(&o.UDPGSO, "udp-gso", false, "UDP_STREAM: send runs of datagrams split by the kernel (UDP GSO); iperf3 3.12 does not")
 	f.StringVar(&mode, "mode", "", "RR wait mode: blocking (default) or busy-poll")
 	f.BoolVar(&jsonOut, "json", false, "print the full result as JSON")
 	return cmd

@@ -90,16 +90,20 @@ func timeWait(t *testing.T, l *lab, pod string) int64 {
 }
 
 // The server closes first, as netserver does: after a run the TIME_WAIT
-// sockets are in the server's namespace, not the client's.
+// sockets are in the server's namespace, not the client's. Not one per
+// connection: the kernel picks a client's ports with random increments, so
+// at 10,000 connections a second it comes back to ports whose server
+// TIME_WAIT a new SYN then takes over (RFC 6191): 81% were left after 2 s
+// here. Half is the bound; the client must have none.
 func TestCRRTimeWaitOnServer(t *testing.T) {
 	l := crrLab(t)
-	r := crr(t, l, "--duration", "2s", "--warmup", "0s")
+	r := crr(t, l, "--duration", "1s", "--warmup", "0s")
 	if r.Transactions < 500 || r.Errors != 0 || r.PortExhaustion || r.Stalled {
 		t.Fatalf("run = %+v, want ≥ 500 transactions, no errors or flags", r)
 	}
 	srv, cli := timeWait(t, l, "node1-pod0"), timeWait(t, l, "node0-pod0")
-	if srv < r.Transactions*9/10 {
-		t.Errorf("server namespace has %d TIME_WAIT sockets after %d connections, want at least 90%% of them", srv, r.Transactions)
+	if srv < r.Transactions/2 {
+		t.Errorf("server namespace has %d TIME_WAIT sockets after %d connections, want at least half of them", srv, r.Transactions)
 	}
 	if cli > 5 || r.ClientTimeWait == nil || *r.ClientTimeWait > 5 {
 		t.Errorf("client namespace has %d TIME_WAIT sockets (result says %v), want ~0", cli, r.ClientTimeWait)

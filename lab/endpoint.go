@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/lab/wireguard"
 )
 
 // Endpoints returns every node and pod: node0, node0-pod0, node0-pod1, node1, ...
@@ -140,7 +141,15 @@ func (l *Lab) Status() (string, error) {
 		fmt.Fprintf(&b, "l7: HTTP policy through %s proxies (started and verified by each run that uses the lab)\n", l.Config.L7)
 	}
 	if l.Routing == RoutingVXLAN {
-		fmt.Fprintf(&b, "overlay: %s vni %d udp port %d, mtu %d (underlay %d)\n", VXLANDev, VXLANVNI, VXLANPort, VXLANMTU, MTU)
+		under := MTU
+		if l.Config.Encryption != "" {
+			under = wgMTU // the overlay runs on the WireGuard devices
+		}
+		fmt.Fprintf(&b, "overlay: %s vni %d udp port %d, mtu %d (underlay %d)\n", VXLANDev, VXLANVNI, VXLANPort, l.MTU, under)
+	}
+	if l.Config.Encryption != "" {
+		fmt.Fprintf(&b, "encryption: %s between the nodes, device %s on udp port %d, mtu %d (a userspace daemon per node)\n",
+			l.Config.Encryption, wireguard.Device, wireguard.Port, wgMTU)
 	}
 	for _, n := range l.Nodes {
 		vtep := ""

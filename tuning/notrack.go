@@ -83,6 +83,10 @@ func (n notrack) Apply(ctx context.Context, s Site) (func() error, error) {
 		return nil, err
 	}
 	tx := nft.NewTransaction()
+	// A table a crashed run left (the lab stayed up) is emptied first, so
+	// its rules are not doubled: the table is ours by its prefixed name.
+	tx.Add(&knftables.Table{})
+	tx.Flush(&knftables.Table{})
 	for _, o := range notrackRules(s) {
 		tx.Add(o)
 	}

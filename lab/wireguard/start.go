@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/kfeature"
@@ -111,22 +110,26 @@ func tail(path string) string {
 	return "no output"
 }
 
-// KernelSupport is nil when the kernel has WireGuard devices (tried in
-// the namespace nsPath, and removed at once), else why not: a
-// kfeature.Unsupported when the kernel lacks the link kind.
-func KernelSupport(nsPath string) error {
-	h, err := netnsx.NewHandle(nsPath)
-	if err != nil {
+// KernelSupport is nil when this kernel has WireGuard devices: the
+// module loaded, or built in. It only reads (/sys/module, the kernel's
+// modules.builtin): creating a test device would make the kernel load an
+// installed module, a change to the host that cnibench never makes. A
+// kernel without them gets a kfeature.Unsupported saying which case.
+func KernelSupport() error {
+	if _, err := os.Stat("/sys/module/wireguard"); err == nil {
+		return nil
+	}
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
 		return err
 	}
-	defer h.Close()
-	const probe = "cnb_wgk"
-	err = kfeature.Check("WireGuard devices", h.LinkAdd(&netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: probe}}))
-	if err != nil {
-		return err
+	dir := filepath.Join("/lib/modules", unix.ByteSliceToString(uts.Release[:]))
+	if b, err := os.ReadFile(filepath.Join(dir, "modules.builtin")); err == nil && strings.Contains(string(b), "/wireguard.ko") {
+		return nil
 	}
-	if l, lerr := h.LinkByName(probe); lerr == nil {
-		return errors.Join(nil, h.LinkDel(l))
+	detail := "no wireguard module loaded or built in, and none installed"
+	if found, _ := filepath.Glob(filepath.Join(dir, "kernel", "drivers", "net", "wireguard", "wireguard.ko*")); len(found) > 0 {
+		detail = "the wireguard module is installed but not loaded, and cnibench loads none"
 	}
-	return nil
+	return &kfeature.Unsupported{Feature: "WireGuard devices", Detail: detail, Err: errors.ErrUnsupported}
 }

@@ -116,20 +116,30 @@ func tail(path string) string {
 // installed module, a change to the host that cnibench never makes. A
 // kernel without them gets a kfeature.Unsupported saying which case.
 func KernelSupport() error {
-	if _, err := os.Stat("/sys/module/wireguard"); err == nil {
+	return kernelModule("WireGuard devices", "wireguard", "drivers/net/wireguard")
+}
+
+// KernelESP is KernelSupport for IPsec's ESP (XFRM, module esp4), the
+// other encryption CNIs offer (Cilium's IPsec mode).
+func KernelESP() error { return kernelModule("IPsec ESP (XFRM)", "esp4", "net/ipv4") }
+
+// kernelModule looks module up without loading it: loaded, built in, or
+// installed but not loaded.
+func kernelModule(feature, module, dir string) error {
+	if _, err := os.Stat(filepath.Join("/sys/module", module)); err == nil {
 		return nil
 	}
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
 		return err
 	}
-	dir := filepath.Join("/lib/modules", unix.ByteSliceToString(uts.Release[:]))
-	if b, err := os.ReadFile(filepath.Join(dir, "modules.builtin")); err == nil && strings.Contains(string(b), "/wireguard.ko") {
+	mods := filepath.Join("/lib/modules", unix.ByteSliceToString(uts.Release[:]))
+	if b, err := os.ReadFile(filepath.Join(mods, "modules.builtin")); err == nil && strings.Contains(string(b), "/"+module+".ko") {
 		return nil
 	}
-	detail := "no wireguard module loaded or built in, and none installed"
-	if found, _ := filepath.Glob(filepath.Join(dir, "kernel", "drivers", "net", "wireguard", "wireguard.ko*")); len(found) > 0 {
-		detail = "the wireguard module is installed but not loaded, and cnibench loads none"
+	detail := "no " + module + " module loaded or built in, and none installed"
+	if found, _ := filepath.Glob(filepath.Join(mods, "kernel", dir, module+".ko*")); len(found) > 0 {
+		detail = "the " + module + " module is installed but not loaded, and cnibench loads none"
 	}
-	return &kfeature.Unsupported{Feature: "WireGuard devices", Detail: detail, Err: errors.ErrUnsupported}
+	return &kfeature.Unsupported{Feature: feature, Detail: detail, Err: errors.ErrUnsupported}
 }

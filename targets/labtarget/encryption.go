@@ -30,7 +30,11 @@ type EncryptionCheck struct {
 	// Kernel says whether this kernel has WireGuard devices ("available",
 	// or the unsupported error): the userspace daemon stands in for it.
 	Kernel string `json:"kernel_wireguard"`
-	MTU    int    `json:"pod_mtu"` // pods' MTU, lowered by the overhead
+	// KernelESP is the same for IPsec ESP, the other mode CNIs offer
+	// (not used by the lab: recorded so a reader knows what this kernel
+	// could have compared).
+	KernelESP string `json:"kernel_ipsec_esp"`
+	MTU       int    `json:"pod_mtu"` // pods' MTU, lowered by the overhead
 	// Probes are connections from node0's first pod to a pod on each
 	// other node, with what each node's device counted meanwhile.
 	Probes []string `json:"probes"`
@@ -79,6 +83,11 @@ func (t *Target) checkWireGuard(ctx context.Context) (*encryptionState, error) {
 		st.check.Kernel = err.Error()
 	} else {
 		st.check.Kernel = "available (not used: the lab runs the userspace implementation everywhere alike)"
+	}
+	if err := wireguard.KernelESP(); err != nil {
+		st.check.KernelESP = err.Error()
+	} else {
+		st.check.KernelESP = "available (not used by the lab)"
 	}
 	for _, n := range l.Nodes {
 		if n.WireGuard == nil {

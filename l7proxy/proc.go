@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/logtail"
 	"github.com/cnibench/cnibench/internal/netnsx"
 )
 
@@ -85,17 +86,7 @@ func (r *running) waitReady(ctx context.Context) error {
 }
 
 // logTail is the last lines HAProxy wrote, on one line.
-func (r *running) logTail() string {
-	b, _ := os.ReadFile(r.Log)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 3 {
-		lines = lines[len(lines)-3:]
-	}
-	if s := strings.Join(lines, " | "); s != "" {
-		return s
-	}
-	return "no output"
-}
+func (r *running) logTail() string { return logtail.Lines(r.Log, 3) }
 
 // Counters are a proxy's counters, from its stats socket.
 type Counters struct {

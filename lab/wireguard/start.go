@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cnibench/cnibench/internal/kfeature"
+	"github.com/cnibench/cnibench/internal/logtail"
 	"github.com/cnibench/cnibench/internal/netnsx"
 )
 
@@ -62,13 +63,13 @@ func Start(ctx context.Context, nsPath, cgroup, dir string, c NodeConfig) (pid i
 		}
 		select {
 		case err := <-exited:
-			return 0, fmt.Errorf("wireguard: the %s daemon exited at start (%v): %s", c.Node, err, tail(base+".log"))
+			return 0, fmt.Errorf("wireguard: the %s daemon exited at start (%v): %s", c.Node, err, logtail.Lines(base+".log", 3))
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
 			return 0, ctx.Err()
 		case <-deadline:
 			_ = cmd.Process.Kill()
-			return 0, fmt.Errorf("wireguard: the %s daemon was not up after %s: %s", c.Node, readyTimeout, tail(base+".log"))
+			return 0, fmt.Errorf("wireguard: the %s daemon was not up after %s: %s", c.Node, readyTimeout, logtail.Lines(base+".log", 3))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -95,19 +96,6 @@ func closeOnExecInherited() error {
 		}
 	}
 	return nil
-}
-
-// tail is a log's last lines on one line.
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 3 {
-		lines = lines[len(lines)-3:]
-	}
-	if s := strings.Join(lines, " | "); s != "" {
-		return s
-	}
-	return "no output"
 }
 
 // KernelSupport is nil when this kernel has WireGuard devices: the

@@ -2,14 +2,13 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/xml"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/flamegraph"
 	cnbresults "github.com/cnibench/cnibench/results"
 )
 
@@ -51,7 +50,7 @@ func TestFlameGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames, err := svgTitles(svg)
+	frames, err := flamegraph.Titles(svg)
 	if err != nil {
 		t.Fatalf("%s is not well-formed SVG: %v", fg.SVG, err)
 	}
@@ -74,38 +73,4 @@ func TestFlameGraph(t *testing.T) {
 	if !bytes.Contains(html, []byte(`<div class="flamegraph"><svg`)) || !bytes.Contains(html, []byte("tcp_sendmsg (")) {
 		t.Error("report.html has no inline flame graph with the kernel's frames")
 	}
-}
-
-// svgTitles is the <title> texts of an SVG document (a flame graph's
-// frames), or an error when it is not well-formed XML rooted at <svg>.
-func svgTitles(doc []byte) ([]string, error) {
-	d := xml.NewDecoder(bytes.NewReader(doc))
-	var titles []string
-	root, inTitle := "", false
-	for {
-		tok, err := d.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		switch x := tok.(type) {
-		case xml.StartElement:
-			if root == "" {
-				root = x.Name.Local
-			}
-			inTitle = x.Name.Local == "title"
-		case xml.CharData:
-			if inTitle {
-				titles = append(titles, string(x))
-			}
-		case xml.EndElement:
-			inTitle = false
-		}
-	}
-	if root != "svg" {
-		return nil, io.ErrUnexpectedEOF
-	}
-	return titles, nil
 }

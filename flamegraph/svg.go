@@ -127,3 +127,38 @@ func esc(s string) string {
 	_ = xml.EscapeText(&b, []byte(s))
 	return b.String()
 }
+
+// Titles is the frames of a rendered flame graph (their <title>s: "name
+// (N samples, P%)"), root first, or an error when svg is not well-formed
+// XML with an <svg> root: what a reader of the file, and the tests, check.
+func Titles(svg []byte) ([]string, error) {
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	var titles []string
+	root, inTitle := "", false
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch x := tok.(type) {
+		case xml.StartElement:
+			if root == "" {
+				root = x.Name.Local
+			}
+			inTitle = x.Name.Local == "title"
+		case xml.CharData:
+			if inTitle {
+				titles = append(titles, string(x))
+			}
+		case xml.EndElement:
+			inTitle = false
+		}
+	}
+	if root != "svg" {
+		return nil, fmt.Errorf("not an SVG document: root element %q", root)
+	}
+	return titles, nil
+}

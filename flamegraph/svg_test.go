@@ -2,45 +2,9 @@ package flamegraph
 
 import (
 	"bytes"
-	"encoding/xml"
-	"io"
 	"strings"
 	"testing"
 )
-
-// titles is the frame names of a rendered flame graph (its <title>s), and
-// an error when the SVG is not well-formed XML with an <svg> root.
-func titles(svg []byte) ([]string, error) {
-	d := xml.NewDecoder(bytes.NewReader(svg))
-	var names []string
-	root, inTitle := "", false
-	for {
-		tok, err := d.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		switch x := tok.(type) {
-		case xml.StartElement:
-			if root == "" {
-				root = x.Name.Local
-			}
-			inTitle = x.Name.Local == "title"
-		case xml.CharData:
-			if inTitle {
-				names = append(names, string(x))
-			}
-		case xml.EndElement:
-			inTitle = false
-		}
-	}
-	if root != "svg" {
-		return nil, io.ErrUnexpectedEOF
-	}
-	return names, nil
-}
 
 // The golden recording renders as well-formed SVG whose frames include
 // the kernel's network stack on both sides, widest at the root.
@@ -49,7 +13,7 @@ func TestSVG(t *testing.T) {
 	if err := SVG(&b, golden(t), "TCP_STREAM <pod-to-pod/other-node> & co"); err != nil {
 		t.Fatal(err)
 	}
-	names, err := titles(b.Bytes())
+	names, err := Titles(b.Bytes())
 	if err != nil {
 		t.Fatalf("not well-formed: %v", err)
 	}
@@ -69,7 +33,7 @@ func TestSVG(t *testing.T) {
 	if err := SVG(&empty, &Stacks{Counts: map[string]int{}}, "nothing"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := titles(empty.Bytes()); err != nil {
+	if _, err := Titles(empty.Bytes()); err != nil {
 		t.Errorf("an empty graph is not well-formed: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/safchain/ethtool"
-	"github.com/vishvananda/netlink"
 
 	"github.com/cnibench/cnibench/internal/netnsx"
 )
@@ -44,15 +43,12 @@ func links(s Site) ([]string, error) {
 		return nil, err
 	}
 	defer h.Close()
-	ls, err := h.LinkList()
+	ls, err := mtuLinks(h)
 	if err != nil {
-		return nil, fmt.Errorf("list links: %w", err)
+		return nil, err
 	}
 	var out []string
 	for _, l := range ls {
-		if _, lo := l.(*netlink.Device); lo && l.Attrs().Name == "lo" {
-			continue
-		}
 		out = append(out, l.Attrs().Name)
 	}
 	slices.Sort(out)

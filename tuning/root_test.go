@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/netip"
 	"strings"
 	"testing"
 
@@ -15,22 +14,8 @@ import (
 	"github.com/cnibench/cnibench/lab"
 )
 
-// labSites are a real lab's node and pod namespaces.
-func labSites(t *testing.T) (*lab.Lab, []Site) {
-	l := labtest.NewLab(t, "tu")
-	var pods []netip.Prefix
-	for _, n := range l.Nodes {
-		pods = append(pods, netip.MustParsePrefix(n.PodCIDR))
-	}
-	sites := []Site{{Netns: netnsx.Path(l.Underlay), Name: "underlay", Underlay: true, Prefix: l.Prefix}}
-	for _, n := range l.Nodes {
-		sites = append(sites, Site{Netns: netnsx.Path(n.Netns), Name: n.Name, Node: true, Prefix: l.Prefix, PodCIDRs: pods})
-		for _, p := range n.Pods {
-			sites = append(sites, Site{Netns: netnsx.Path(p.Netns), Name: p.Name, Prefix: l.Prefix, PodCIDRs: pods})
-		}
-	}
-	return l, sites
-}
+// labSites are a real lab's namespaces as sites.
+func labSites(t *testing.T) []Site { return LabSites(labtest.NewLab(t, "tu")) }
 
 // state is what the tunings touch in one namespace: the congestion
 // control, every interface's offload features and MTU, the nft ruleset.
@@ -87,7 +72,7 @@ func state(t *testing.T, s Site) string {
 // namespace it concerns, and its undo leaves every namespace as it was.
 func TestTuningsApplyAndUndo(t *testing.T) {
 	labtest.NeedRoot(t)
-	_, sites := labSites(t)
+	sites := labSites(t)
 	before := map[string]string{}
 	for _, s := range sites {
 		before[s.Name] = state(t, s)
@@ -153,13 +138,7 @@ func TestMTUUpAndDownOnVXLAN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sites := []Site{{Netns: netnsx.Path(l.Underlay), Name: "underlay", Underlay: true, Prefix: l.Prefix, Overhead: lab.VXLANOverhead}}
-	for _, n := range l.Nodes {
-		sites = append(sites, Site{Netns: netnsx.Path(n.Netns), Name: n.Name, Node: true, Prefix: l.Prefix, Overhead: lab.VXLANOverhead})
-		for _, p := range n.Pods {
-			sites = append(sites, Site{Netns: netnsx.Path(p.Netns), Name: p.Name, Prefix: l.Prefix, Overhead: lab.VXLANOverhead})
-		}
-	}
+	sites := LabSites(l)
 	before := map[string]string{}
 	for _, s := range sites {
 		before[s.Name] = state(t, s)

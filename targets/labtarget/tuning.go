@@ -3,12 +3,10 @@ package labtarget
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"strconv"
 	"strings"
 
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/tuning"
@@ -24,26 +22,6 @@ type tuningState struct {
 	skip string
 }
 
-// tuningSites are the lab's node and pod namespaces as tuning sites.
-func tuningSites(l *lab.Lab) []tuning.Site {
-	var pods []netip.Prefix
-	for _, n := range l.Nodes {
-		if p, err := netip.ParsePrefix(n.PodCIDR); err == nil {
-			pods = append(pods, p)
-		}
-	}
-	overhead := lab.MTU - l.MTU // what the overlay and encryption take from pods
-	// The underlay first: an MTU rises there before the nodes send more.
-	sites := []tuning.Site{{Netns: netnsx.Path(l.Underlay), Name: "underlay", Underlay: true, Prefix: l.Prefix, Overhead: overhead}}
-	for _, n := range l.Nodes {
-		sites = append(sites, tuning.Site{Netns: netnsx.Path(n.Netns), Name: n.Name, Node: true, Prefix: l.Prefix, PodCIDRs: pods, Overhead: overhead})
-		for _, p := range n.Pods {
-			sites = append(sites, tuning.Site{Netns: netnsx.Path(p.Netns), Name: p.Name, Prefix: l.Prefix, PodCIDRs: pods, Overhead: overhead})
-		}
-	}
-	return sites
-}
-
 // openTuning applies the scenario's tunings (the run's lab.Config.Tuning:
 // unlike the lab's features they belong to the run, which undoes them,
 // so a lab that was up already gets them too) in every namespace they
@@ -55,7 +33,7 @@ func (t *Target) openTuning(ctx context.Context) error {
 		return nil
 	}
 	t.tuning = &tuningState{}
-	sites := tuningSites(t.lab)
+	sites := tuning.LabSites(t.lab)
 	for _, name := range t.cfg.Lab.Tuning {
 		k, ok := tuning.Lookup(name)
 		if !ok {

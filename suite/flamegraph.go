@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -80,16 +78,12 @@ func (r *Runner) flameGraph(ctx context.Context, tgt Target, res *results.Result
 		return fg
 	}
 	client, server := p.PinnedCPUs()
-	cpus := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(client), server...))))
+	cpus := agentCPUs(p)
 	if len(cpus) == 0 {
 		fg.Error = "the agents are not pinned to CPUs (one-CPU machine): nothing to sample apart"
 		return fg
 	}
-	var list []string
-	for _, c := range cpus {
-		list = append(list, strconv.Itoa(c))
-	}
-	fg.CPUs = strings.Join(list, ",")
+	fg.CPUs = cpuNames(cpus)
 	dir := filepath.Join(r.OutDir, FlameGraphDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fg.Error = err.Error()

@@ -36,19 +36,30 @@ func hostLoad(before, after procstat.Stat) *results.HostLoad {
 // pinnedCPU is what the agents' CPUs spent between two readings: the
 // union of the client's and server's, every CPU when either is unpinned.
 func pinnedCPU(p CPUPinner, before, after procstat.Stat) *results.PinnedCPU {
-	client, server := p.PinnedCPUs()
-	var cpus []int
-	if len(client) > 0 && len(server) > 0 {
-		cpus = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(client), server...))))
-	}
+	cpus := agentCPUs(p)
 	d := after.Sum(cpus).Sub(before.Sum(cpus))
 	pc := &results.PinnedCPU{CPUs: "all", BusySec: d.Busy(), SoftirqSec: d.IRQ + d.SoftIRQ, SystemSec: d.System, UserSec: d.User + d.Nice}
 	if cpus != nil {
-		var names []string
-		for _, c := range cpus {
-			names = append(names, strconv.Itoa(c))
-		}
-		pc.CPUs = strings.Join(names, ",")
+		pc.CPUs = cpuNames(cpus)
 	}
 	return pc
+}
+
+// agentCPUs is the union of the CPUs the client and server agents are
+// pinned to, sorted; nil when either is unpinned (every CPU is theirs).
+func agentCPUs(p CPUPinner) []int {
+	client, server := p.PinnedCPUs()
+	if len(client) == 0 || len(server) == 0 {
+		return nil
+	}
+	return slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(client), server...))))
+}
+
+// cpuNames is a CPU list as results write it: "0,1".
+func cpuNames(cpus []int) string {
+	var names []string
+	for _, c := range cpus {
+		names = append(names, strconv.Itoa(c))
+	}
+	return strings.Join(names, ",")
 }

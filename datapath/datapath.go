@@ -127,3 +127,12 @@ type Datapath interface {
 	// Close removes everything the datapath created (idempotent).
 	Close() error
 }
+
+// PartialSyncer is implemented by datapaths whose Program can write only
+// what changed since the last Program, as kube-proxy's partial syncs
+// (iptables' MinimizeIPTablesRestore; nftables always) and Cilium's
+// per-change map updates do. The churn schedule turns it on; the
+// Service-scale sweep leaves it off, so a step times a full sync.
+type PartialSyncer interface {
+	SetPartialSyncs(on bool)
+}

@@ -281,3 +281,11 @@ func (c *core) iota(n int) []uint32 {
 	}
 	return c.iotaBuf[:n]
 }
+
+// SetPartialSyncs implements datapath.PartialSyncer: Options.Incremental
+// from now on, as Cilium updates only the map entries a change touches.
+func (c *core) SetPartialSyncs(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opts.Incremental = on
+}

@@ -88,6 +88,23 @@ type Datapath struct {
 	prev       map[string]bool // KUBE-SVC/SEP chains the kernel holds from us
 	last       *datapath.Spec  // the last spec programmed
 	probeAgain bool
+
+	partial   bool              // SetPartialSyncs
+	held      map[string]string // after a partial-capable sync: KUBE-SVC chain → fingerprint
+	heldLarge bool
+}
+
+// SetPartialSyncs implements datapath.PartialSyncer: after the next full
+// sync, Program rewrites only the chains of Services that changed, as
+// kube-proxy's MinimizeIPTablesRestore does; off, every sync is a full
+// one (what the Service-scale sweep times).
+func (d *Datapath) SetPartialSyncs(on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.partial = on
+	if !on {
+		d.held = nil
+	}
 }
 
 var _ datapath.Datapath = (*Datapath)(nil)
@@ -283,6 +300,9 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 
 	t0 := time.Now()
 	p := genParams{mark: masqMark, clusterCIDR: d.opts.ClusterCIDR, liberal: d.liberal, prev: d.prev}
+	if d.partial {
+		p.held, p.heldLarge = d.held, d.heldLarge
+	}
 	for i, j := range jumps {
 		if !d.haveJumps[i] {
 			p.addJumps = append(p.addJumps, j)
@@ -300,12 +320,16 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 	st.Apply += time.Since(t1)
 	if err != nil {
 		d.probeAgain = true // a table may have committed without the other
+		d.held = nil        // and the next sync rewrites every chain
 		return st, fmt.Errorf("%s: restore of %d Services: %w", d.Name(), len(spec.Services), err)
 	}
 	for i := range jumps {
 		d.haveJumps[i] = true
 	}
 	d.prev = b.active
+	if d.partial {
+		d.held, d.heldLarge = b.wrote, b.large
+	}
 	last := spec
 	d.last = &last
 	return st, nil

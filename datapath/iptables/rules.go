@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/cnibench/cnibench/datapath"
 )
@@ -16,7 +17,9 @@ const largeClusterEndpointsThreshold = 1000
 // batch is one iptables-restore input for a full sync.
 type batch struct {
 	text   []byte
-	active map[string]bool // KUBE-SVC-/KUBE-SEP- chains the batch defines
+	active map[string]bool   // KUBE-SVC-/KUBE-SEP- chains the kernel holds after the batch
+	wrote  map[string]string // KUBE-SVC- chain → fingerprint of the Service it holds
+	large  bool              // written in large cluster mode (no endpoint comments)
 }
 
 // genParams is what a full sync depends on besides the Services.
@@ -26,6 +29,12 @@ type genParams struct {
 	liberal     bool            // nf_conntrack_tcp_be_liberal set: no INVALID drop rule
 	addJumps    []jump          // jump rules missing from the built-in chains
 	prev        map[string]bool // KUBE-SVC/SEP chains the kernel holds now
+	// held is, for a partial sync, each KUBE-SVC chain the kernel holds
+	// with the fingerprint of the Service it was written for: a Service
+	// whose fingerprint is unchanged keeps its chains as they are. Nil: a
+	// full sync, every chain rewritten.
+	held      map[string]string
+	heldLarge bool // held was written in large cluster mode
 }
 
 // generate writes the nat and filter tables as kube-proxy's syncProxyRules
@@ -34,6 +43,10 @@ type genParams struct {
 // NodePorts: per table the chain declarations (which flush an existing
 // chain), then the rules, committed in one iptables-restore --noflush.
 // Chains in p.prev that the spec no longer needs are flushed and deleted.
+// With p.held (a partial sync, kube-proxy's MinimizeIPTablesRestore), the
+// KUBE-SVC and KUBE-SEP chains of a Service written before and unchanged
+// since are left out of the batch, which --noflush keeps as they are;
+// KUBE-SERVICES is rewritten in full, as kube-proxy does.
 // Two Service ports that kube-proxy's naming gives one chain are an error.
 //
 // The text goes into one buffer sized up front from the spec, and each
@@ -43,6 +56,10 @@ func generate(spec *datapath.Spec, p genParams) (batch, error) {
 	total := spec.Endpoints()
 	large := total > largeClusterEndpointsThreshold
 	active := make(map[string]bool, len(spec.Services)+total)
+	wrote := make(map[string]string, len(spec.Services))
+	if large != p.heldLarge {
+		p.held = nil // every endpoint rule gains or loses its comment
+	}
 
 	var b bytes.Buffer
 	b.Grow(2048 + len(spec.Services)*textPerService + total*textPerEndpoint)
@@ -81,11 +98,19 @@ func generate(spec *datapath.Spec, p genParams) (batch, error) {
 				}
 			}
 		}
-		chainLine(&b, n.svc)
+		fp := fingerprint(&spec.Services[i], n)
+		wrote[n.svc] = fp
+		n.kept = p.held != nil && p.held[n.svc] == fp
 		active[n.svc] = true
 		for _, sep := range n.seps {
-			chainLine(&b, sep)
 			active[sep] = true
+		}
+		if n.kept {
+			continue
+		}
+		chainLine(&b, n.svc)
+		for _, sep := range n.seps {
+			chainLine(&b, sep)
 		}
 	}
 	stale := make([]string, 0)
@@ -115,7 +140,13 @@ func generate(spec *datapath.Spec, p genParams) (batch, error) {
 		"--comment", `"kubernetes service nodeports; NOTE: this must be the last rule in this chain"`,
 		"-m", "addrtype", "--dst-type", "LOCAL", "!", "-d", "127.0.0.0/8", "-j", chainNodePorts)
 	b.WriteString("COMMIT\n")
-	return batch{text: b.Bytes(), active: active}, nil
+	return batch{text: b.Bytes(), active: active, wrote: wrote, large: large}, nil
+}
+
+// fingerprint is what a Service's chains are written from: its ClusterIP,
+// port, protocol and endpoints in order (names are hashed from the rest).
+func fingerprint(s *datapath.Service, n *serviceNames) string {
+	return s.VIP.String() + " " + strconv.Itoa(int(s.Port)) + " " + string(s.Protocol) + " " + strings.Join(n.eps, ",")
 }
 
 // Text per Service and per endpoint, with kube-proxy's comments: enough
@@ -131,6 +162,7 @@ type serviceNames struct {
 	svc  string   // KUBE-SVC-* chain
 	seps []string // KUBE-SEP-* chain per endpoint
 	eps  []string // "ip:port" per endpoint
+	kept bool     // a partial sync leaves its chains as the kernel holds them
 }
 
 func (n *serviceNames) of(s *datapath.Service) {
@@ -154,6 +186,9 @@ func writeService(b *bytes.Buffer, s *datapath.Service, n *serviceNames, cluster
 
 	line(b, "-A", chainServices, "-m", "comment", "--comment", clusterIP,
 		"-m", pr, "-p", pr, "-d", vip, "--dport", port, "-j", sc)
+	if n.kept {
+		return
+	}
 	if clusterCIDR != "" {
 		line(b, "-A", sc, "-m", "comment", "--comment", clusterIP,
 			"-m", pr, "-p", pr, "-d", vip, "--dport", port, "!", "-s", clusterCIDR, "-j", chainMarkMasq)

@@ -30,9 +30,11 @@ func (d *Datapath) Verify(ctx context.Context) (datapath.Counts, error) {
 		return got, nil
 	}
 	if err := check(dm, d.last); err != nil {
+		d.held = nil // the kernel lost something: the next sync rewrites all
 		return got, fmt.Errorf("%s: %w", d.Name(), err)
 	}
 	if want := d.Expected(*d.last); got != want {
+		d.held = nil
 		return got, fmt.Errorf("%s: kernel holds %s, want %s", d.Name(), fmtCounts(got), fmtCounts(want))
 	}
 	return got, nil

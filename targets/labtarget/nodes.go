@@ -128,3 +128,13 @@ func (g *nodeDatapaths) Close() error {
 	}
 	return first
 }
+
+// SetPartialSyncs implements datapath.PartialSyncer for every node that
+// can (nftables always syncs partially and does not implement it).
+func (g *nodeDatapaths) SetPartialSyncs(on bool) {
+	for _, d := range g.dps {
+		if p, ok := d.(datapath.PartialSyncer); ok {
+			p.SetPartialSyncs(on)
+		}
+	}
+}

@@ -1,0 +1,245 @@
+package churn
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/datapath"
+)
+
+// fakeDatapath holds specs in memory. With lag, a Program returns at once
+// but the "kernel" holds the spec only lag later, and Verify waits for it,
+// as a cluster's Verify waits for every node's proxy; with failVerify,
+// Verify says the kernel does not hold the spec.
+type fakeDatapath struct {
+	lag        time.Duration
+	failVerify bool
+
+	mu       sync.Mutex
+	spec     datapath.Spec
+	heldAt   time.Time
+	programs int
+	partial  bool
+}
+
+func (f *fakeDatapath) Name() string { return "fake" }
+func (f *fakeDatapath) Program(_ context.Context, s datapath.Spec) (datapath.ProgramStats, error) {
+	if err := s.Validate(); err != nil {
+		return datapath.ProgramStats{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.spec, f.heldAt = s, time.Now().Add(f.lag)
+	f.programs++
+	return datapath.ProgramStats{}, nil
+}
+func (f *fakeDatapath) Verify(context.Context) (datapath.Counts, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	time.Sleep(time.Until(f.heldAt))
+	if f.failVerify {
+		return datapath.Counts{}, errors.New("kernel does not hold the last sync")
+	}
+	return f.Expected(f.spec), nil
+}
+func (f *fakeDatapath) Expected(s datapath.Spec) datapath.Counts {
+	return datapath.Counts{Services: len(s.Services), Endpoints: s.Endpoints()}
+}
+func (f *fakeDatapath) Memory(context.Context) (datapath.Memory, error) {
+	return datapath.Memory{}, nil
+}
+func (f *fakeDatapath) Close() error            { return nil }
+func (f *fakeDatapath) SetPartialSyncs(on bool) { f.partial = on }
+
+func testServices() []datapath.Service {
+	return []datapath.Service{{Namespace: "default", Name: "test", VIP: datapath.TestVIP(0), Port: 80,
+		Protocol: datapath.TCP, Endpoints: []datapath.Endpoint{{IP: datapath.DummyEndpointCIDR.Addr(), Port: 80}}}}
+}
+
+func dur(d time.Duration) *time.Duration { return &d }
+
+func newChurner(t *testing.T, dp datapath.Datapath, o Options) *Churner {
+	t.Helper()
+	c, err := New(dp, testServices(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Program(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The achieved rate is measured, and within 10% of the requested one on
+// an idle datapath; every change made is held, and partial syncs are on.
+func TestAchievedRateIsTheRequested(t *testing.T) {
+	f := &fakeDatapath{}
+	c := newChurner(t, f, Options{Services: 50, Endpoints: 4, Rate: 40, MinSync: dur(0)})
+	c.Start(context.Background())
+	time.Sleep(time.Second)
+	r := c.Stop()
+	if math.Abs(r.Achieved-40)/40 > 0.1 {
+		t.Errorf("achieved %.1f changes/s, requested 40 (made %d in %s)", r.Achieved, r.Made, r.Elapsed)
+	}
+	if r.Held != r.Made || r.Pending != 0 || len(r.LatenciesMs) != r.Held {
+		t.Errorf("made %d, held %d, pending %d, %d latencies", r.Made, r.Held, r.Pending, len(r.LatenciesMs))
+	}
+	if !f.partial || !r.Partial {
+		t.Error("partial syncs were not turned on after the first full sync")
+	}
+	if r.ShortBy != "" {
+		t.Errorf("ShortBy %q on an idle datapath", r.ShortBy)
+	}
+	for _, k := range Kinds() {
+		if r.Kinds[k] == 0 {
+			t.Errorf("no %s change in %d changes: %v", k, r.Made, r.Kinds)
+		}
+	}
+}
+
+// The minimum sync interval coalesces changes: about one sync per
+// interval, and a change waits for the next one.
+func TestMinSyncCoalesces(t *testing.T) {
+	f := &fakeDatapath{}
+	c := newChurner(t, f, Options{Services: 50, Endpoints: 4, Rate: 50, MinSync: dur(250 * time.Millisecond)})
+	c.Start(context.Background())
+	time.Sleep(time.Second)
+	r := c.Stop()
+	if r.Syncs > 6 || r.Syncs < 3 {
+		t.Errorf("%d syncs in %s at a 250ms minimum interval, want 3..6", r.Syncs, r.Elapsed)
+	}
+	if r.MaxMs < 150 || r.P50Ms > 300 {
+		t.Errorf("latency p50 %.0fms max %.0fms: want max ≥ 150ms (a change waits for the interval) and p50 ≤ 300ms", r.P50Ms, r.MaxMs)
+	}
+	if r.Held != r.Made {
+		t.Errorf("made %d, held %d after the drain", r.Made, r.Held)
+	}
+}
+
+// A change is never reported programmed before the kernel holds it: with
+// a datapath whose syncs reach the kernel 80ms after Program returns, every
+// change is reported after that and no latency is below the lag.
+func TestNeverHeldBeforeTheKernelHoldsIt(t *testing.T) {
+	f := &fakeDatapath{}
+	c := newChurner(t, f, Options{Services: 20, Endpoints: 2, Rate: 30, MinSync: dur(0)})
+	f.lag = 80 * time.Millisecond
+	var early []string
+	c.OnHeld = func(ch Change, _ datapath.Spec) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if time.Now().Before(f.heldAt) {
+			early = append(early, ch.Service)
+		}
+	}
+	c.Start(context.Background())
+	time.Sleep(600 * time.Millisecond)
+	r := c.Stop()
+	if len(early) > 0 {
+		t.Errorf("%d changes reported held before the kernel held them: %v", len(early), early)
+	}
+	if r.Held == 0 || slices.Min(r.LatenciesMs) < 80 {
+		t.Errorf("held %d, latencies %v: want some, none below the 80ms lag", r.Held, r.LatenciesMs)
+	}
+}
+
+// A sync the kernel does not confirm holds nothing: the failure is
+// counted with its error, the changes stay pending and are reported so.
+func TestFailedSyncHoldsNothing(t *testing.T) {
+	f := &fakeDatapath{}
+	c := newChurner(t, f, Options{Services: 20, Endpoints: 2, Rate: 20, MinSync: dur(0)})
+	f.failVerify = true
+	c.drain = 300 * time.Millisecond
+	c.Start(context.Background())
+	time.Sleep(300 * time.Millisecond)
+	done := make(chan Result)
+	go func() { done <- c.Stop() }()
+	var r Result
+	select {
+	case r = <-done:
+	case <-time.After(40 * time.Second):
+		t.Fatal("Stop did not return")
+	}
+	if r.Held != 0 || r.Pending != r.Made || r.Made == 0 {
+		t.Errorf("made %d, held %d, pending %d: a change was held without a confirmed sync", r.Made, r.Held, r.Pending)
+	}
+	if r.Failures == 0 || !strings.Contains(r.FirstError, "does not hold") {
+		t.Errorf("failures %d (%q)", r.Failures, r.FirstError)
+	}
+}
+
+// Every change is a real change of the spec, the spec stays valid, and a
+// full cycle returns to N Services × M endpoints.
+func TestChangesChangeTheSpec(t *testing.T) {
+	st, err := newState(testServices(), 10, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := st.spec()
+	want := datapath.Counts{Services: len(start.Services), Endpoints: start.Endpoints()}
+	prev := start
+	for range 3 * len(cycle) {
+		ch := st.change()
+		cur := st.spec()
+		if err := cur.Validate(); err != nil {
+			t.Fatalf("after change %d (%s): %v", ch.Seq, ch.Kind, err)
+		}
+		if specText(cur) == specText(prev) {
+			t.Errorf("change %d (%s of %s) left the spec as it was", ch.Seq, ch.Kind, ch.Service)
+		}
+		if ch.Service == testServices()[0].Key() {
+			t.Errorf("change %d touched the test Service", ch.Seq)
+		}
+		prev = cur
+	}
+	end := st.spec()
+	if got := (datapath.Counts{Services: len(end.Services), Endpoints: end.Endpoints()}); got != want {
+		t.Errorf("after full cycles: %+v, want %+v", got, want)
+	}
+	if specText(start) == specText(end) {
+		t.Error("replacements left every endpoint as it was")
+	}
+	if start.Services[0].Endpoints == nil || &start.Services[0] == &end.Services[0] {
+		t.Error("a snapshot shares its Services with the state")
+	}
+}
+
+func specText(s datapath.Spec) string {
+	var b strings.Builder
+	for _, svc := range s.Services {
+		b.WriteString(svc.Key())
+		for _, e := range svc.Endpoints {
+			b.WriteString(" " + e.IP.String())
+			b.WriteByte(byte(e.Port))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func TestOptionsErrors(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Services: 1}, "--churn-services"},
+		{Options{Endpoints: 1}, "--churn-endpoints"},
+		{Options{Rate: -1}, "--churn-rate"},
+		{Options{Rate: 5000}, "--churn-rate"},
+		{Options{MinSync: dur(-time.Second)}, "--min-sync-interval"},
+	} {
+		err := c.o.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error naming %s", c.o, err, c.want)
+		}
+	}
+	o := Options{}
+	if err := o.Validate(); err != nil || o.Services != DefaultServices || o.Rate != DefaultRate || o.Endpoints != DefaultEndpoints {
+		t.Errorf("defaults: %+v, %v", o, err)
+	}
+}

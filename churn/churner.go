@@ -1,0 +1,274 @@
+package churn
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cnibench/cnibench/datapath"
+)
+
+// Churner keeps one Service datapath (every node's, as the lab and the
+// sweep give it) programmed with the test Services and Options' dummies,
+// and while started changes the dummies at the requested rate and syncs
+// them as the datapath's Service proxy would.
+type Churner struct {
+	// OnHeld, if set, is called by the sync loop for each change once the
+	// Verify that confirmed it returned, with the spec that sync carried,
+	// before the next sync: tests read the kernel there.
+	OnHeld func(Change, datapath.Spec)
+
+	opts    Options
+	dp      datapath.Datapath
+	partial bool
+	minSync time.Duration
+	drain   time.Duration // how long Stop waits for the last changes to be held
+
+	mu      sync.Mutex
+	st      *state
+	pending []made // made, not yet held, in order
+	res     Result // the window in progress
+
+	wake    chan struct{}
+	cancel  context.CancelFunc
+	genEnd  chan struct{}
+	loopEnd chan struct{}
+	start   time.Time
+}
+
+type made struct {
+	Change
+	at time.Time
+}
+
+// New lays out the Services (test Services kept as they are, among
+// o.Services dummies) for dp; nothing is programmed until Program.
+func New(dp datapath.Datapath, test []datapath.Service, o Options) (*Churner, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	st, err := newState(test, o.Services, o.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	ms := o.minSync(dp.Name())
+	return &Churner{opts: o, dp: dp, st: st, minSync: ms, drain: 2*ms + 30*time.Second}, nil
+}
+
+// Options are the churn's options with defaults filled in.
+func (c *Churner) Options() Options { return c.opts }
+
+// Program makes the datapath hold the whole state with a full sync and
+// reads it back, then turns partial syncs on where the datapath has them:
+// the steady state every churn window starts from.
+func (c *Churner) Program(ctx context.Context) (datapath.ProgramStats, error) {
+	c.mu.Lock()
+	spec := c.st.spec()
+	c.mu.Unlock()
+	if p, ok := c.dp.(datapath.PartialSyncer); ok {
+		p.SetPartialSyncs(false) // a full sync first, as kube-proxy's first
+	}
+	st, err := c.dp.Program(ctx, spec)
+	if err != nil {
+		return st, err
+	}
+	got, err := c.dp.Verify(ctx)
+	if err != nil {
+		return st, err
+	}
+	if err := got.Holds(c.dp.Expected(spec)); err != nil {
+		return st, fmt.Errorf("%s: %w", c.dp.Name(), err)
+	}
+	p, ok := c.dp.(datapath.PartialSyncer)
+	if ok {
+		p.SetPartialSyncs(true)
+	}
+	// nftables syncs partially always, and says so by not implementing it.
+	c.partial = ok || c.dp.Name() == "nftables"
+	return st, nil
+}
+
+// Start begins a churn window: changes at the requested rate and the
+// sync loop. Stop ends it.
+func (c *Churner) Start(ctx context.Context) {
+	ctx, c.cancel = context.WithCancel(ctx)
+	c.mu.Lock()
+	c.res = Result{Datapath: c.dp.Name(), Partial: c.partial, MinSync: c.minSync, Requested: c.opts.Rate, Kinds: map[Kind]int{}}
+	c.mu.Unlock()
+	c.wake = make(chan struct{}, 1)
+	c.genEnd, c.loopEnd = make(chan struct{}), make(chan struct{})
+	c.start = time.Now()
+	go c.generate(ctx)
+	go c.syncLoop(ctx)
+}
+
+// Stop ends the window: no more changes, then the sync loop carries those
+// still pending (their latencies count: they were made in the window)
+// and stops. It returns the window's Result.
+func (c *Churner) Stop() Result {
+	c.mu.Lock()
+	c.res.Elapsed = time.Since(c.start)
+	c.mu.Unlock()
+	close(c.genEnd)
+	deadline := time.Now().Add(c.drain)
+	for time.Now().Before(deadline) {
+		select {
+		case <-c.loopEnd: // the run was cancelled
+			deadline = time.Now()
+			continue
+		default:
+		}
+		c.mu.Lock()
+		done := len(c.pending) == 0
+		c.mu.Unlock()
+		if done {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.cancel()
+	<-c.loopEnd
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.res
+	r.Pending = len(c.pending)
+	r.summarise()
+	return r
+}
+
+// generate makes change k at start + k/rate. A change made late is made
+// late, not skipped, so a machine too busy for the rate shows as an
+// achieved rate below the requested one.
+func (c *Churner) generate(ctx context.Context) {
+	interval := time.Duration(float64(time.Second) / c.opts.Rate)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for k := 1; ; k++ {
+		next := c.start.Add(time.Duration(k) * interval)
+		t.Reset(time.Until(next))
+		select {
+		case <-c.genEnd:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		ch := c.st.change()
+		c.pending = append(c.pending, made{Change: ch, at: time.Now()})
+		c.res.Made++
+		c.res.Kinds[ch.Kind]++
+		c.mu.Unlock()
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// retryAfter spaces syncs after a failed one when the interval is 0.
+const retryAfter = 100 * time.Millisecond
+
+// syncLoop syncs whenever changes are pending, at most once per minSync
+// (measured from the start of the previous sync, as kube-proxy's
+// BoundedFrequencyRunner does).
+func (c *Churner) syncLoop(ctx context.Context) {
+	defer close(c.loopEnd)
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		}
+		if wait := c.minSync - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
+		if err := c.sync(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.mu.Lock()
+			c.res.Failures++
+			if c.res.FirstError == "" {
+				c.res.FirstError = err.Error()
+			}
+			c.mu.Unlock()
+			if c.minSync < retryAfter {
+				last = time.Now().Add(retryAfter - c.minSync)
+			}
+			select { // try again: the changes are still pending
+			case c.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// sync programs a snapshot of the desired state, reads it back, and
+// marks every change the snapshot carried as held.
+func (c *Churner) sync(ctx context.Context) error {
+	c.mu.Lock()
+	spec, upto := c.st.spec(), c.st.seq
+	c.mu.Unlock()
+	cpu0 := cpuTime()
+	t0 := time.Now()
+	_, err := c.dp.Program(ctx, spec)
+	t1 := time.Now()
+	cpu := cpuTime() - cpu0
+	var got datapath.Counts
+	if err == nil {
+		got, err = c.dp.Verify(ctx)
+	}
+	if err == nil {
+		err = got.Holds(c.dp.Expected(spec))
+	}
+	done := time.Now()
+	c.mu.Lock()
+	c.res.Syncs++
+	c.res.SyncTime += t1.Sub(t0)
+	c.res.SyncCPU += cpu
+	c.res.VerifyTime += done.Sub(t1)
+	if err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("%s: sync of %d Services: %w", c.dp.Name(), len(spec.Services), err)
+	}
+	var heldNow []Change
+	n := 0
+	for n < len(c.pending) && c.pending[n].Seq <= upto {
+		m := c.pending[n]
+		c.res.LatenciesMs = append(c.res.LatenciesMs, float64(done.Sub(m.at))/float64(time.Millisecond))
+		heldNow = append(heldNow, m.Change)
+		n++
+	}
+	c.pending = c.pending[n:]
+	c.res.Held += n
+	c.mu.Unlock()
+	if c.OnHeld != nil {
+		for _, ch := range heldNow {
+			c.OnHeld(ch, spec)
+		}
+	}
+	return nil
+}
+
+// cpuTime is this process's CPU time and that of its children waited
+// for: the restore tools a sync runs are such children.
+func cpuTime() time.Duration {
+	var total time.Duration
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who, &ru); err != nil {
+			continue
+		}
+		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return total
+}

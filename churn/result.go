@@ -1,0 +1,70 @@
+package churn
+
+import (
+	"time"
+
+	"github.com/cnibench/cnibench/stats"
+)
+
+// Result is what one churn window (Start to Stop) did and measured.
+// Latencies keeps every change's programming latency, so a report can pool
+// windows; the percentiles are this window's.
+type Result struct {
+	Datapath string `json:"datapath"`
+	// Partial says the datapath synced only what changed (kube-proxy's
+	// partial syncs, Cilium's per-change updates); MinSync is the sync
+	// loop's minimum interval.
+	Partial bool          `json:"partial_syncs"`
+	MinSync time.Duration `json:"min_sync_interval_ns"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+
+	Requested float64 `json:"requested_rate"` // changes per second asked for
+	Made      int     `json:"changes_made"`
+	Achieved  float64 `json:"achieved_rate"` // Made / Elapsed
+	// Held are the changes confirmed in every node's kernel; Pending were
+	// made but not yet confirmed when the window closed (the next window's
+	// first sync carries them, and they are not counted in Latencies).
+	Held    int          `json:"changes_held"`
+	Pending int          `json:"changes_pending"`
+	Kinds   map[Kind]int `json:"kinds"`
+	// ShortBy says why Achieved fell short of Requested by more than 10%.
+	ShortBy string `json:"short_by,omitempty"`
+
+	// LatenciesMs is, per change held, the time from the change being
+	// made until the Verify that confirmed its sync returned.
+	LatenciesMs []float64 `json:"programming_latency_ms"`
+	P50Ms       float64   `json:"programming_latency_p50_ms"`
+	P99Ms       float64   `json:"programming_latency_p99_ms"`
+	MaxMs       float64   `json:"programming_latency_max_ms"`
+
+	Syncs    int `json:"syncs"`
+	Failures int `json:"sync_failures"`
+	// FirstError is the first failed sync's error.
+	FirstError string `json:"first_error,omitempty"`
+	// SyncCPU is the CPU the syncs used (this process and the restore
+	// tools it ran, while Program ran); per held change in SyncCPUPerChange.
+	SyncCPU          time.Duration `json:"sync_cpu_ns"`
+	SyncCPUPerChange time.Duration `json:"sync_cpu_per_change_ns"`
+	// SyncTime and VerifyTime are the wall time spent in Program and in
+	// reading the kernel back (the latter is measurement, not the proxy's).
+	SyncTime   time.Duration `json:"sync_time_ns"`
+	VerifyTime time.Duration `json:"verify_time_ns"`
+}
+
+// summarise fills the derived fields.
+func (r *Result) summarise() {
+	if s := r.Elapsed.Seconds(); s > 0 {
+		r.Achieved = float64(r.Made) / s
+	}
+	if r.Requested > 0 && r.Achieved < 0.9*r.Requested && r.ShortBy == "" {
+		r.ShortBy = "the generator fell behind its schedule (a busy machine)"
+	}
+	if len(r.LatenciesMs) > 0 {
+		r.P50Ms = stats.Quantile(r.LatenciesMs, 0.50)
+		r.P99Ms = stats.Quantile(r.LatenciesMs, 0.99)
+		r.MaxMs = stats.Quantile(r.LatenciesMs, 1)
+	}
+	if r.Held > 0 {
+		r.SyncCPUPerChange = r.SyncCPU / time.Duration(r.Held)
+	}
+}

@@ -21,6 +21,7 @@ func HTML(w io.Writer, rep *Report) error {
 	v := newHTMLView(rep)
 	var err error
 	v.PolicyScale = htmlPolicyScale(rep.PolicyScale)
+	v.Churn = htmlChurn(rep.Churn)
 	v.FlameGraphs = htmlFlameGraphs(rep.FlameGraphs)
 	if v.ServiceScale, err = htmlServiceScale(rep.ServiceScale); err != nil {
 		return err
@@ -50,6 +51,8 @@ type htmlView struct {
 	ServiceScale template.HTML
 	// PolicyScale is the rendered policy-scale section (policyscale.go).
 	PolicyScale template.HTML
+	// Churn is the rendered churn section (churn.go).
+	Churn template.HTML
 	// FlameGraphs is the rendered flame-graph section (flamegraph.go).
 	FlameGraphs template.HTML
 }

@@ -82,6 +82,9 @@ func Markdown(w io.Writer, rep *Report) error {
 	if rep.PolicyScale != nil {
 		markdownPolicyScale(b, rep.PolicyScale)
 	}
+	if rep.Churn != nil {
+		markdownChurn(b, rep.Churn)
+	}
 	b.WriteString("\n## At a glance\n\n")
 	multi := len(rep.Columns) > 1
 	if multi {

@@ -66,6 +66,8 @@ type Report struct {
 	ServiceScale *ServiceScale `json:"service_scale,omitempty"`
 	// PolicyScale analyses policy-N scenarios of one run (policyscale.go).
 	PolicyScale *PolicyScale `json:"policy_scale,omitempty"`
+	// Churn analyses a churn run (churn.go).
+	Churn *Churn `json:"churn,omitempty"`
 	// FlameGraphs are the runs' profiled samples (flamegraph.go).
 	FlameGraphs []FlameGraph `json:"flame_graphs,omitempty"`
 	// FDR is how the report's verdicts are held together to a
@@ -316,6 +318,9 @@ func Build(in []Input, opt Options) (*Report, error) {
 	rep.FlameGraphs = buildFlameGraphs(in)
 	controlFDR(rep)
 	overheadVerdicts(rep)
+	if len(in) == 1 {
+		rep.Churn = buildChurn(rep, in[0].Run) // after the false-discovery control: its verdicts as the tables show them
+	}
 	rep.Warnings = append(rep.Warnings, hostWarnings(rep, in)...)
 	if w := inconclusiveWarning(rep); w != "" {
 		rep.Warnings = append(rep.Warnings, w)

@@ -7,6 +7,7 @@ package results
 import (
 	"time"
 
+	"github.com/cnibench/cnibench/churn"
 	"github.com/cnibench/cnibench/engine/dnsload/dnsapi"
 	"github.com/cnibench/cnibench/engine/engineapi"
 	"github.com/cnibench/cnibench/engine/httpload/httpapi"
@@ -52,6 +53,10 @@ type Run struct {
 	// scenario, with its programmed steps and why it stopped early, if it
 	// did. Its Results carry the step they belong to in Result.Services.
 	Sweeps []Sweep `json:"sweeps,omitempty"`
+	// Churn is set by a churn run (--tests churn): the churn asked for and
+	// how each scenario's steady state was programmed. Its samples of the
+	// churned scenarios carry what the churn did in Sample.Churn.
+	Churn *Churn `json:"churn,omitempty"`
 	// Dir is the directory Load read the document from, where the files
 	// it names (flame graphs) are; not part of the document.
 	Dir string `json:"-"`
@@ -232,6 +237,9 @@ type Sample struct {
 	// Pinned is what the CPUs the agents were pinned to spent during the
 	// sample (lab target; nil elsewhere).
 	Pinned *PinnedCPU `json:"pinned_cpu,omitempty"`
+	// Churn is what the churn did to the datapath during the sample (a
+	// churned scenario of a churn run; nil elsewhere).
+	Churn *churn.Result `json:"churn,omitempty"`
 }
 
 // PinnedCPU is the time the client's and server's CPUs spent over one

@@ -1,6 +1,8 @@
 package suite
 
 import (
+	"fmt"
+
 	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/results"
 )
@@ -15,5 +17,9 @@ func SampleLine(test string, s results.Sample) string {
 	if !ok {
 		return "no result"
 	}
-	return k.Line(s.Measured())
+	line := k.Line(s.Measured())
+	if c := s.Churn; c != nil {
+		line += fmt.Sprintf("; churn %.1f/s (asked %.4g), %d held, programmed in p50 %.0f ms, p99 %.0f ms", c.Achieved, c.Requested, c.Held, c.P50Ms, c.P99Ms)
+	}
+	return line
 }

@@ -102,6 +102,16 @@ func (r *Runner) addResult(res results.Result) int {
 // label. It returns ctx's error when the run was cancelled (the abandoned
 // sample is dropped: it measured nothing worth keeping).
 func (r *Runner) take(ctx context.Context, sc Scenario, i, round int, label string) error {
+	return r.takeDuring(ctx, sc, i, round, label, nil)
+}
+
+// during is something a schedule runs for the whole of a sample (the churn
+// of a churned scenario): started just before it, stopped just after, and
+// what it returns goes into the sample before it is saved.
+type during func(ctx context.Context) (stop func(*results.Sample))
+
+// takeDuring is take with d running during the sample (d may be nil).
+func (r *Runner) takeDuring(ctx context.Context, sc Scenario, i, round int, label string, d during) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -110,7 +120,14 @@ func (r *Runner) take(ctx context.Context, sc Scenario, i, round int, label stri
 	res := &r.run.Results[i]
 	// The lab's traffic runs on this machine: record how busy it was.
 	before, berr := procstat.Read()
+	var stop func(*results.Sample)
+	if d != nil {
+		stop = d(ctx)
+	}
 	sample := r.sample(ctx, sc.Target, round, res)
+	if stop != nil {
+		stop(&sample)
+	}
 	if after, err := procstat.Read(); err == nil && berr == nil && sc.Target.Kind() == "lab" {
 		sample.Host = hostLoad(before, after)
 	}

@@ -22,6 +22,7 @@ const (
 const (
 	scheduleRounds = "rounds" // interleaved rounds of the plan (run)
 	scheduleSweep  = "sweep"  // the Service-scale sweep (sweep, run --tests service-scale)
+	scheduleChurn  = "churn"  // churn against no churn (run --tests churn)
 )
 
 // appliesTo annotates flags (already registered) with the targets or
@@ -51,11 +52,10 @@ func checkApplies(fs *pflag.FlagSet, target, schedule string) error {
 			return
 		}
 		if ss := f.Annotations[annSchedule]; len(ss) > 0 && !slices.Contains(ss, schedule) {
-			switch schedule {
-			case scheduleRounds:
-				err = fmt.Errorf("--%s applies to the Service-scale sweep only (cnibench sweep, or run --tests service-scale)", f.Name)
-			default:
-				err = fmt.Errorf("--%s does not apply to the Service-scale sweep", f.Name)
+			if slices.Contains(ss, scheduleRounds) {
+				err = fmt.Errorf("--%s does not apply to %s", f.Name, scheduleNames([]string{schedule}))
+			} else {
+				err = fmt.Errorf("--%s applies to %s only (%s)", f.Name, scheduleNames(ss), scheduleHints(ss))
 			}
 		}
 	})
@@ -109,3 +109,21 @@ Global Flags:
 {{end}}`
 
 func init() { cobra.AddTemplateFunc("flagGroups", flagGroups) }
+
+// scheduleNames says which runs the schedules are, for errors.
+func scheduleNames(ss []string) string {
+	return scheduleText(ss, map[string]string{scheduleRounds: "plain runs", scheduleSweep: "the Service-scale sweep", scheduleChurn: "the churn schedule"}, " and ")
+}
+
+// scheduleHints say how to run them.
+func scheduleHints(ss []string) string {
+	return scheduleText(ss, map[string]string{scheduleRounds: "run", scheduleSweep: "cnibench sweep, or run --tests service-scale", scheduleChurn: "run --tests churn"}, "; ")
+}
+
+func scheduleText(ss []string, text map[string]string, sep string) string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, text[s])
+	}
+	return strings.Join(out, sep)
+}

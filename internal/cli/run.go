@@ -27,6 +27,7 @@ type measureFlags struct {
 	out        string
 	mode       string
 	sf         scaleFlags // the sweep's (servicescale.go)
+	cf         churnFlags // the churn schedule's (churn.go)
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -44,8 +45,12 @@ Exit status: 0 every sample measured; 4 the samples stand but the teardown
 failed; 5 the run went to the end but some samples failed (each cause in
 results.json); 1 any other error (results.json unwritable, lab busy, ...).
 
-Tests: ` + strings.Join(suite.TestNames(), ", ") + `, and service-scale (the
-  Service-scale sweep, the same as 'cnibench sweep': see its --help)
+Tests: ` + strings.Join(suite.TestNames(), ", ") + `, service-scale (the
+  Service-scale sweep, the same as 'cnibench sweep': see its --help), and churn
+  (` + strings.Join(suite.ChurnTests, ", ") + ` with and without a controlled churn of
+  --churn-services Services at --churn-rate changes a second, each datapath's lab
+  beside its churned twin "X+churn"; default scenarios ` + defaultChurnScenarios + `; see
+  docs/churn.md)
 Placements: ` + strings.Join(suite.AllPlacements, ", ") + `, and ` + strings.Join(suite.ServicePlacements, ", ") + `
   when the lab has a Service datapath (--service-datapath, or a scenario like ebpf) and on
   clusters: node0-pod0 dials a ClusterIP whose endpoints are on its own node (same-node,
@@ -105,6 +110,7 @@ func newMeasureCmd(g *globals, schedule string, cmd *cobra.Command) *cobra.Comma
 	f.StringVar(&mf.o.FlameGraph, "flame-graph", "", "a test of the run whose kernel and user CPU stacks are sampled on the client's and server's CPUs (perf) in one extra, unmeasured sample per scenario and placement after the rounds; flame graphs in the HTML report, folded stacks in DIR/flamegraphs (lab)")
 	appliesTo(f, annSchedule, []string{scheduleRounds}, "streams", "flame-graph")
 	mf.sf.register(f)
+	mf.cf.register(f)
 	for _, name := range targetNames() {
 		before := flagNames(f)
 		kinds[name] = targetRegistry[name].new(g)
@@ -142,6 +148,9 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 	if mf.sf.asked(req.opts.Tests) {
 		schedule = scheduleSweep // run --tests service-scale
 	}
+	if mf.cf.asked(req.opts.Tests) && schedule == scheduleRounds {
+		schedule = scheduleChurn // run --tests churn
+	}
 	if err := checkApplies(flags, mf.target, schedule); err != nil {
 		return err
 	}
@@ -151,6 +160,12 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 			return err
 		}
 		req.sweep, req.plan, req.steps = &opt, plan, mf.sf.steps
+	} else if schedule == scheduleChurn {
+		opt, plan, err := mf.cf.plan(req.opts)
+		if err != nil {
+			return err
+		}
+		req.churn, req.plan = &opt, plan
 	} else if req.plan, err = req.opts.Resolve(); err != nil {
 		return err
 	}
@@ -164,8 +179,11 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 		return err
 	}
 	runner := &suite.Runner{Scenarios: scs, Plan: req.plan, OutDir: req.out, RunID: req.runID, Progress: req.progress}
-	if req.sweep != nil {
+	switch {
+	case req.sweep != nil:
 		runner.Schedule = &suite.ServiceScale{Sweep: *req.sweep}
+	case req.churn != nil:
+		runner.Schedule = &suite.Churn{Options: *req.churn}
 	}
 	run, runErr := runner.Run(ctx)
 	var saveErr *results.SaveError

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cnibench/cnibench/churn"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/sweep"
@@ -68,6 +69,7 @@ type runRequest struct {
 	opts       suite.Options  // as asked: empty Tests and Placements mean the defaults
 	plan       *suite.Plan    // resolved
 	sweep      *sweep.Options // the Service-scale sweep; nil: interleaved rounds
+	churn      *churn.Options // the churn schedule; nil: not it
 	steps      string         // --scale-steps as typed, for header lines
 	runID, out string
 	flags      *pflag.FlagSet // the command's, to tell a flag given from a default
@@ -80,8 +82,11 @@ type runRequest struct {
 
 // schedule names the request's schedule, as the flag annotations do.
 func (r *runRequest) schedule() string {
-	if r.sweep != nil {
+	switch {
+	case r.sweep != nil:
 		return scheduleSweep
+	case r.churn != nil:
+		return scheduleChurn
 	}
 	return scheduleRounds
 }
@@ -144,3 +149,8 @@ func flagNames(fs *pflag.FlagSet) []string {
 	fs.VisitAll(func(f *pflag.Flag) { n = append(n, f.Name) })
 	return n
 }
+
+// reprograms tells whether the schedule reprograms the Service datapath
+// (the sweep, the churn): its scenarios need one, and it measures one
+// pod-to-service placement.
+func (r *runRequest) reprograms() bool { return r.sweep != nil || r.churn != nil }

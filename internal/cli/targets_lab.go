@@ -51,7 +51,7 @@ func (k *labKind) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&k.hs.work, "http-work", 0, "HTTP tests: artificial CPU work per request on the server agents, e.g. 20us (default none)")
 	fs.BoolVar(&k.autoSize, "auto-size", false, "grow the eBPF maps to the largest step instead of refusing it")
 	fs.IntVar(&k.bpfMapMax, "bpf-map-max", 0, "entries of the eBPF service and backend maps (default 65536)")
-	appliesTo(fs, annSchedule, []string{scheduleSweep}, "auto-size", "bpf-map-max")
+	appliesTo(fs, annSchedule, []string{scheduleSweep, scheduleChurn}, "auto-size", "bpf-map-max")
 	// A sweep's Service datapaths are its --scenarios.
 	appliesTo(fs, annSchedule, []string{scheduleRounds}, "service-datapath")
 }
@@ -63,7 +63,7 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 	if err != nil {
 		return nil, err
 	}
-	if req.sweep == nil && len(req.opts.Placements) == 0 && anyServiceDatapath(labs) && !hasServicePlacement(req.plan.Placements) {
+	if !req.reprograms() && len(req.opts.Placements) == 0 && anyServiceDatapath(labs) && !hasServicePlacement(req.plan.Placements) {
 		// pod-to-service joins the default placements when a lab has a
 		// Service datapath (asked for, or in a running lab's state),
 		// unless the profile already chose its Service placements.
@@ -106,7 +106,7 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 	for _, l := range labs {
 		cfg := labtarget.Config{Lab: l.cfg, Placements: req.plan.Placements, RunID: req.runID, Progress: req.progress,
 			HTTPResponseSize: k.hs.responseSize, HTTPWork: k.hs.work}
-		if req.sweep != nil {
+		if req.reprograms() {
 			cfg.Placements = []string{scalePlacement(req.plan.Placements, l)}
 			cfg.EBPF = ebpf.Options{AutoSize: k.autoSize, LBMapMax: k.bpfMapMax}
 		}
@@ -129,17 +129,23 @@ func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 		return nil, err
 	}
 	names := splitList(k.scenarios)
-	if req.sweep == nil && len(names) == 0 {
+	if !req.reprograms() && len(names) == 0 {
 		// A profile may compare scenarios (datapaths: iptables vs ebpf).
 		if prof, err := suite.LookupProfile(req.plan.Profile); err == nil {
 			names = prof.Scenarios
 		}
 	}
-	if req.sweep == nil && len(names) == 0 {
+	if !req.reprograms() && len(names) == 0 {
 		return []namedLab{{name: labCfg.Name, cfg: labCfg}}, nil
 	}
-	if len(names) == 0 {
+	switch {
+	case len(names) == 0 && req.churn != nil:
+		names = splitList(defaultChurnScenarios)
+	case len(names) == 0:
 		names = splitList(defaultScaleScenarios)
+	}
+	if req.churn != nil {
+		names = withChurned(names)
 	}
 	var labs []namedLab
 	seen := map[string]bool{}
@@ -156,10 +162,8 @@ func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 				return nil, fmt.Errorf("--lab %s + scenario %s: %w (use a shorter --lab)", k.g.labName, n, err)
 			}
 		}
-		if req.sweep != nil {
-			if cfg.ServiceDatapath == "" {
-				return nil, fmt.Errorf("--scenarios: %s has no Service datapath to sweep (use %s)", n, datapath.Choices())
-			}
+		if req.reprograms() && cfg.ServiceDatapath == "" {
+			return nil, fmt.Errorf("--scenarios: %s has no Service datapath to %s (use %s)", n, map[bool]string{true: "sweep", false: "churn"}[req.sweep != nil], datapath.Choices())
 		}
 		if !seen[cfg.Name] {
 			seen[cfg.Name] = true
@@ -172,6 +176,13 @@ func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 // header prints the run's first line: what it measures and for how long.
 func (k *labKind) header(req *runRequest, labs []namedLab) {
 	n, plan := len(labs), req.plan
+	if req.churn != nil {
+		c := req.churn
+		fmt.Fprintf(req.progress, "cnibench run %s: churn of %d Services × %d endpoints at %g changes/s on %s, %s, %d rounds: about %s of measurement plus programming\n",
+			req.runID, c.Services, c.Endpoints, c.Rate, strings.Join(scenarioNames(labs), ", "), strings.Join(plan.Tests, ", "), plan.Rounds,
+			(time.Duration(plan.Rounds*len(plan.Specs)) * time.Duration(plan.Duration+plan.Warmup) * time.Duration(n)).Round(time.Second))
+		return
+	}
 	if req.sweep == nil {
 		fmt.Fprintf(req.progress, "cnibench run %s: profile %s, %d scenario(s), %d samples, about %s of measurement\n",
 			req.runID, plan.Profile, n, plan.Samples()*n, (plan.Estimate() * time.Duration(n)).Round(time.Second))

@@ -36,6 +36,9 @@ var scenarios = map[string]func(*lab.Config){
 	// socketLB.enabled=false): Services translated per packet at tc, which
 	// is the ebpf-tc datapath; ScenarioConfig checks it goes with ebpf.
 	sockLBOff: func(*lab.Config) {},
+	// The same lab as without it; the churn schedule changes its Services
+	// during its samples (suite.ChurnPart).
+	"churn": func(*lab.Config) {},
 }
 
 // sockLBOff is the scenario part that turns ebpf's socket LB off.
@@ -43,7 +46,7 @@ const sockLBOff = "socklb-off"
 
 // scenarioTokens shortens scenario parts that are not Service datapaths
 // in lab names ("vxlan+iptables-legacy+policy" is lab "vxlaniptlpol").
-var scenarioTokens = map[string]string{"policy": "pol", "l7-node": "l7n", "l7-sidecar": "l7s", "flows": "flo", sockLBOff: "nsl", "wireguard": "wg"}
+var scenarioTokens = map[string]string{"policy": "pol", "l7-node": "l7n", "l7-sidecar": "l7s", "flows": "flo", sockLBOff: "nsl", "wireguard": "wg", "churn": "chn"}
 
 func init() {
 	for _, d := range datapath.Names() {

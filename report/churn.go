@@ -1,0 +1,245 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/churn"
+	"github.com/cnibench/cnibench/kinds"
+	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/stats"
+)
+
+// Churn analyses a churn run (run --tests churn): per churned scenario
+// what the churn did (requested and achieved rate, changes held, the
+// programming latency of every change pooled over the samples, the sync
+// loop's syncs and CPU) and what it cost the traffic against the same
+// datapath without churn, with the overhead columns' paired verdicts.
+type Churn struct {
+	Options   churn.Options   `json:"options"`
+	Scenarios []ChurnScenario `json:"scenarios"`
+}
+
+// ChurnScenario is one churned scenario.
+type ChurnScenario struct {
+	Scenario string `json:"scenario"`
+	Against  string `json:"against,omitempty"` // the scenario without churn
+	Datapath string `json:"datapath"`
+	Partial  bool   `json:"partial_syncs"`
+	MinSync  string `json:"min_sync_interval"`
+	Windows  int    `json:"windows"` // samples churned
+
+	Requested   Num            `json:"requested_rate"`
+	AchievedMed Num            `json:"achieved_rate_median"`
+	AchievedMin Num            `json:"achieved_rate_min"`
+	Made        int            `json:"changes_made"`
+	Held        int            `json:"changes_held"`
+	Pending     int            `json:"changes_pending"`
+	Kinds       map[string]int `json:"kinds"`
+	ShortBy     []string       `json:"short_by,omitempty"`
+
+	P50Ms Num `json:"programming_latency_p50_ms"`
+	P99Ms Num `json:"programming_latency_p99_ms"`
+	MaxMs Num `json:"programming_latency_max_ms"`
+
+	SyncsPerSec      Num    `json:"syncs_per_second"`
+	SyncCPUPerChange Num    `json:"sync_cpu_per_change_ms"`
+	SyncCPUShare     Num    `json:"sync_cpu_share_pct"` // of one CPU over the windows
+	Failures         int    `json:"sync_failures"`
+	FirstError       string `json:"first_error,omitempty"`
+
+	Effects []ChurnEffect `json:"effects"`
+}
+
+// ChurnEffect is one headline metric with and without churn.
+type ChurnEffect struct {
+	Test    string `json:"test"`
+	Metric  string `json:"metric"`
+	Unit    string `json:"unit"`
+	Without Num    `json:"without"`
+	With    Num    `json:"with"`
+	Delta   *Delta `json:"delta,omitempty"`
+	// Failed are the churned samples that failed (an error, a reset).
+	Failed int `json:"failed_samples"`
+}
+
+// churnEffectMetrics are shown per test: the rate, its tail latency and
+// errors.
+var churnEffectMetrics = []string{kinds.MetricRPS, kinds.MetricRate, kinds.MetricP99, kinds.MetricErrors}
+
+// buildChurn analyses run's churn, nil for another kind of run.
+func buildChurn(rep *Report, run *results.Run) *Churn {
+	if run.Churn == nil {
+		return nil
+	}
+	c := &Churn{Options: run.Churn.Options}
+	for _, sc := range run.Churn.Scenarios {
+		if !sc.Churned {
+			continue
+		}
+		cs := ChurnScenario{Scenario: sc.Scenario, Datapath: sc.Datapath, Kinds: map[string]int{}}
+		var achieved, lat []float64
+		var elapsed, cpu time.Duration
+		syncs := 0
+		for _, res := range run.Results {
+			if res.Scenario != sc.Scenario {
+				continue
+			}
+			for _, smp := range res.Samples {
+				w := smp.Churn
+				if w == nil {
+					continue
+				}
+				cs.Windows++
+				cs.Partial, cs.MinSync, cs.Requested = w.Partial, w.MinSync.String(), Num(w.Requested)
+				achieved = append(achieved, w.Achieved)
+				lat = append(lat, w.LatenciesMs...)
+				cs.Made, cs.Held, cs.Pending = cs.Made+w.Made, cs.Held+w.Held, cs.Pending+w.Pending
+				for k, n := range w.Kinds {
+					cs.Kinds[string(k)] += n
+				}
+				if w.ShortBy != "" && !slices.Contains(cs.ShortBy, w.ShortBy) {
+					cs.ShortBy = append(cs.ShortBy, w.ShortBy)
+				}
+				elapsed += w.Elapsed
+				cpu += w.SyncCPU
+				syncs += w.Syncs
+				cs.Failures += w.Failures
+				if cs.FirstError == "" {
+					cs.FirstError = w.FirstError
+				}
+			}
+		}
+		if len(achieved) > 0 {
+			cs.AchievedMed, cs.AchievedMin = Num(stats.Quantile(achieved, 0.5)), Num(slices.Min(achieved))
+		}
+		if len(lat) > 0 {
+			cs.P50Ms, cs.P99Ms, cs.MaxMs = Num(stats.Quantile(lat, 0.5)), Num(stats.Quantile(lat, 0.99)), Num(slices.Max(lat))
+		}
+		if s := elapsed.Seconds(); s > 0 {
+			cs.SyncsPerSec, cs.SyncCPUShare = Num(float64(syncs)/s), Num(100*cpu.Seconds()/s)
+		}
+		if cs.Held > 0 {
+			cs.SyncCPUPerChange = Num(float64(cpu) / float64(cs.Held) / float64(time.Millisecond))
+		}
+		cs.Effects, cs.Against = churnEffects(rep, sc.Scenario)
+		c.Scenarios = append(c.Scenarios, cs)
+	}
+	return c
+}
+
+// churnEffects are a churned scenario's headline metrics against the
+// column it is compared with (its scenario without churn).
+func churnEffects(rep *Report, scenario string) ([]ChurnEffect, string) {
+	ci := slices.IndexFunc(rep.Columns, func(c Column) bool { return c.Scenario == scenario })
+	if ci < 0 {
+		return nil, ""
+	}
+	against := rep.Columns[rep.Columns[ci].Against]
+	if rep.Columns[ci].Adds == "" {
+		return nil, "" // no scenario without churn to compare with
+	}
+	var out []ChurnEffect
+	for _, sec := range rep.Sections {
+		failed := 0
+		if ci < len(sec.Samples) && sec.Samples[ci] != nil {
+			failed = sec.Samples[ci].Failed
+		}
+		for _, row := range sec.Metrics {
+			if !slices.Contains(churnEffectMetrics, row.Metric) || ci >= len(row.Values) {
+				continue
+			}
+			e := ChurnEffect{Test: sec.Test, Metric: row.Metric, Unit: row.Unit, Failed: failed}
+			if v := row.Values[ci]; v != nil {
+				e.With = v.Display
+			}
+			if v := row.Values[rep.Columns[ci].Against]; v != nil {
+				e.Without = v.Display
+			}
+			e.Delta = row.VsBaseline[ci]
+			out = append(out, e)
+		}
+	}
+	return out, against.Scenario
+}
+
+// lines are the section's bullet points: one head line per churned
+// scenario and its details.
+func (c *Churn) lines() (heads []string, bodies [][]string) {
+	for _, s := range c.Scenarios {
+		sync := "full syncs"
+		if s.Partial {
+			sync = "partial syncs"
+		}
+		interval := "minimum interval " + s.MinSync
+		if s.MinSync == "0s" {
+			interval = "a sync per change"
+		}
+		heads = append(heads, fmt.Sprintf("%s (%s, %s, %s): %s changes/s achieved (median of %d samples, lowest %s) of %s asked",
+			s.Scenario, s.Datapath, sync, interval, fn(s.AchievedMed), s.Windows, fn(s.AchievedMin), fn(s.Requested)))
+		var body []string
+		body = append(body, fmt.Sprintf("programming latency, change made → read back from every node's kernel: p50 %s ms, p99 %s ms, max %s ms over %d changes held (%d made, %d not held when their sample ended)",
+			fn(s.P50Ms), fn(s.P99Ms), fn(s.MaxMs), s.Held, s.Made, s.Pending))
+		body = append(body, fmt.Sprintf("sync loop: %s syncs/s, %s ms of CPU per change held (%s%% of one CPU), %d failed syncs", fn(s.SyncsPerSec), fn(s.SyncCPUPerChange), fn(s.SyncCPUShare), s.Failures))
+		if s.FirstError != "" {
+			body = append(body, "first failed sync: "+s.FirstError)
+		}
+		for _, why := range s.ShortBy {
+			body = append(body, "the achieved rate fell more than 10% short in some samples: "+why)
+		}
+		var made []string
+		for _, k := range churn.Kinds() {
+			made = append(made, fmt.Sprintf("%s %d", k, s.Kinds[string(k)]))
+		}
+		body = append(body, "changes made: "+strings.Join(made, ", "))
+		for _, e := range s.Effects {
+			d := "no verdict"
+			if e.Delta != nil {
+				d = e.Delta.Text
+			}
+			line := fmt.Sprintf("%s %s: %s %s without churn, %s %s with: %s", e.Test, e.Metric, fn(e.Without), e.Unit, fn(e.With), e.Unit, d)
+			if e.Failed > 0 && e.Metric != kinds.MetricErrors {
+				line += fmt.Sprintf(" (%d churned samples failed)", e.Failed)
+			}
+			body = append(body, line)
+		}
+		bodies = append(bodies, body)
+	}
+	return heads, bodies
+}
+
+const churnAbout = "Each churned scenario kept the same Services as its twin without churn (the test Service among the dummies) while the churn scaled dummy Services up and down, replaced endpoints and added and removed a Service during its samples, synced as its Service proxy does (kube-proxy: at most once per minimum interval, partially; eBPF: per change). A change counts as programmed only once a read-back of every node's kernel confirms the sync that carried it. The effects are the paired verdicts of the churned column against its twin."
+
+func markdownChurn(b *strings.Builder, c *Churn) {
+	fmt.Fprintf(b, "\n## Churn\n\n%d Services × %d endpoints, %s changes/s asked. %s\n\n", c.Options.Services, c.Options.Endpoints, fn(Num(c.Options.Rate)), churnAbout)
+	heads, bodies := c.lines()
+	for i, h := range heads {
+		fmt.Fprintf(b, "- %s\n", mdText(h))
+		for _, l := range bodies[i] {
+			fmt.Fprintf(b, "  - %s\n", mdText(l))
+		}
+	}
+}
+
+func htmlChurn(c *Churn) template.HTML {
+	if c == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "<h2>Churn</h2><p>%d Services × %d endpoints, %s changes/s asked. %s</p><ul>", c.Options.Services, c.Options.Endpoints, fn(Num(c.Options.Rate)), template.HTMLEscapeString(churnAbout))
+	heads, bodies := c.lines()
+	for i, h := range heads {
+		b.WriteString("<li>" + template.HTMLEscapeString(h) + "<ul>")
+		for _, l := range bodies[i] {
+			b.WriteString("<li>" + template.HTMLEscapeString(l) + "</li>")
+		}
+		b.WriteString("</ul></li>")
+	}
+	b.WriteString("</ul>")
+	return template.HTML(b.String())
+}
+
+func fn(n Num) string { return fmtNum(float64(n)) }

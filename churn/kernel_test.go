@@ -96,6 +96,9 @@ func inKernel(dump string, change Change, spec datapath.Spec, added *string) str
 		return ""
 	}
 	if svc == nil {
+		if change.Kind == Add {
+			return "" // removed again by a later change the same sync carried
+		}
 		return "the spec lacks it"
 	}
 	if !vip(svc.VIP.String()) {

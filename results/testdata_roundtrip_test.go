@@ -11,7 +11,7 @@ import (
 // on-disk format does not depend on how the Go types hold a sample's
 // result (typed fields or a registered kind's slot).
 func TestResultsRoundTripByteIdentical(t *testing.T) {
-	for _, f := range []string{"../report/testdata/results.json", "../report/testdata/servicescale/results.json"} {
+	for _, f := range []string{"../report/testdata/results.json", "../report/testdata/servicescale/results.json", "../report/testdata/churn/results.json"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

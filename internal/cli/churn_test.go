@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cnibench/cnibench/suite"
+)
+
+// Every scenario gets its churned twin right after it, unless the list
+// has it; a churned scenario is kept as given.
+func TestWithChurned(t *testing.T) {
+	got := withChurned([]string{"iptables", "ebpf+churn", "ebpf", " NFTables "})
+	want := []string{"iptables", "iptables+churn", "ebpf+churn", "ebpf", "nftables", "nftables+churn"}
+	if !slices.Equal(got, want) {
+		t.Errorf("withChurned: %v, want %v", got, want)
+	}
+}
+
+// Bad churn requests are one-line errors naming the flag, before anything
+// is opened.
+func TestChurnFlagErrors(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--tests", "churn,TCP_RR"}, "churn is a test of its own kind"},
+		{[]string{"run", "--tests", "churn", "--placements", "pod-to-pod/same-node"}, "--placements: churn measures pod-to-service/other-node or pod-to-service/same-node"},
+		{[]string{"run", "--tests", "churn", "--churn-rate", "0"}, "--churn-rate must be positive"},
+		{[]string{"run", "--tests", "churn", "--churn-services", "1"}, "--churn-services must be in 2..100000"},
+		{[]string{"run", "--tests", "churn", "--churn-endpoints", "1"}, "--churn-endpoints must be in 2..100"},
+		{[]string{"run", "--tests", "churn", "--min-sync-interval", "2m"}, "--min-sync-interval must be in 0..1m"},
+		{[]string{"run", "--tests", "churn", "--scenarios", "native"}, "--scenarios: native has no Service datapath to churn"},
+		{[]string{"run", "--tests", "churn", "--target", "k8s", "--dry-run"}, "--tests churn runs on the lab only for now"},
+		{[]string{"run", "--tests", "churn", "--streams", "2"}, "--streams does not apply to the churn schedule"},
+	} {
+		_, _, err := cnibench(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: a multi-line error: %q", c.args, err)
+		}
+	}
+	if !suite.Churned("IPTABLES+Churn") || suite.Churned("iptables") || suite.Churned("churned") {
+		t.Error("suite.Churned")
+	}
+}

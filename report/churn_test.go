@@ -1,0 +1,97 @@
+package report
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/stats"
+)
+
+// testdata/churn is a recorded lab churn run (iptables beside
+// iptables+churn, 200 Services, 2 rounds of TCP_CRR).
+func loadChurnFixture(t *testing.T) *results.Run {
+	t.Helper()
+	run, err := results.Load(filepath.Join(fixtureDir, "churn", results.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+// The churn section pools every churned sample of a scenario: changes
+// summed, latencies pooled into one distribution (not a median of
+// per-sample p99s), the effects taken from the overhead columns' paired
+// verdicts against the twin without churn.
+func TestChurnAnalysis(t *testing.T) {
+	run := loadChurnFixture(t)
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Churn == nil || len(rep.Churn.Scenarios) != 1 {
+		t.Fatalf("churn: %+v", rep.Churn)
+	}
+	c := rep.Churn.Scenarios[0]
+	var lat []float64
+	made, windows := 0, 0
+	for _, res := range run.Results {
+		for _, s := range res.Samples {
+			if s.Churn != nil {
+				lat = append(lat, s.Churn.LatenciesMs...)
+				made += s.Churn.Made
+				windows++
+			}
+		}
+	}
+	if c.Scenario != "iptables+churn" || c.Against != "iptables" || c.Datapath != "iptables" || !c.Partial || c.MinSync != "1s" {
+		t.Errorf("head: %+v", c)
+	}
+	if c.Windows != windows || c.Made != made || c.Held != made || c.Pending != 0 || windows != 2 {
+		t.Errorf("windows %d made %d held %d pending %d; want %d windows, %d made and held", c.Windows, c.Made, c.Held, c.Pending, windows, made)
+	}
+	if !near(float64(c.P99Ms), stats.Quantile(lat, 0.99), 1e-9) || !near(float64(c.MaxMs), slices.Max(lat), 1e-9) || c.P50Ms > c.P99Ms {
+		t.Errorf("latency p50 %v p99 %v max %v; pooled p99 %v max %v", c.P50Ms, c.P99Ms, c.MaxMs, stats.Quantile(lat, 0.99), slices.Max(lat))
+	}
+	if c.SyncCPUPerChange <= 0 || c.SyncsPerSec <= 0 || c.AchievedMin > c.AchievedMed || c.Requested != 10 {
+		t.Errorf("sync CPU %v, syncs/s %v, achieved %v..%v of %v", c.SyncCPUPerChange, c.SyncsPerSec, c.AchievedMin, c.AchievedMed, c.Requested)
+	}
+	var metrics []string
+	for _, e := range c.Effects {
+		metrics = append(metrics, e.Test+" "+e.Metric)
+		if e.Delta == nil || e.Delta.Verdict != VerdictTooFew || e.With <= 0 && e.Metric != "errors" {
+			t.Errorf("%s %s: %+v (2 rounds: no verdict)", e.Test, e.Metric, e)
+		}
+	}
+	if !slices.Contains(metrics, "TCP_CRR rate") || !slices.Contains(metrics, "TCP_CRR p99 latency") {
+		t.Errorf("effects: %v", metrics)
+	}
+	md := markdownString(t, rep)
+	for _, want := range []string{"## Churn", "iptables+churn (iptables, partial syncs, minimum interval 1s): ",
+		"programming latency, change made → read back from every node's kernel", "TCP_CRR rate: "} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	if h := string(htmlChurn(rep.Churn)); !strings.Contains(h, "<h2>Churn</h2>") || !strings.Contains(h, "iptables+churn") {
+		t.Errorf("html: %s", h)
+	}
+	plain, err := Build([]Input{{Run: loadFixture(t)}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Churn != nil || strings.Contains(markdownString(t, plain), "## Churn") {
+		t.Error("a run without churn has a churn section")
+	}
+}
+
+func markdownString(t *testing.T, rep *Report) string {
+	t.Helper()
+	var b strings.Builder
+	if err := Markdown(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}

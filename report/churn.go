@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"html/template"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -51,7 +52,29 @@ type ChurnScenario struct {
 	Failures         int    `json:"sync_failures"`
 	FirstError       string `json:"first_error,omitempty"`
 
-	Effects []ChurnEffect `json:"effects"`
+	Effects []ChurnEffect  `json:"effects"`
+	PerCore []ChurnPerCore `json:"per_core,omitempty"`
+	// Idle is the churn window without traffic before the rounds.
+	IdleP50Ms        Num `json:"idle_programming_latency_p50_ms,omitempty"`
+	IdleP99Ms        Num `json:"idle_programming_latency_p99_ms,omitempty"`
+	IdleCPUPerChange Num `json:"idle_sync_cpu_per_change_ms,omitempty"`
+	IdleAchieved     Num `json:"idle_achieved_rate,omitempty"`
+	// MemoryBytes is the datapath's state (ruleset or BPF maps) at the
+	// steady state.
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+}
+
+// ChurnPerCore is a test's work per CPU-second of the CPUs the client and
+// server were pinned to, with and without churn: all they spent (kernel
+// time included, as a node's CPU is), and with softirq left out (the view
+// of a report that counts only the processes' own CPU).
+type ChurnPerCore struct {
+	Test         string `json:"test"`
+	Unit         string `json:"unit"` // per core-second: "requests", "ops"
+	Without      Num    `json:"without"`
+	With         Num    `json:"with"`
+	WithoutNoIRQ Num    `json:"without_softirq_left_out"`
+	WithNoIRQ    Num    `json:"with_softirq_left_out"`
 }
 
 // ChurnEffect is one headline metric with and without churn.
@@ -125,7 +148,12 @@ func buildChurn(rep *Report, run *results.Run) *Churn {
 		if cs.Held > 0 {
 			cs.SyncCPUPerChange = Num(float64(cpu) / float64(cs.Held) / float64(time.Millisecond))
 		}
-		cs.Effects, cs.Against = churnEffects(rep, sc.Scenario)
+		cs.Effects, cs.PerCore, cs.Against = churnEffects(rep, sc.Scenario)
+		if w := sc.Idle; w != nil {
+			cs.IdleP50Ms, cs.IdleP99Ms, cs.IdleAchieved = Num(w.P50Ms), Num(w.P99Ms), Num(w.Achieved)
+			cs.IdleCPUPerChange = Num(float64(w.SyncCPUPerChange) / float64(time.Millisecond))
+		}
+		cs.MemoryBytes = sc.Memory.RulesetBytes + sc.Memory.BPFMapBytes
 		c.Scenarios = append(c.Scenarios, cs)
 	}
 	return c
@@ -133,17 +161,21 @@ func buildChurn(rep *Report, run *results.Run) *Churn {
 
 // churnEffects are a churned scenario's headline metrics against the
 // column it is compared with (its scenario without churn).
-func churnEffects(rep *Report, scenario string) ([]ChurnEffect, string) {
+func churnEffects(rep *Report, scenario string) ([]ChurnEffect, []ChurnPerCore, string) {
 	ci := slices.IndexFunc(rep.Columns, func(c Column) bool { return c.Scenario == scenario })
 	if ci < 0 {
-		return nil, ""
+		return nil, nil, ""
 	}
-	against := rep.Columns[rep.Columns[ci].Against]
+	ai := rep.Columns[ci].Against
 	if rep.Columns[ci].Adds == "" {
-		return nil, "" // no scenario without churn to compare with
+		return nil, nil, "" // no scenario without churn to compare with
 	}
 	var out []ChurnEffect
+	var perCore []ChurnPerCore
 	for _, sec := range rep.Sections {
+		if pc, ok := perCoreOf(sec, ci, ai); ok {
+			perCore = append(perCore, pc)
+		}
 		failed := 0
 		if ci < len(sec.Samples) && sec.Samples[ci] != nil {
 			failed = sec.Samples[ci].Failed
@@ -163,7 +195,42 @@ func churnEffects(rep *Report, scenario string) ([]ChurnEffect, string) {
 			out = append(out, e)
 		}
 	}
-	return out, against.Scenario
+	return out, perCore, rep.Columns[ai].Scenario
+}
+
+// perCoreOf reads a section's total and softirq CPU per unit of work on
+// the pinned CPUs (µs) in the churned column ci and its twin ai.
+func perCoreOf(sec Section, ci, ai int) (ChurnPerCore, bool) {
+	var total, irq *Row
+	unit := ""
+	for i := range sec.Metrics {
+		row := &sec.Metrics[i]
+		if u, ok := strings.CutPrefix(row.Metric, kinds.PinnedTotal+" CPU per "); ok && row.Unit == "µs" {
+			total, unit = row, u
+		}
+		if strings.HasPrefix(row.Metric, kinds.PinnedSoftirq+" CPU per ") {
+			irq = row
+		}
+	}
+	if total == nil || irq == nil {
+		return ChurnPerCore{}, false
+	}
+	per := func(row *Row, c int, less *Row) Num {
+		if c >= len(row.Values) || row.Values[c] == nil {
+			return Num(nanNum())
+		}
+		us := float64(row.Values[c].Display)
+		if less != nil && c < len(less.Values) && less.Values[c] != nil {
+			us -= float64(less.Values[c].Display)
+		}
+		if us <= 0 {
+			return Num(nanNum())
+		}
+		return Num(1e6 / us)
+	}
+	return ChurnPerCore{Test: sec.Test, Unit: unit + "s",
+		Without: per(total, ai, nil), With: per(total, ci, nil),
+		WithoutNoIRQ: per(total, ai, irq), WithNoIRQ: per(total, ci, irq)}, true
 }
 
 // lines are the section's bullet points: one head line per churned
@@ -195,6 +262,17 @@ func (c *Churn) lines() (heads []string, bodies [][]string) {
 			made = append(made, fmt.Sprintf("%s %d", k, s.Kinds[string(k)]))
 		}
 		body = append(body, "changes made: "+strings.Join(made, ", "))
+		if s.IdleAchieved > 0 {
+			body = append(body, fmt.Sprintf("without traffic (before the rounds): %s changes/s, programmed in p50 %s ms, p99 %s ms, %s ms of sync CPU per change",
+				fn(s.IdleAchieved), fn(s.IdleP50Ms), fn(s.IdleP99Ms), fn(s.IdleCPUPerChange)))
+		}
+		if s.MemoryBytes > 0 {
+			body = append(body, fmt.Sprintf("the datapath's state at the steady state: %s KiB (ruleset or BPF maps, as the kernel reports it)", fn(Num(float64(s.MemoryBytes)/1024))))
+		}
+		for _, p := range s.PerCore {
+			body = append(body, fmt.Sprintf("%s per core-second of the client's and server's CPUs: %s without churn, %s with (kernel time included); %s and %s with softirq left out",
+				p.Test+" "+p.Unit, fn(p.Without), fn(p.With), fn(p.WithoutNoIRQ), fn(p.WithNoIRQ)))
+		}
 		for _, e := range s.Effects {
 			d := "no verdict"
 			if e.Delta != nil {
@@ -243,3 +321,5 @@ func htmlChurn(c *Churn) template.HTML {
 }
 
 func fn(n Num) string { return fmtNum(float64(n)) }
+
+func nanNum() float64 { return math.NaN() }

@@ -20,4 +20,8 @@ type ChurnScenario struct {
 	Churned  bool                  `json:"churned"`
 	Program  datapath.ProgramStats `json:"program"` // the full sync of the steady state
 	Counts   datapath.Counts       `json:"counts"`  // what the kernel held after it
+	Memory   datapath.Memory       `json:"memory"`  // the datapath's state, as the kernel reports it
+	// Idle is a churn window without traffic (churned scenarios), before
+	// the rounds: the sync loop's latency and CPU on an idle machine.
+	Idle *churn.Result `json:"idle,omitempty"`
 }

@@ -128,6 +128,26 @@ func (s *Churn) prepare(ctx context.Context, r *Runner, sc Scenario) (*churnStat
 		return nil, rec, "", err
 	}
 	r.progress("held after %s\n", time.Since(t0).Round(time.Millisecond))
+	if rec.Memory, err = dp.Memory(ctx); err != nil {
+		r.progress("%s: datapath memory not read: %v\n", sc.Name, err)
+	}
+	if rec.Churned {
+		// The sync loop without traffic, for the idle side of its CPU
+		// and latency.
+		idle := time.Duration(r.Plan.Duration)
+		r.progress("%s: churning %s without traffic… ", sc.Name, idle)
+		ch.Start(ctx)
+		select {
+		case <-ctx.Done():
+		case <-time.After(idle):
+		}
+		res := ch.Stop()
+		if ctx.Err() != nil {
+			return nil, rec, "", ctx.Err()
+		}
+		rec.Idle = &res
+		r.progress("%.1f changes/s, programmed in p50 %.0f ms, p99 %.0f ms\n", res.Achieved, res.P50Ms, res.P99Ms)
+	}
 	return &churnState{sc: sc, ch: ch, churned: rec.Churned}, rec, placement, nil
 }
 

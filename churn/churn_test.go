@@ -18,8 +18,10 @@ import (
 // as a cluster's Verify waits for every node's proxy; with failVerify,
 // Verify says the kernel does not hold the spec.
 type fakeDatapath struct {
-	lag        time.Duration
-	failVerify bool
+	lag         time.Duration
+	failVerify  bool
+	failProgram bool
+	async       bool
 
 	mu       sync.Mutex
 	spec     datapath.Spec
@@ -35,6 +37,9 @@ func (f *fakeDatapath) Program(_ context.Context, s datapath.Spec) (datapath.Pro
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failProgram {
+		return datapath.ProgramStats{}, errors.New("restore failed")
+	}
 	f.spec, f.heldAt = s, time.Now().Add(f.lag)
 	f.programs++
 	return datapath.ProgramStats{}, nil
@@ -56,6 +61,7 @@ func (f *fakeDatapath) Memory(context.Context) (datapath.Memory, error) {
 }
 func (f *fakeDatapath) Close() error            { return nil }
 func (f *fakeDatapath) SetPartialSyncs(on bool) { f.partial = on }
+func (f *fakeDatapath) Async() bool             { return f.async }
 
 func testServices() []datapath.Service {
 	return []datapath.Service{{Namespace: "default", Name: "test", VIP: datapath.TestVIP(0), Port: 80,
@@ -122,11 +128,12 @@ func TestMinSyncCoalesces(t *testing.T) {
 	}
 }
 
-// A change is never reported programmed before the kernel holds it: with
-// a datapath whose syncs reach the kernel 80ms after Program returns, every
-// change is reported after that and no latency is below the lag.
+// A change is never reported programmed before the nodes hold it: with an
+// asynchronous datapath whose syncs reach the nodes 80ms after Program
+// returns (a cluster's), every change is reported after that and no
+// latency is below the lag.
 func TestNeverHeldBeforeTheKernelHoldsIt(t *testing.T) {
-	f := &fakeDatapath{}
+	f := &fakeDatapath{async: true}
 	c := newChurner(t, f, Options{Services: 20, Endpoints: 2, Rate: 30, MinSync: dur(0)})
 	f.lag = 80 * time.Millisecond
 	var early []string
@@ -148,29 +155,55 @@ func TestNeverHeldBeforeTheKernelHoldsIt(t *testing.T) {
 	}
 }
 
-// A sync the kernel does not confirm holds nothing: the failure is
-// counted with its error, the changes stay pending and are reported so.
+// A failed sync holds nothing: the failure is counted with its error,
+// the changes stay pending and are reported so.
 func TestFailedSyncHoldsNothing(t *testing.T) {
 	f := &fakeDatapath{}
 	c := newChurner(t, f, Options{Services: 20, Endpoints: 2, Rate: 20, MinSync: dur(0)})
-	f.failVerify = true
+	f.failProgram = true
 	c.drain = 300 * time.Millisecond
 	c.Start(context.Background())
 	time.Sleep(300 * time.Millisecond)
+	r := stopWithin(t, c)
+	if r.Held != 0 || r.Pending != r.Made || r.Made == 0 || r.Confirmed {
+		t.Errorf("made %d, held %d, pending %d, confirmed %v: a change was held without a sync", r.Made, r.Held, r.Pending, r.Confirmed)
+	}
+	if r.Failures == 0 || !strings.Contains(r.FirstError, "restore failed") {
+		t.Errorf("failures %d (%q)", r.Failures, r.FirstError)
+	}
+}
+
+// After the window the whole datapath is read back: a kernel that does
+// not hold the last spec synced leaves the window unconfirmed, with the
+// difference as its error; one that does confirms it.
+func TestWindowIsReadBack(t *testing.T) {
+	f := &fakeDatapath{}
+	c := newChurner(t, f, Options{Services: 20, Endpoints: 2, Rate: 20, MinSync: dur(0)})
+	c.Start(context.Background())
+	time.Sleep(200 * time.Millisecond)
+	if r := stopWithin(t, c); !r.Confirmed || r.Failures != 0 || r.VerifyTime <= 0 {
+		t.Errorf("confirmed %v, failures %d (%s), verify %s", r.Confirmed, r.Failures, r.FirstError, r.VerifyTime)
+	}
+	f.failVerify = true
+	c.Start(context.Background())
+	time.Sleep(200 * time.Millisecond)
+	r := stopWithin(t, c)
+	if r.Confirmed || r.Failures != 1 || !strings.Contains(r.FirstError, "read back after the window") || !strings.Contains(r.FirstError, "does not hold") {
+		t.Errorf("confirmed %v, failures %d (%q)", r.Confirmed, r.Failures, r.FirstError)
+	}
+}
+
+func stopWithin(t *testing.T, c *Churner) Result {
+	t.Helper()
 	done := make(chan Result)
 	go func() { done <- c.Stop() }()
-	var r Result
 	select {
-	case r = <-done:
+	case r := <-done:
+		return r
 	case <-time.After(40 * time.Second):
 		t.Fatal("Stop did not return")
 	}
-	if r.Held != 0 || r.Pending != r.Made || r.Made == 0 {
-		t.Errorf("made %d, held %d, pending %d: a change was held without a confirmed sync", r.Made, r.Held, r.Pending)
-	}
-	if r.Failures == 0 || !strings.Contains(r.FirstError, "does not hold") {
-		t.Errorf("failures %d (%q)", r.Failures, r.FirstError)
-	}
+	return Result{}
 }
 
 // Every change is a real change of the spec, the spec stays valid, and a

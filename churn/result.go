@@ -31,11 +31,16 @@ type Result struct {
 	ShortBy string `json:"short_by,omitempty"`
 
 	// LatenciesMs is, per change held, the time from the change being
-	// made until the Verify that confirmed its sync returned.
+	// made until the first sync that carried it was held by every node's
+	// kernel (Program returned; for an asynchronous datapath, its Verify).
 	LatenciesMs []float64 `json:"programming_latency_ms"`
 	P50Ms       float64   `json:"programming_latency_p50_ms"`
 	P99Ms       float64   `json:"programming_latency_p99_ms"`
 	MaxMs       float64   `json:"programming_latency_max_ms"`
+
+	// Confirmed: after the window, a read-back of every node's datapath
+	// found exactly the last spec synced (a failure is in FirstError).
+	Confirmed bool `json:"confirmed"`
 
 	Syncs    int `json:"syncs"`
 	Failures int `json:"sync_failures"`
@@ -46,7 +51,8 @@ type Result struct {
 	SyncCPU          time.Duration `json:"sync_cpu_ns"`
 	SyncCPUPerChange time.Duration `json:"sync_cpu_per_change_ns"`
 	// SyncTime and VerifyTime are the wall time spent in Program and in
-	// reading the kernel back (the latter is measurement, not the proxy's).
+	// reading the datapath back (measurement, not the proxy's work: after
+	// the window, and after each sync of an asynchronous datapath).
 	SyncTime   time.Duration `json:"sync_time_ns"`
 	VerifyTime time.Duration `json:"verify_time_ns"`
 }

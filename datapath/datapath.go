@@ -136,3 +136,12 @@ type Datapath interface {
 type PartialSyncer interface {
 	SetPartialSyncs(on bool)
 }
+
+// Async is implemented by datapaths whose Program hands the spec to
+// someone else and returns before the nodes hold it (a cluster's API
+// server, its kube-proxies and agents): the time a change was held is then
+// known only from Verify, which waits for the nodes. Every lab datapath's
+// Program returns once every node's kernel committed the spec.
+type Async interface {
+	Async() bool
+}

@@ -37,6 +37,7 @@ type churnResults struct {
 				Failures  int       `json:"sync_failures"`
 				Partial   bool      `json:"partial_syncs"`
 				MinSync   int64     `json:"min_sync_interval_ns"`
+				Confirmed bool      `json:"confirmed"`
 			}
 		}
 	}
@@ -100,7 +101,7 @@ func TestChurnRun(t *testing.T) {
 			case churned && c == nil:
 				t.Errorf("%s %s: no churn recorded", res.Scenario, res.Test)
 			case churned:
-				if c.Made < 10 || c.Held != c.Made || c.Pending != 0 || len(c.Latencies) != c.Held || c.Failures != 0 || !c.Partial {
+				if c.Made < 10 || c.Held != c.Made || c.Pending != 0 || len(c.Latencies) != c.Held || c.Failures != 0 || !c.Partial || !c.Confirmed {
 					t.Errorf("%s %s: %+v", res.Scenario, res.Test, *c)
 				}
 				if (c.Achieved < 18 || c.Achieved > 22) && c.ShortBy == "" {
@@ -126,7 +127,7 @@ func TestChurnRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"## Churn", "nftables+churn (nftables, partial syncs, minimum interval 1s)",
-		"ebpf+churn (ebpf, partial syncs, a sync per change)", "programming latency, change made → read back from every node's kernel: p50",
+		"ebpf+churn (ebpf, partial syncs, a sync per change)", "programming latency, change made → held by every node's kernel: p50", "read back after each sample: 3 of 3 samples' datapaths held exactly the last sync",
 		"HTTP_RPS_SHORT_C64 request rate:", "TCP_CRR rate:"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)

@@ -32,6 +32,9 @@ type ChurnScenario struct {
 	Partial  bool   `json:"partial_syncs"`
 	MinSync  string `json:"min_sync_interval"`
 	Windows  int    `json:"windows"` // samples churned
+	// Confirmed are the windows after which a read-back of every node
+	// found exactly the last spec synced.
+	Confirmed int `json:"windows_confirmed"`
 
 	Requested   Num            `json:"requested_rate"`
 	AchievedMed Num            `json:"achieved_rate_median"`
@@ -117,6 +120,9 @@ func buildChurn(rep *Report, run *results.Run) *Churn {
 					continue
 				}
 				cs.Windows++
+				if w.Confirmed {
+					cs.Confirmed++
+				}
 				cs.Partial, cs.MinSync, cs.Requested = w.Partial, w.MinSync.String(), Num(w.Requested)
 				achieved = append(achieved, w.Achieved)
 				lat = append(lat, w.LatenciesMs...)
@@ -248,8 +254,8 @@ func (c *Churn) lines() (heads []string, bodies [][]string) {
 		heads = append(heads, fmt.Sprintf("%s (%s, %s, %s): %s changes/s achieved (median of %d samples, lowest %s) of %s asked",
 			s.Scenario, s.Datapath, sync, interval, fn(s.AchievedMed), s.Windows, fn(s.AchievedMin), fn(s.Requested)))
 		var body []string
-		body = append(body, fmt.Sprintf("programming latency, change made → read back from every node's kernel: p50 %s ms, p99 %s ms, max %s ms over %d changes held (%d made, %d not held when their sample ended)",
-			fn(s.P50Ms), fn(s.P99Ms), fn(s.MaxMs), s.Held, s.Made, s.Pending))
+		body = append(body, fmt.Sprintf("programming latency, change made → held by every node's kernel: p50 %s ms, p99 %s ms, max %s ms over %d changes held (%d made, %d not held when their sample ended); read back after each sample: %d of %d samples' datapaths held exactly the last sync",
+			fn(s.P50Ms), fn(s.P99Ms), fn(s.MaxMs), s.Held, s.Made, s.Pending, s.Confirmed, s.Windows))
 		body = append(body, fmt.Sprintf("sync loop: %s syncs/s, %s ms of CPU per change held (%s%% of one CPU), %d failed syncs", fn(s.SyncsPerSec), fn(s.SyncCPUPerChange), fn(s.SyncCPUShare), s.Failures))
 		if s.FirstError != "" {
 			body = append(body, "first failed sync: "+s.FirstError)
@@ -289,7 +295,7 @@ func (c *Churn) lines() (heads []string, bodies [][]string) {
 	return heads, bodies
 }
 
-const churnAbout = "Each churned scenario kept the same Services as its twin without churn (the test Service among the dummies) while the churn scaled dummy Services up and down, replaced endpoints and added and removed a Service during its samples, synced as its Service proxy does (kube-proxy: at most once per minimum interval, partially; eBPF: per change). A change counts as programmed only once a read-back of every node's kernel confirms the sync that carried it. The effects are the paired verdicts of the churned column against its twin."
+const churnAbout = "Each churned scenario kept the same Services as its twin without churn (the test Service among the dummies) while the churn scaled dummy Services up and down, replaced endpoints and added and removed a Service during its samples, synced as its Service proxy does (kube-proxy: at most once per minimum interval, partially; eBPF: per change). A change is programmed when the first sync that carried it has been committed by every node's kernel (the restore tools and map updates return only then), and after each sample the whole datapath of every node is read back and must hold exactly the last sync. The effects are the paired verdicts of the churned column against its twin."
 
 func markdownChurn(b *strings.Builder, c *Churn) {
 	fmt.Fprintf(b, "\n## Churn\n\n%d Services × %d endpoints, %s changes/s asked. %s\n\n", c.Options.Services, c.Options.Endpoints, fn(Num(c.Options.Rate)), churnAbout)

@@ -70,7 +70,7 @@ func TestChurnAnalysis(t *testing.T) {
 	}
 	md := markdownString(t, rep)
 	for _, want := range []string{"## Churn", "iptables+churn (iptables, partial syncs, minimum interval 1s): ",
-		"programming latency, change made → read back from every node's kernel", "TCP_CRR rate: "} {
+		"programming latency, change made → held by every node's kernel", "TCP_CRR rate: "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
 		}

@@ -59,9 +59,9 @@ func (f *fakeDatapath) Expected(s datapath.Spec) datapath.Counts {
 func (f *fakeDatapath) Memory(context.Context) (datapath.Memory, error) {
 	return datapath.Memory{}, nil
 }
-func (f *fakeDatapath) Close() error            { return nil }
-func (f *fakeDatapath) SetPartialSyncs(on bool) { f.partial = on }
-func (f *fakeDatapath) Async() bool             { return f.async }
+func (f *fakeDatapath) Close() error                 { return nil }
+func (f *fakeDatapath) SetPartialSyncs(on bool) bool { f.partial = on; return on }
+func (f *fakeDatapath) Async() bool                  { return f.async }
 
 func testServices() []datapath.Service {
 	return []datapath.Service{{Namespace: "default", Name: "test", VIP: datapath.TestVIP(0), Port: 80,

@@ -72,8 +72,9 @@ func (c *Churner) Program(ctx context.Context) (datapath.ProgramStats, error) {
 	c.mu.Lock()
 	spec := c.st.spec()
 	c.mu.Unlock()
-	if p, ok := c.dp.(datapath.PartialSyncer); ok {
-		p.SetPartialSyncs(false) // a full sync first, as kube-proxy's first
+	ps, canPartial := c.dp.(datapath.PartialSyncer)
+	if canPartial {
+		ps.SetPartialSyncs(false) // a full sync first, as kube-proxy's first
 	}
 	st, err := c.dp.Program(ctx, spec)
 	if err != nil {
@@ -86,12 +87,7 @@ func (c *Churner) Program(ctx context.Context) (datapath.ProgramStats, error) {
 	if err := got.Holds(c.dp.Expected(spec)); err != nil {
 		return st, fmt.Errorf("%s: %w", c.dp.Name(), err)
 	}
-	p, ok := c.dp.(datapath.PartialSyncer)
-	if ok {
-		p.SetPartialSyncs(true)
-	}
-	// nftables syncs partially always, and says so by not implementing it.
-	c.partial = ok || c.dp.Name() == "nftables"
+	c.partial = canPartial && ps.SetPartialSyncs(true)
 	return st, nil
 }
 

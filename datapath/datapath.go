@@ -133,8 +133,12 @@ type Datapath interface {
 // (iptables' MinimizeIPTablesRestore; nftables always) and Cilium's
 // per-change map updates do. The churn schedule turns it on; the
 // Service-scale sweep leaves it off, so a step times a full sync.
+//
+// SetPartialSyncs returns whether Program now syncs partially: a datapath
+// that always does (kube-proxy's nftables layout) says so whatever on is,
+// one that never does returns false.
 type PartialSyncer interface {
-	SetPartialSyncs(on bool)
+	SetPartialSyncs(on bool) bool
 }
 
 // Async is implemented by datapaths whose Program hands the spec to

@@ -19,7 +19,7 @@ func SampleLine(test string, s results.Sample) string {
 	}
 	line := k.Line(s.Measured())
 	if c := s.Churn; c != nil {
-		line += fmt.Sprintf("; churn %.1f/s (asked %.4g), %d held, programmed in p50 %.0f ms, p99 %.0f ms", c.Achieved, c.Requested, c.Held, c.P50Ms, c.P99Ms)
+		line += fmt.Sprintf("; churn %.1f/s (asked %.4g), %d held, programmed in p50 %.3g ms, p99 %.3g ms", c.Achieved, c.Requested, c.Held, c.P50Ms, c.P99Ms)
 	}
 	return line
 }

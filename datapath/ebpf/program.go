@@ -284,8 +284,9 @@ func (c *core) iota(n int) []uint32 {
 
 // SetPartialSyncs implements datapath.PartialSyncer: Options.Incremental
 // from now on, as Cilium updates only the map entries a change touches.
-func (c *core) SetPartialSyncs(on bool) {
+func (c *core) SetPartialSyncs(on bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.opts.Incremental = on
+	return on
 }

@@ -98,13 +98,14 @@ type Datapath struct {
 // sync, Program rewrites only the chains of Services that changed, as
 // kube-proxy's MinimizeIPTablesRestore does; off, every sync is a full
 // one (what the Service-scale sweep times).
-func (d *Datapath) SetPartialSyncs(on bool) {
+func (d *Datapath) SetPartialSyncs(on bool) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.partial = on
 	if !on {
 		d.held = nil
 	}
+	return on
 }
 
 var _ datapath.Datapath = (*Datapath)(nil)

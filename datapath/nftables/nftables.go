@@ -419,3 +419,8 @@ func (d *Datapath) Close() error {
 	d.synced, d.prev, d.last = false, map[string]bool{}, nil
 	return nil
 }
+
+// SetPartialSyncs implements datapath.PartialSyncer: the kube-proxy layout
+// always syncs partially (the chains of unchanged Services are kept), the
+// flat layout never does (its one map is rewritten on every sync).
+func (d *Datapath) SetPartialSyncs(bool) bool { return !d.opts.Flat }

@@ -129,12 +129,13 @@ func (g *nodeDatapaths) Close() error {
 	return first
 }
 
-// SetPartialSyncs implements datapath.PartialSyncer for every node that
-// can (nftables always syncs partially and does not implement it).
-func (g *nodeDatapaths) SetPartialSyncs(on bool) {
+// SetPartialSyncs implements datapath.PartialSyncer on every node: partial
+// when every node's datapath is.
+func (g *nodeDatapaths) SetPartialSyncs(on bool) bool {
+	all := true
 	for _, d := range g.dps {
-		if p, ok := d.(datapath.PartialSyncer); ok {
-			p.SetPartialSyncs(on)
-		}
+		p, ok := d.(datapath.PartialSyncer)
+		all = ok && p.SetPartialSyncs(on) && all
 	}
+	return all
 }

@@ -90,7 +90,7 @@ type Datapath struct {
 	probeAgain bool
 
 	partial   bool              // SetPartialSyncs
-	held      map[string]string // after a partial-capable sync: KUBE-SVC chain → fingerprint
+	held      map[string]string // after a sync: KUBE-SVC chain → fingerprint of what it holds
 	heldLarge bool
 }
 
@@ -102,9 +102,6 @@ func (d *Datapath) SetPartialSyncs(on bool) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.partial = on
-	if !on {
-		d.held = nil
-	}
 	return on
 }
 
@@ -328,9 +325,9 @@ func (d *Datapath) Program(ctx context.Context, spec datapath.Spec) (datapath.Pr
 		d.haveJumps[i] = true
 	}
 	d.prev = b.active
-	if d.partial {
-		d.held, d.heldLarge = b.wrote, b.large
-	}
+	// Kept after a full sync too, so the first sync after partial syncs
+	// are turned on is already a partial one.
+	d.held, d.heldLarge = b.wrote, b.large
 	last := spec
 	d.last = &last
 	return st, nil

@@ -90,3 +90,26 @@ func TestPartialBatchLeavesUnchangedChainsOut(t *testing.T) {
 		t.Errorf("after a change of large cluster mode, %d KUBE-SVC chains declared, want 3", n)
 	}
 }
+
+// Partial syncs turned on after a full sync: the next sync is already
+// partial (the churn's first window must not pay for a full sync).
+func TestPartialAfterFullSync(t *testing.T) {
+	ns := labtest.ScratchNS(t, "ipf")
+	d := newOrSkip(t, ns, backends[0].opts)
+	ctx := context.Background()
+	base := datapath.DummyServices(30, 3)
+	full, err := d.Program(ctx, datapath.Spec{Services: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.SetPartialSyncs(true)
+	base[3].Endpoints = base[3].Endpoints[:2]
+	st, err := d.Program(ctx, datapath.Spec{Services: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Bytes*2 > full.Bytes {
+		t.Errorf("first sync after partial syncs were turned on sent %d bytes, the full sync %d: it was a full one", st.Bytes, full.Bytes)
+	}
+	labtest.Sync(t, d, datapath.Spec{Services: base}, "after the partial sync")
+}

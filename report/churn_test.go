@@ -49,7 +49,7 @@ func TestChurnAnalysis(t *testing.T) {
 	if c.Scenario != "iptables+churn" || c.Against != "iptables" || c.Datapath != "iptables" || !c.Partial || c.MinSync != "1s" {
 		t.Errorf("head: %+v", c)
 	}
-	if c.Windows != windows || c.Made != made || c.Held != made || c.Pending != 0 || windows != 2 {
+	if c.Confirmed != windows || c.Windows != windows || c.Made != made || c.Held != made || c.Pending != 0 || windows != 2 {
 		t.Errorf("windows %d made %d held %d pending %d; want %d windows, %d made and held", c.Windows, c.Made, c.Held, c.Pending, windows, made)
 	}
 	if !near(float64(c.P99Ms), stats.Quantile(lat, 0.99), 1e-9) || !near(float64(c.MaxMs), slices.Max(lat), 1e-9) || c.P50Ms > c.P99Ms {

@@ -146,7 +146,7 @@ func (s *Churn) prepare(ctx context.Context, r *Runner, sc Scenario) (*churnStat
 			return nil, rec, "", ctx.Err()
 		}
 		rec.Idle = &res
-		r.progress("%.1f changes/s, programmed in p50 %.3g ms, p99 %.3g ms\n", res.Achieved, res.P50Ms, res.P99Ms)
+		r.progress("%.1f changes/s, programmed in p50 %s ms, p99 %s ms\n", res.Achieved, fmtMs(res.P50Ms), fmtMs(res.P99Ms))
 	}
 	return &churnState{sc: sc, ch: ch, churned: rec.Churned}, rec, placement, nil
 }

@@ -19,7 +19,16 @@ func SampleLine(test string, s results.Sample) string {
 	}
 	line := k.Line(s.Measured())
 	if c := s.Churn; c != nil {
-		line += fmt.Sprintf("; churn %.1f/s (asked %.4g), %d held, programmed in p50 %.3g ms, p99 %.3g ms", c.Achieved, c.Requested, c.Held, c.P50Ms, c.P99Ms)
+		line += fmt.Sprintf("; churn %.1f/s (asked %.4g), %d held, programmed in p50 %s ms, p99 %s ms", c.Achieved, c.Requested, c.Held, fmtMs(c.P50Ms), fmtMs(c.P99Ms))
 	}
 	return line
+}
+
+// fmtMs prints milliseconds with three significant digits below 10 ms
+// (an eBPF map update's 0.263) and whole ones above (kube-proxy's 1104).
+func fmtMs(ms float64) string {
+	if ms < 10 {
+		return fmt.Sprintf("%.3g", ms)
+	}
+	return fmt.Sprintf("%.0f", ms)
 }

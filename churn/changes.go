@@ -3,6 +3,7 @@ package churn
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/cnibench/cnibench/datapath"
 )
@@ -87,7 +88,7 @@ func (s *state) change() Change {
 		svc := &s.services[i]
 		eps := append(make([]datapath.Endpoint, 0, s.endpoints*2), svc.Endpoints...)
 		for range s.endpoints / 2 {
-			eps = append(eps, s.newEndpoint())
+			eps = append(eps, s.newEndpoint(eps))
 		}
 		svc.Endpoints = eps
 		s.scaled = append(s.scaled, i)
@@ -103,7 +104,7 @@ func (s *state) change() Change {
 		s.next++
 		svc := &s.services[i]
 		eps := append([]datapath.Endpoint(nil), svc.Endpoints...)
-		eps[s.seq%len(eps)] = s.newEndpoint()
+		eps[s.seq%len(eps)] = s.newEndpoint(eps)
 		svc.Endpoints = eps
 		c.Service = svc.Key()
 	case Add:
@@ -118,14 +119,23 @@ func (s *state) change() Change {
 	return c
 }
 
-// newEndpoint is an address no endpoint has had: the dummy endpoint range
-// with ports from 20000 up, which the dummies (8080…9079) never use.
-func (s *state) newEndpoint() datapath.Endpoint {
-	s.fresh++
+// newEndpoint is a new pod of the Service whose endpoints are eps: the
+// same target port, the next address of the dummy endpoint range that eps
+// does not have (a pod may back several Services, as on a cluster; a
+// Service never lists one address twice), so on a cluster the Service's
+// EndpointSlice is updated rather than a new one made per port.
+func (s *state) newEndpoint(eps []datapath.Endpoint) datapath.Endpoint {
 	space := 1 << (32 - datapath.DummyEndpointCIDR.Bits())
-	a := datapath.DummyEndpointCIDR.Addr().As4()
-	off := s.fresh % space
-	a[2] += byte(off >> 8)
-	a[3] += byte(off)
-	return datapath.Endpoint{IP: netip.AddrFrom4(a), Port: uint16(20000 + (s.fresh/space)%40000)}
+	base := datapath.DummyEndpointCIDR.Addr().As4()
+	for {
+		s.fresh++
+		a := base
+		off := s.fresh % space
+		a[2] += byte(off >> 8)
+		a[3] += byte(off)
+		ep := datapath.Endpoint{IP: netip.AddrFrom4(a), Port: eps[0].Port}
+		if !slices.Contains(eps, ep) {
+			return ep
+		}
+	}
 }

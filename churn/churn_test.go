@@ -228,6 +228,15 @@ func TestChangesChangeTheSpec(t *testing.T) {
 		if ch.Service == testServices()[0].Key() {
 			t.Errorf("change %d touched the test Service", ch.Seq)
 		}
+		// A Service's pods keep its target port (on a cluster, one
+		// EndpointSlice per port is updated, not a new one made).
+		for _, svc := range cur.Services {
+			for _, e := range svc.Endpoints {
+				if e.Port != svc.Endpoints[0].Port {
+					t.Fatalf("after change %d (%s): %s has endpoints on ports %d and %d", ch.Seq, ch.Kind, svc.Key(), svc.Endpoints[0].Port, e.Port)
+				}
+			}
+		}
 		prev = cur
 	}
 	end := st.spec()

@@ -297,33 +297,22 @@ func (c *Churn) lines() (heads []string, bodies [][]string) {
 
 const churnAbout = "Each churned scenario kept the same Services as its twin without churn (the test Service among the dummies) while the churn scaled dummy Services up and down, replaced endpoints and added and removed a Service during its samples, synced as its Service proxy does (kube-proxy: at most once per minimum interval, partially; eBPF: per change). A change is programmed when the first sync that carried it has been committed by every node's kernel (the restore tools and map updates return only then), and after each sample the whole datapath of every node is read back and must hold exactly the last sync. The effects are the paired verdicts of the churned column against its twin."
 
+// churnAboutLine is the section's paragraph: what was asked, then how.
+func churnAboutLine(c *Churn) string {
+	return fmt.Sprintf("%d Services × %d endpoints, %s changes/s asked. %s", c.Options.Services, c.Options.Endpoints, fn(Num(c.Options.Rate)), churnAbout)
+}
+
 func markdownChurn(b *strings.Builder, c *Churn) {
-	fmt.Fprintf(b, "\n## Churn\n\n%d Services × %d endpoints, %s changes/s asked. %s\n\n", c.Options.Services, c.Options.Endpoints, fn(Num(c.Options.Rate)), churnAbout)
 	heads, bodies := c.lines()
-	for i, h := range heads {
-		fmt.Fprintf(b, "- %s\n", mdText(h))
-		for _, l := range bodies[i] {
-			fmt.Fprintf(b, "  - %s\n", mdText(l))
-		}
-	}
+	markdownBullets(b, "Churn", churnAboutLine(c), heads, bodies)
 }
 
 func htmlChurn(c *Churn) template.HTML {
 	if c == nil {
 		return ""
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "<h2>Churn</h2><p>%d Services × %d endpoints, %s changes/s asked. %s</p><ul>", c.Options.Services, c.Options.Endpoints, fn(Num(c.Options.Rate)), template.HTMLEscapeString(churnAbout))
 	heads, bodies := c.lines()
-	for i, h := range heads {
-		b.WriteString("<li>" + template.HTMLEscapeString(h) + "<ul>")
-		for _, l := range bodies[i] {
-			b.WriteString("<li>" + template.HTMLEscapeString(l) + "</li>")
-		}
-		b.WriteString("</ul></li>")
-	}
-	b.WriteString("</ul>")
-	return template.HTML(b.String())
+	return htmlBullets("Churn", churnAboutLine(c), heads, bodies)
 }
 
 func fn(n Num) string { return fmtNum(float64(n)) }

@@ -217,31 +217,17 @@ func (p *PolicyProgramFit) line() string {
 	return l
 }
 
+const policyScaleAbout = "Each datapath's policy scenarios as one sweep (steps interleaved round by round): the rules each step put in front of every server's real rule, what the kernel held and how long programming took, how programming time grew with the rules, then each headline metric's medians fitted against the rule count."
+
 func markdownPolicyScale(b *strings.Builder, ps *PolicyScale) {
-	b.WriteString("\n## Policy scale\n\nEach datapath's policy scenarios as one sweep (steps interleaved round by round): the rules each step put in front of every server's real rule, what the kernel held and how long programming took, how programming time grew with the rules, then each headline metric's medians fitted against the rule count.\n\n")
 	heads, bodies := ps.lines()
-	for i, h := range heads {
-		fmt.Fprintf(b, "- %s\n", mdText(h))
-		for _, l := range bodies[i] {
-			fmt.Fprintf(b, "  - %s\n", mdText(l))
-		}
-	}
+	markdownBullets(b, "Policy scale", policyScaleAbout, heads, bodies)
 }
 
 func htmlPolicyScale(ps *PolicyScale) template.HTML {
 	if ps == nil {
 		return ""
 	}
-	var b strings.Builder
-	b.WriteString("<h2>Policy scale</h2><p>Each datapath's policy scenarios as one sweep (steps interleaved round by round): the rules each step put in front of every server's real rule, what the kernel held and how long programming took, how programming time grew with the rules, then each headline metric's medians fitted against the rule count.</p><ul>")
 	heads, bodies := ps.lines()
-	for i, h := range heads {
-		b.WriteString("<li>" + template.HTMLEscapeString(h) + "<ul>")
-		for _, l := range bodies[i] {
-			b.WriteString("<li>" + template.HTMLEscapeString(l) + "</li>")
-		}
-		b.WriteString("</ul></li>")
-	}
-	b.WriteString("</ul>")
-	return template.HTML(b.String())
+	return htmlBullets("Policy scale", policyScaleAbout, heads, bodies)
 }

@@ -2,7 +2,6 @@ package suite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,9 +44,10 @@ type Churn struct {
 }
 
 type churnState struct {
-	sc      Scenario
-	ch      *churn.Churner
-	churned bool
+	sc        Scenario
+	ch        *churn.Churner
+	churned   bool
+	placement string // ScalePlacement
 }
 
 // Order implements Schedule.
@@ -71,9 +71,8 @@ func (s *Churn) Prepare(ctx context.Context, r *Runner) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
-		if !slices.Contains(run.Plan.Placements, placement) {
-			run.Plan.Placements = append(run.Plan.Placements, placement)
-		}
+		st.placement = placement
+		addPlacement(run, placement)
 		anyChurned = anyChurned || st.churned
 		run.Churn.Scenarios = append(run.Churn.Scenarios, rec)
 		s.states = append(s.states, st)
@@ -83,7 +82,7 @@ func (s *Churn) Prepare(ctx context.Context, r *Runner) (int, error) {
 	}
 	for _, spec := range r.Plan.Specs {
 		for _, st := range s.states {
-			pl, err := st.sc.Target.Placement(run.Plan.Placements[0])
+			pl, err := st.sc.Target.Placement(st.placement)
 			if err != nil {
 				return 0, fmt.Errorf("scenario %s: %w", st.sc.Name, err)
 			}
@@ -98,15 +97,7 @@ func (s *Churn) Prepare(ctx context.Context, r *Runner) (int, error) {
 // prepare programs one scenario's steady state.
 func (s *Churn) prepare(ctx context.Context, r *Runner, sc Scenario) (*churnState, results.ChurnScenario, string, error) {
 	rec := results.ChurnScenario{Scenario: sc.Name, Churned: Churned(sc.Name)}
-	tgt, ok := sc.Target.(ScaleTarget)
-	if !ok {
-		return nil, rec, "", errors.New("its target cannot reprogram its Service datapath")
-	}
-	dp, test, err := tgt.ScaleDatapath()
-	if err != nil {
-		return nil, rec, "", err
-	}
-	placement, err := tgt.ScalePlacement()
+	tgt, dp, test, placement, err := reprogrammable(sc, "churn its Service datapath")
 	if err != nil {
 		return nil, rec, "", err
 	}

@@ -86,9 +86,7 @@ func (s *ServiceScale) Prepare(ctx context.Context, r *Runner) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
-		if !slices.Contains(run.Plan.Placements, st.placement) {
-			run.Plan.Placements = append(run.Plan.Placements, st.placement)
-		}
+		addPlacement(run, st.placement)
 		st.rec = len(run.Sweeps)
 		run.Sweeps = append(run.Sweeps, rec)
 		s.states = append(s.states, st)
@@ -98,15 +96,7 @@ func (s *ServiceScale) Prepare(ctx context.Context, r *Runner) (int, error) {
 
 // prepare checks one scenario and makes its sweeper and sweep record.
 func (s *ServiceScale) prepare(ctx context.Context, r *Runner, sc Scenario) (*scaleState, results.Sweep, error) {
-	tgt, ok := sc.Target.(ScaleTarget)
-	if !ok {
-		return nil, results.Sweep{}, errors.New("its target cannot run a Service-scale sweep")
-	}
-	dp, test, err := tgt.ScaleDatapath()
-	if err != nil {
-		return nil, results.Sweep{}, err
-	}
-	placement, err := tgt.ScalePlacement()
+	tgt, dp, test, placement, err := reprogrammable(sc, "run a Service-scale sweep")
 	if err != nil {
 		return nil, results.Sweep{}, err
 	}
@@ -214,6 +204,30 @@ func (s *ServiceScale) measureStep(ctx context.Context, r *Runner, measured []*s
 		}
 	}
 	return nil
+}
+
+// reprogrammable is what the schedules that reprogram a datapath (the
+// sweep, the churn) take from a scenario: its target as a ScaleTarget, the
+// datapath of every node, the test Services to keep and the placement to
+// measure on; what names the schedule in the error.
+func reprogrammable(sc Scenario, what string) (ScaleTarget, datapath.Datapath, []datapath.Service, string, error) {
+	tgt, ok := sc.Target.(ScaleTarget)
+	if !ok {
+		return nil, nil, nil, "", fmt.Errorf("its target cannot %s", what)
+	}
+	dp, test, err := tgt.ScaleDatapath()
+	if err != nil {
+		return nil, nil, nil, "", err
+	}
+	placement, err := tgt.ScalePlacement()
+	return tgt, dp, test, placement, err
+}
+
+// addPlacement records a placement a reprogramming schedule measures on.
+func addPlacement(run *results.Run, placement string) {
+	if !slices.Contains(run.Plan.Placements, placement) {
+		run.Plan.Placements = append(run.Plan.Placements, placement)
+	}
 }
 
 // recordConntrack records what the datapaths hold after measuring.

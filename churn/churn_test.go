@@ -273,6 +273,7 @@ func TestOptionsErrors(t *testing.T) {
 		{Options{Endpoints: 1}, "--churn-endpoints"},
 		{Options{Rate: -1}, "--churn-rate"},
 		{Options{Rate: 5000}, "--churn-rate"},
+		{Options{Rate: math.NaN()}, "--churn-rate"},
 		{Options{MinSync: dur(-time.Second)}, "--min-sync-interval"},
 	} {
 		err := c.o.Validate()
@@ -283,5 +284,44 @@ func TestOptionsErrors(t *testing.T) {
 	o := Options{}
 	if err := o.Validate(); err != nil || o.Services != DefaultServices || o.Rate != DefaultRate || o.Endpoints != DefaultEndpoints {
 		t.Errorf("defaults: %+v, %v", o, err)
+	}
+}
+
+// Changes a window leaves unsynced are synced by the next window's first
+// sync and counted in neither window's latencies.
+func TestCarriedChangesAreNotTimed(t *testing.T) {
+	f := &fakeDatapath{}
+	c := newChurner(t, f, Options{Services: 20, Endpoints: 2, Rate: 20, MinSync: dur(0)})
+	c.drain = 200 * time.Millisecond
+	f.mu.Lock()
+	f.failProgram = true
+	f.mu.Unlock()
+	c.Start(context.Background())
+	time.Sleep(200 * time.Millisecond)
+	first := stopWithin(t, c)
+	f.mu.Lock()
+	f.failProgram = false
+	f.mu.Unlock()
+	c.Start(context.Background())
+	time.Sleep(300 * time.Millisecond)
+	second := stopWithin(t, c)
+	if first.Pending == 0 || second.Carried != first.Pending {
+		t.Errorf("first window left %d pending, the second carried %d", first.Pending, second.Carried)
+	}
+	if second.Held != second.Made || len(second.LatenciesMs) != second.Made || slices.Max(second.LatenciesMs) > 250 {
+		t.Errorf("second window: made %d, held %d, latencies %v (carried ones must not be timed)", second.Made, second.Held, second.LatenciesMs)
+	}
+}
+
+// A rate short by more than 10% says why, from how late the generator was.
+func TestShortBySaysWhy(t *testing.T) {
+	busy := Result{Requested: 10, Made: 5, Elapsed: time.Second, MaxLate: 400 * time.Millisecond}
+	busy.summarise()
+	short := Result{Requested: 10, Made: 8, Elapsed: 900 * time.Millisecond, MaxLate: time.Millisecond}
+	short.summarise()
+	ok := Result{Requested: 10, Made: 10, Elapsed: time.Second}
+	ok.summarise()
+	if !strings.Contains(busy.ShortBy, "too busy") || !strings.Contains(short.ShortBy, "too short") || ok.ShortBy != "" {
+		t.Errorf("busy %q, short %q, on time %q", busy.ShortBy, short.ShortBy, ok.ShortBy)
 	}
 }

@@ -34,17 +34,21 @@ type Churner struct {
 	lastSpec datapath.Spec // the last spec a sync made the datapath hold
 	res      Result        // the window in progress
 
-	wake    chan struct{}
-	cancel  context.CancelFunc
-	genEnd  chan struct{} // closed by Stop
-	genDone chan struct{} // closed by the generator when it returns
-	loopEnd chan struct{}
-	start   time.Time
+	wake     chan struct{}
+	cancel   context.CancelFunc
+	genEnd   chan struct{} // closed by Stop
+	genDone  chan struct{} // closed by the generator when it returns
+	loopStop chan struct{} // closed by Stop once the changes are held: the loop ends between syncs
+	loopEnd  chan struct{}
+	window   int           // counts Starts
+	maxLate  time.Duration // the generator's largest lateness in the window
+	start    time.Time
 }
 
 type made struct {
 	Change
-	at time.Time
+	at     time.Time
+	window int // the window it was made in
 }
 
 // New lays out the Services (test Services kept as they are, among
@@ -98,9 +102,15 @@ func (c *Churner) Start(ctx context.Context) {
 	c.mu.Lock()
 	c.res = Result{Datapath: c.dp.Name(), Partial: c.partial, MinSync: c.minSync, Requested: c.opts.Rate, Kinds: map[Kind]int{}}
 	c.lastSpec = datapath.Spec{}
+	c.window++
+	c.maxLate = 0
+	carried := len(c.pending) > 0
 	c.mu.Unlock()
 	c.wake = make(chan struct{}, 1)
-	c.genEnd, c.genDone, c.loopEnd = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	c.genEnd, c.genDone, c.loopStop, c.loopEnd = make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	if carried {
+		c.wake <- struct{}{} // changes a previous window left: synced first, not counted here
+	}
 	c.start = time.Now()
 	go c.generate(ctx)
 	go c.syncLoop(ctx)
@@ -131,12 +141,24 @@ func (c *Churner) Stop() Result {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// Between syncs, so no sync is cut short (a cancelled Program leaves
+	// the datapath to a full resync); the context only if one hangs.
+	close(c.loopStop)
+	select {
+	case <-c.loopEnd:
+	case <-time.After(c.drain):
+		c.cancel()
+		<-c.loopEnd
+	}
 	c.cancel()
-	<-c.loopEnd
+	c.mu.Lock()
+	c.res.Span = time.Since(c.start)
+	c.mu.Unlock()
 	c.confirm()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.res
+	r.MaxLate = c.maxLate
 	r.Pending = len(c.pending)
 	r.summarise()
 	return r
@@ -162,7 +184,9 @@ func (c *Churner) generate(ctx context.Context) {
 		}
 		c.mu.Lock()
 		ch := c.st.change()
-		c.pending = append(c.pending, made{Change: ch, at: time.Now()})
+		now := time.Now()
+		c.maxLate = max(c.maxLate, now.Sub(next))
+		c.pending = append(c.pending, made{Change: ch, at: now, window: c.window})
 		c.res.Made++
 		c.res.Kinds[ch.Kind]++
 		c.mu.Unlock()
@@ -186,14 +210,24 @@ func (c *Churner) syncLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.loopStop:
+			return
 		case <-c.wake:
 		}
 		if wait := c.minSync - time.Since(last); wait > 0 {
 			select {
 			case <-ctx.Done():
 				return
+			case <-c.loopStop:
+				return
 			case <-time.After(wait):
 			}
+		}
+		c.mu.Lock()
+		idle := len(c.pending) == 0 // a wake whose changes an earlier sync carried
+		c.mu.Unlock()
+		if idle {
+			continue
 		}
 		last = time.Now()
 		if err := c.sync(ctx); err != nil {
@@ -283,12 +317,18 @@ func (c *Churner) sync(ctx context.Context) error {
 	n := 0
 	for n < len(c.pending) && c.pending[n].Seq <= upto {
 		m := c.pending[n]
+		n++
+		if m.window != c.window {
+			// Made in an earlier window, held only now: its latency
+			// would include the time between the samples.
+			c.res.Carried++
+			continue
+		}
 		c.res.LatenciesMs = append(c.res.LatenciesMs, float64(done.Sub(m.at))/float64(time.Millisecond))
 		heldNow = append(heldNow, m.Change)
-		n++
+		c.res.Held++
 	}
 	c.pending = c.pending[n:]
-	c.res.Held += n
 	c.mu.Unlock()
 	if c.OnHeld != nil {
 		for _, ch := range heldNow {

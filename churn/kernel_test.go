@@ -3,12 +3,17 @@ package churn
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/datapath/fidelity"
 	"github.com/cnibench/cnibench/datapath/iptables"
 	"github.com/cnibench/cnibench/datapath/nftables"
 	"github.com/cnibench/cnibench/internal/labtest"
@@ -28,10 +33,10 @@ func TestChangesAreInTheKernelWhenHeld(t *testing.T) {
 	}{
 		{"iptables", func(ns string) (datapath.Datapath, error) {
 			return iptables.New(ns, iptables.Options{ClusterCIDR: "198.19.0.0/16"})
-		}, []string{"iptables-nft-save", "-t", "nat"}},
+		}, []string{"iptables-nft-save"}},
 		{"nftables", func(ns string) (datapath.Datapath, error) {
 			return nftables.New(ns, nftables.Options{ClusterCIDR: "198.19.0.0/16", ServiceCIDR: datapath.ServiceCIDR.String()})
-		}, []string{"nft", "list", "ruleset"}},
+		}, []string{"nft", "list", "table", "ip", "kube-proxy"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ns := labtest.ScratchNS(t, "chn")
@@ -51,7 +56,7 @@ func TestChangesAreInTheKernelWhenHeld(t *testing.T) {
 					t.Errorf("%s: %v", c.dump[0], err)
 					return
 				}
-				if msg := inKernel(string(out), change, spec, &added); msg != "" {
+				if msg := inKernel(out, c.name, change, spec, &added); msg != "" {
 					t.Errorf("change %d (%s of %s) reported held, but %s", change.Seq, change.Kind, change.Service, msg)
 				}
 				checked++
@@ -71,10 +76,23 @@ func TestChangesAreInTheKernelWhenHeld(t *testing.T) {
 	}
 }
 
+// destPat finds a DNAT target in a rule: iptables' "--to-destination
+// ip:port", nft's "dnat to ip:port".
+var destPat = regexp.MustCompile(`(?:--to-destination|dnat to) (\d+\.\d+\.\d+\.\d+:\d+)`)
+
 // inKernel says what of change the dump lacks, "" when it holds it.
 // added remembers the ClusterIP of the Service an Add created, which its
 // Remove must take out.
-func inKernel(dump string, change Change, spec datapath.Spec, added *string) string {
+func inKernel(out []byte, layout string, change Change, spec datapath.Spec, added *string) string {
+	parse := fidelity.ParseIPTablesSave
+	if layout == "nftables" {
+		parse = fidelity.ParseNFT
+	}
+	d, err := parse(out)
+	if err != nil {
+		return "the dump does not parse: " + err.Error()
+	}
+	dump := string(out)
 	var svc *datapath.Service
 	for i := range spec.Services {
 		if spec.Services[i].Key() == change.Service {
@@ -107,10 +125,25 @@ func inKernel(dump string, change Change, spec datapath.Spec, added *string) str
 	if change.Kind == Add {
 		*added = svc.VIP.String()
 	}
-	for _, e := range svc.Endpoints {
-		if !strings.Contains(dump, e.IP.String()+":"+strconv.Itoa(int(e.Port))) {
-			return "endpoint " + e.IP.String() + ":" + strconv.Itoa(int(e.Port)) + " is not in the kernel"
+	// What a packet to this Service meets must reach exactly its
+	// endpoints: the new ones, none that left (other Services share
+	// addresses, so the whole dump would not tell).
+	walk, err := d.Walk(*svc)
+	if err != nil {
+		return err.Error()
+	}
+	got := map[string]bool{}
+	for _, l := range walk {
+		for _, m := range destPat.FindAllStringSubmatch(l, -1) {
+			got[m[1]] = true
 		}
+	}
+	want := map[string]bool{}
+	for _, e := range svc.Endpoints {
+		want[e.IP.String()+":"+strconv.Itoa(int(e.Port))] = true
+	}
+	if !maps.Equal(got, want) {
+		return fmt.Sprintf("its chains DNAT to %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 	}
 	return ""
 }

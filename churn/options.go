@@ -49,7 +49,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--churn-services must be in 2..%d, got %d", maxServices, o.Services)
 	case o.Endpoints < 2 || o.Endpoints > 100:
 		return fmt.Errorf("--churn-endpoints must be in 2..100 (a scale-down removes half), got %d", o.Endpoints)
-	case o.Rate < 0 || o.Rate > maxRate:
+	case !(o.Rate > 0 && o.Rate <= maxRate): // NaN too
 		return fmt.Errorf("--churn-rate must be in (0, %g] changes per second, got %g", maxRate, o.Rate)
 	case o.MinSync != nil && (*o.MinSync < 0 || *o.MinSync > time.Minute):
 		return fmt.Errorf("--min-sync-interval must be in 0..1m, got %s", *o.MinSync)

@@ -1,6 +1,7 @@
 package churn
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/cnibench/cnibench/stats"
@@ -16,7 +17,11 @@ type Result struct {
 	// loop's minimum interval.
 	Partial bool          `json:"partial_syncs"`
 	MinSync time.Duration `json:"min_sync_interval_ns"`
+	// Elapsed is the window in which changes were made (Start to Stop);
+	// Span runs on until the last of them was synced: the time syncs and
+	// sync CPU are counted over.
 	Elapsed time.Duration `json:"elapsed_ns"`
+	Span    time.Duration `json:"span_ns"`
 
 	Requested float64 `json:"requested_rate"` // changes per second asked for
 	Made      int     `json:"changes_made"`
@@ -24,11 +29,16 @@ type Result struct {
 	// Held are the changes confirmed in every node's kernel; Pending were
 	// made but not yet confirmed when the window closed (the next window's
 	// first sync carries them, and they are not counted in Latencies).
-	Held    int          `json:"changes_held"`
-	Pending int          `json:"changes_pending"`
+	Held    int `json:"changes_held"`
+	Pending int `json:"changes_pending"`
+	// Carried are changes an earlier window left pending that this
+	// window's first sync held (not in Held or the latencies).
+	Carried int          `json:"changes_carried,omitempty"`
 	Kinds   map[Kind]int `json:"kinds"`
-	// ShortBy says why Achieved fell short of Requested by more than 10%.
-	ShortBy string `json:"short_by,omitempty"`
+	// ShortBy says why Achieved fell short of Requested by more than 10%,
+	// from MaxLate: how late the generator made its latest change.
+	ShortBy string        `json:"short_by,omitempty"`
+	MaxLate time.Duration `json:"max_late_ns"`
 
 	// LatenciesMs is, per change held, the time from the change being
 	// made until the first sync that carried it was held by every node's
@@ -63,7 +73,12 @@ func (r *Result) summarise() {
 		r.Achieved = float64(r.Made) / s
 	}
 	if r.Requested > 0 && r.Achieved < 0.9*r.Requested && r.ShortBy == "" {
-		r.ShortBy = "the generator fell behind its schedule (a busy machine)"
+		interval := time.Duration(float64(time.Second) / r.Requested)
+		if r.MaxLate > interval {
+			r.ShortBy = fmt.Sprintf("the generator fell up to %s behind its schedule (a change every %s): the machine was too busy", r.MaxLate.Round(time.Millisecond), interval)
+		} else {
+			r.ShortBy = fmt.Sprintf("the window (%s) was too short for the rate: %d changes, the last interval cut off", r.Elapsed.Round(time.Millisecond), r.Made)
+		}
 	}
 	if len(r.LatenciesMs) > 0 {
 		r.P50Ms = stats.Quantile(r.LatenciesMs, 0.50)

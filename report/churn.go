@@ -108,7 +108,7 @@ func buildChurn(rep *Report, run *results.Run) *Churn {
 		}
 		cs := ChurnScenario{Scenario: sc.Scenario, Datapath: sc.Datapath, Kinds: map[string]int{}}
 		var achieved, lat []float64
-		var elapsed, cpu time.Duration
+		var span, cpu time.Duration
 		syncs := 0
 		for _, res := range run.Results {
 			if res.Scenario != sc.Scenario {
@@ -133,7 +133,11 @@ func buildChurn(rep *Report, run *results.Run) *Churn {
 				if w.ShortBy != "" && !slices.Contains(cs.ShortBy, w.ShortBy) {
 					cs.ShortBy = append(cs.ShortBy, w.ShortBy)
 				}
-				elapsed += w.Elapsed
+				if w.Span > 0 {
+					span += w.Span
+				} else {
+					span += w.Elapsed // results written before span_ns
+				}
 				cpu += w.SyncCPU
 				syncs += w.Syncs
 				cs.Failures += w.Failures
@@ -148,13 +152,17 @@ func buildChurn(rep *Report, run *results.Run) *Churn {
 		if len(lat) > 0 {
 			cs.P50Ms, cs.P99Ms, cs.MaxMs = Num(stats.Quantile(lat, 0.5)), Num(stats.Quantile(lat, 0.99)), Num(slices.Max(lat))
 		}
-		if s := elapsed.Seconds(); s > 0 {
+		if s := span.Seconds(); s > 0 {
 			cs.SyncsPerSec, cs.SyncCPUShare = Num(float64(syncs)/s), Num(100*cpu.Seconds()/s)
 		}
 		if cs.Held > 0 {
 			cs.SyncCPUPerChange = Num(float64(cpu) / float64(cs.Held) / float64(time.Millisecond))
 		}
 		cs.Effects, cs.PerCore, cs.Against = churnEffects(rep, sc.Scenario)
+		if cs.Failures > 0 || cs.Confirmed < cs.Windows {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: the churn's datapath was not as asked in %d of %d samples (%d failed syncs or read-backs; first: %s): those samples measured a churn that did not fully happen",
+				sc.Scenario, cs.Windows-cs.Confirmed, cs.Windows, cs.Failures, cs.FirstError))
+		}
 		if w := sc.Idle; w != nil {
 			cs.IdleP50Ms, cs.IdleP99Ms, cs.IdleAchieved = Num(w.P50Ms), Num(w.P99Ms), Num(w.Achieved)
 			cs.IdleCPUPerChange = Num(float64(w.SyncCPUPerChange) / float64(time.Millisecond))

@@ -29,6 +29,7 @@ func (d *Datapath) Close() error {
 		}
 	}
 	d.last, d.prev, d.haveJumps = nil, map[string]bool{}, map[int]bool{}
+	d.held, d.heldLarge = nil, false // the chains are gone: a later sync writes them all
 	if d.opts.Legacy {
 		return nil
 	}

@@ -28,7 +28,8 @@ func (f *churnFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.services, "churn-services", churn.DefaultServices, "churn: dummy Services kept programmed beside the test Service")
 	fs.IntVar(&f.endpoints, "churn-endpoints", churn.DefaultEndpoints, "churn: endpoints of each dummy Service (a scale-up adds half as many again)")
 	fs.Float64Var(&f.rate, "churn-rate", churn.DefaultRate, "churn: changes per second requested (scale up/down, endpoint replaced, Service added/removed, in turn)")
-	fs.DurationVar(&f.minSync, "min-sync-interval", -1, "churn: the sync loop's minimum interval (default: 1s for iptables and nftables as kube-proxy's, 0 for eBPF: a sync per change)")
+	fs.DurationVar(&f.minSync, "min-sync-interval", -1, // -1ns: not given
+		"churn: the sync loop's minimum interval (default: 1s for iptables and nftables as kube-proxy's, 0 for eBPF: a sync per change)")
 	appliesTo(fs, annSchedule, []string{scheduleChurn}, "churn-services", "churn-endpoints", "churn-rate", "min-sync-interval")
 }
 
@@ -62,8 +63,15 @@ func (f *churnFlags) plan(o suite.Options) (churn.Options, *suite.Plan, error) {
 		ms := f.minSync
 		opt.MinSync = &ms
 	}
-	if f.rate <= 0 {
+	switch {
+	case !(f.rate > 0):
 		return opt, nil, fmt.Errorf("--churn-rate must be positive, got %g", f.rate)
+	case f.services == 0:
+		return opt, nil, fmt.Errorf("--churn-services must be in 2..100000, got 0")
+	case f.endpoints == 0:
+		return opt, nil, fmt.Errorf("--churn-endpoints must be in 2..100, got 0")
+	case f.minSync < 0 && f.minSync != -1:
+		return opt, nil, fmt.Errorf("--min-sync-interval must be in 0..1m, got %s", f.minSync)
 	}
 	if err := opt.Validate(); err != nil {
 		return opt, nil, err

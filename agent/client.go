@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -53,10 +54,15 @@ func NewClient(name, control, token string) (*Client, error) {
 }
 
 // NodeServices asks a node-probe agent (`agent --node-probe`) what the
-// node's Service datapath holds now.
-func (c *Client) NodeServices(ctx context.Context) (*nodeprobe.Report, error) {
+// node's Service datapath holds now, with the endpoint keys of the
+// Services endpointsOf ("namespace/name") if any.
+func (c *Client) NodeServices(ctx context.Context, endpointsOf ...string) (*nodeprobe.Report, error) {
 	var r nodeprobe.Report
-	if err := c.do(ctx, http.MethodGet, PathNodeServices, nil, &r); err != nil {
+	path := PathNodeServices
+	if len(endpointsOf) > 0 {
+		path += "?" + url.Values{"endpoints": {strings.Join(endpointsOf, ",")}}.Encode()
+	}
+	if err := c.do(ctx, http.MethodGet, path, nil, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/cnibench/cnibench/nodeprobe"
@@ -59,13 +60,18 @@ type probeHandler struct {
 	mu   sync.Mutex // one read at a time: polls queue rather than load the node
 }
 
-// nodeServices reads the datapath now. A datapath the probe cannot read
+// nodeServices reads the datapath now; ?endpoints=ns/name,ns/name asks
+// for the endpoint keys of those Services too. A datapath the probe cannot read
 // (kube-proxy on iptables-legacy) is 501 Not Implemented, which the client
 // turns back into an error wrapping errors.ErrUnsupported.
 func (p *probeHandler) nodeServices(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	rep, err := nodeprobe.Read(r.Context(), p.opts)
+	opts := p.opts
+	if e := r.URL.Query().Get("endpoints"); e != "" {
+		opts.EndpointsOf = strings.Split(e, ",")
+	}
+	rep, err := nodeprobe.Read(r.Context(), opts)
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):
 		http.Error(w, err.Error(), http.StatusNotImplemented)

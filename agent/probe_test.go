@@ -63,6 +63,18 @@ func TestProbeServesNodeServices(t *testing.T) {
 	if rep.Node != "node-p" || rep.Datapath != nodeprobe.KubeProxyNFTables || rep.Services != 10 || rep.Endpoints != 20 {
 		t.Fatalf("report %+v, want node-p %s 10/20", rep, nodeprobe.KubeProxyNFTables)
 	}
+	if rep.EndpointKeysRead || len(rep.EndpointKeys) > 0 {
+		t.Errorf("endpoint keys read without being asked for: %v", rep.EndpointKeys)
+	}
+	// Asked for two Services' endpoints, the probe names their 4.
+	dummies := datapath.DummyServices(10, 2)
+	rep, err = c.NodeServices(ctx, dummies[2].Namespace+"/"+dummies[2].Name, dummies[5].Namespace+"/"+dummies[5].Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.EndpointKeysRead || len(rep.EndpointKeys) != 4 {
+		t.Errorf("endpoint keys of 2 Services × 2 endpoints: read %v, %q", rep.EndpointKeysRead, rep.EndpointKeys)
+	}
 	if _, err := c.Health(ctx); err != nil {
 		t.Fatal(err)
 	}

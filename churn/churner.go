@@ -15,10 +15,11 @@ import (
 // and while started changes the dummies at the requested rate and syncs
 // them as the datapath's Service proxy would.
 type Churner struct {
-	// OnHeld, if set, is called by the sync loop for each change once the
-	// sync that carried it is held (Program returned; for an asynchronous
-	// datapath, Verify confirmed it), with the spec that sync carried,
-	// before the next sync: tests read the kernel there.
+	// OnHeld, if set, is called for each change once the sync that
+	// carried it is held, with the spec that sync carried: by the sync
+	// loop before the next sync when Program returned it held; for an
+	// asynchronous datapath by that sync's wait, when it returns (syncs
+	// may be in flight then). Tests read the kernel there.
 	OnHeld func(Change, datapath.Spec)
 
 	opts    Options
@@ -26,7 +27,7 @@ type Churner struct {
 	partial bool
 	minSync time.Duration
 	drain   time.Duration // how long Stop waits for the last changes to be held
-	async   bool          // datapath.Async: read back after every sync
+	async   datapath.Async // nil: Program returns once the nodes hold the spec
 
 	mu       sync.Mutex
 	st       *state
@@ -40,7 +41,10 @@ type Churner struct {
 	genDone  chan struct{} // closed by the generator when it returns
 	loopStop chan struct{} // closed by Stop once the changes are held: the loop ends between syncs
 	loopEnd  chan struct{}
-	window   int           // counts Starts
+	awaits   sync.WaitGroup // Async: the waits for syncs written, not yet held
+	awaiting int            // changes in those waits
+	unheld   int            // changes whose wait failed in this window
+	window   int            // counts Starts
 	maxLate  time.Duration // the generator's largest lateness in the window
 	start    time.Time
 }
@@ -61,9 +65,15 @@ func New(dp datapath.Datapath, test []datapath.Service, o Options) (*Churner, er
 	if err != nil {
 		return nil, err
 	}
+	async, _ := dp.(datapath.Async)
 	ms := o.minSync(dp.Name())
-	a, ok := dp.(datapath.Async)
-	return &Churner{opts: o, dp: dp, st: st, minSync: ms, drain: 2*ms + 30*time.Second, async: ok && a.Async()}, nil
+	if async != nil && o.MinSync == nil {
+		// A cluster: the loop writes each change to the API server as
+		// it comes; the nodes' kube-proxy or Cilium keep their own
+		// minimum interval, which the latency then includes.
+		ms = 0
+	}
+	return &Churner{opts: o, dp: dp, st: st, minSync: ms, drain: 2*ms + 30*time.Second, async: async}, nil
 }
 
 // Options are the churn's options with defaults filled in.
@@ -104,6 +114,7 @@ func (c *Churner) Start(ctx context.Context) {
 	c.lastSpec = datapath.Spec{}
 	c.window++
 	c.maxLate = 0
+	c.unheld = 0
 	carried := len(c.pending) > 0
 	c.mu.Unlock()
 	c.wake = make(chan struct{}, 1)
@@ -134,7 +145,7 @@ func (c *Churner) Stop() Result {
 		default:
 		}
 		c.mu.Lock()
-		done := len(c.pending) == 0
+		done := len(c.pending) == 0 && c.awaiting == 0
 		c.mu.Unlock()
 		if done {
 			break
@@ -150,6 +161,14 @@ func (c *Churner) Stop() Result {
 		c.cancel()
 		<-c.loopEnd
 	}
+	awaited := make(chan struct{})
+	go func() { c.awaits.Wait(); close(awaited) }()
+	select {
+	case <-awaited:
+	case <-time.After(time.Until(deadline)):
+		c.cancel() // the waits give up: their changes are not held
+		<-awaited
+	}
 	c.cancel()
 	c.mu.Lock()
 	c.res.Span = time.Since(c.start)
@@ -159,7 +178,7 @@ func (c *Churner) Stop() Result {
 	defer c.mu.Unlock()
 	r := c.res
 	r.MaxLate = c.maxLate
-	r.Pending = len(c.pending)
+	r.Pending = len(c.pending) + c.unheld
 	r.summarise()
 	return r
 }
@@ -282,7 +301,9 @@ func (c *Churner) confirm() {
 }
 
 // sync programs a snapshot of the desired state and marks every change
-// the snapshot carried as held.
+// the snapshot carried as held: at once where Program returns only once
+// the nodes hold it, else when the datapath's wait for this Program says
+// so (in the background: the next changes are written meanwhile).
 func (c *Churner) sync(ctx context.Context) error {
 	c.mu.Lock()
 	spec, upto := c.st.spec(), c.st.seq
@@ -292,50 +313,81 @@ func (c *Churner) sync(ctx context.Context) error {
 	_, err := c.dp.Program(ctx, spec)
 	t1 := time.Now()
 	cpu := cpuTime() - cpu0
-	// A lab datapath's Program returns once every node's kernel committed
-	// the spec (restore tools and map updates are synchronous): that is
-	// when its changes are held. One that hands the spec on (a cluster's
-	// API server) is read back until the nodes hold it.
-	if err == nil && c.async {
-		var got datapath.Counts
-		if got, err = c.dp.Verify(ctx); err == nil {
-			err = got.Holds(c.dp.Expected(spec))
-		}
+	var wait func(context.Context) (time.Time, error)
+	if err == nil && c.async != nil {
+		wait = c.async.Await()
 	}
-	done := time.Now()
 	c.mu.Lock()
 	c.res.Syncs++
 	c.res.SyncTime += t1.Sub(t0)
 	c.res.SyncCPU += cpu
-	c.res.VerifyTime += done.Sub(t1)
 	if err != nil {
 		c.mu.Unlock()
 		return fmt.Errorf("%s: sync of %d Services: %w", c.dp.Name(), len(spec.Services), err)
 	}
 	c.lastSpec = spec
-	var heldNow []Change
 	n := 0
 	for n < len(c.pending) && c.pending[n].Seq <= upto {
-		m := c.pending[n]
 		n++
+	}
+	carried := append([]made(nil), c.pending[:n]...)
+	c.pending = c.pending[n:]
+	if wait == nil {
+		held := c.held(carried, t1)
+		c.mu.Unlock()
+		c.onHeld(held, spec)
+		return nil
+	}
+	c.awaiting += len(carried)
+	c.awaits.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.awaits.Done()
+		at, err := wait(ctx)
+		c.mu.Lock()
+		c.awaiting -= len(carried)
+		c.res.VerifyTime += time.Since(t1)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.res.Failures++
+				if c.res.FirstError == "" {
+					c.res.FirstError = fmt.Sprintf("%s: %v", c.dp.Name(), err)
+				}
+			}
+			c.unheld += len(carried)
+			c.mu.Unlock()
+			return
+		}
+		held := c.held(carried, at)
+		c.mu.Unlock()
+		c.onHeld(held, spec)
+	}()
+	return nil
+}
+
+// held records the changes ms as held at done (c.mu is held): their
+// latencies, but not of changes an earlier window made (theirs would
+// include the time between the samples).
+func (c *Churner) held(ms []made, done time.Time) []Change {
+	var out []Change
+	for _, m := range ms {
 		if m.window != c.window {
-			// Made in an earlier window, held only now: its latency
-			// would include the time between the samples.
 			c.res.Carried++
 			continue
 		}
 		c.res.LatenciesMs = append(c.res.LatenciesMs, float64(done.Sub(m.at))/float64(time.Millisecond))
-		heldNow = append(heldNow, m.Change)
+		out = append(out, m.Change)
 		c.res.Held++
 	}
-	c.pending = c.pending[n:]
-	c.mu.Unlock()
+	return out
+}
+
+func (c *Churner) onHeld(chs []Change, spec datapath.Spec) {
 	if c.OnHeld != nil {
-		for _, ch := range heldNow {
+		for _, ch := range chs {
 			c.OnHeld(ch, spec)
 		}
 	}
-	return nil
 }
 
 // cpuTime is this process's CPU time and that of its children waited

@@ -15,6 +15,8 @@
 // carried it returns: every lab datapath commits synchronously on every
 // node. After each window the whole datapath is read back (Verify) and must
 // hold exactly the last sync. A datapath that only hands a sync on (a
-// cluster's API server, datapath.Async) is read back after every sync
-// instead, until its nodes hold it: never reported before.
+// cluster's API server, datapath.Async) is written each change as it comes
+// and each sync's changes are held when the datapath's wait for that sync
+// says every node holds them (in the background, while later changes are
+// written): never reported before.
 package churn

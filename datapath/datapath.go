@@ -143,9 +143,12 @@ type PartialSyncer interface {
 
 // Async is implemented by datapaths whose Program hands the spec to
 // someone else and returns before the nodes hold it (a cluster's API
-// server, its kube-proxies and agents): the time a change was held is then
-// known only from Verify, which waits for the nodes. Every lab datapath's
+// server, its kube-proxies and agents). Await, called right after a
+// Program, returns a wait for what that Program changed alone: it blocks
+// until every node holds it and returns when the last node was seen to,
+// so a churn writes each change as it comes and times each by its own
+// Program while earlier ones are still being synced. Every lab datapath's
 // Program returns once every node's kernel committed the spec.
 type Async interface {
-	Async() bool
+	Await() func(context.Context) (time.Time, error)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -39,6 +40,33 @@ func Key(datapath string, s ServicePort) string {
 		return fmt.Sprintf("%s:%d/%s", s.ClusterIP, s.Port, proto)
 	case Cilium:
 		return fmt.Sprintf("%s:%d", s.ClusterIP, s.Port)
+	}
+	return ""
+}
+
+// EndpointKey names one endpoint of a Service port the way
+// Report.EndpointKeys does for a datapath kind, from the chain kube-proxy
+// makes for it (pkg/proxy/{iptables,nftables}/proxier.go):
+//   - iptables: the hash of its KUBE-SEP- chain (sha256 of
+//     "namespace/name:port" + protocol + "ip:port", base32, 16 characters);
+//   - nftables: the hash of its endpoint- chain (sha256 of
+//     "namespace/name/protocol/port__ip/port", base32, 8 characters).
+//
+// Cilium's backends are not named ("": not read).
+func EndpointKey(datapath string, s ServicePort, ep netip.AddrPort) string {
+	proto := strings.ToLower(s.Protocol)
+	switch datapath {
+	case KubeProxyIPTables:
+		name := s.Namespace + "/" + s.Name
+		if s.PortName != "" {
+			name += ":" + s.PortName
+		}
+		sum := sha256.Sum256([]byte(name + proto + ep.String()))
+		return base32.StdEncoding.EncodeToString(sum[:])[:16]
+	case KubeProxyNFTables:
+		sum := sha256.Sum256([]byte(s.Namespace + "/" + s.Name + "/" + proto + "/" + s.PortName + "__" +
+			ep.Addr().String() + "/" + strconv.Itoa(int(ep.Port()))))
+		return base32.StdEncoding.EncodeToString(sum[:])[:8]
 	}
 	return ""
 }

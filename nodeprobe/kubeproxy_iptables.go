@@ -16,9 +16,11 @@ const (
 // table ip nat: Services are the Service ports with a KUBE-SVC-<hash> or
 // KUBE-SVL-<hash> chain (the same hash names both, so a port with both
 // policies counts once; ports without endpoints have neither), Endpoints
-// the KUBE-SEP-* chains.
-func readKubeProxyIPT(chains []string) (*reading, error) {
-	r := &reading{datapath: KubeProxyIPTables}
+// the KUBE-SEP-* chains. With endpoints, the hash of every KUBE-SEP-
+// chain is an endpoint key: the hash cannot be traced back to a Service,
+// and kube-proxy deletes a stale one in the restore that stops using it.
+func readKubeProxyIPT(chains []string, endpoints bool) (*reading, error) {
+	r := &reading{datapath: KubeProxyIPTables, endpointKeysRead: endpoints}
 	ports := map[string]bool{}
 	seen := false
 	for _, ch := range chains {
@@ -31,6 +33,9 @@ func readKubeProxyIPT(chains []string) (*reading, error) {
 			ports[strings.TrimPrefix(ch, iptSvcLocal)] = true
 		case strings.HasPrefix(ch, iptEndpointSEP):
 			r.endpoints++
+			if endpoints {
+				r.endpointKeys = append(r.endpointKeys, strings.TrimPrefix(ch, iptEndpointSEP))
+			}
 		}
 	}
 	if !seen {

@@ -3,6 +3,8 @@ package nodeprobe
 import (
 	"context"
 	"errors"
+	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/cnibench/cnibench/datapath/iptables"
 	"github.com/cnibench/cnibench/datapath/nftables"
 	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/internal/nsexec"
 )
 
 // kube-proxy's iptables mode on iptables-nft: the probe counts what the
@@ -77,4 +80,96 @@ func TestReadIPTablesLegacyUnsupported(t *testing.T) {
 		t.Fatalf("Read on iptables-legacy: %v, want an unsupported error naming iptables-legacy", err)
 	}
 	t.Log(err)
+}
+
+// Endpoint keys, asked for some Services, follow an endpoint replaced
+// (the counts stay the same): the new endpoint's key appears and the old
+// one's goes, for both kube-proxy layouts. In nftables mode a flushed
+// endpoint chain, as kube-proxy leaves a stale one for a second or more,
+// is not a live endpoint.
+func TestReadEndpointKeys(t *testing.T) {
+	for _, mode := range []string{KubeProxyIPTables, KubeProxyNFTables} {
+		t.Run(mode, func(t *testing.T) {
+			ns := labtest.ScratchNS(t, "npe")
+			var d datapath.Datapath
+			var err error
+			if mode == KubeProxyIPTables {
+				d, err = iptables.New(ns, iptables.Options{ClusterCIDR: "198.19.0.0/16"})
+			} else {
+				d, err = nftables.New(ns, nftables.Options{ClusterCIDR: "198.19.0.0/16", ServiceCIDR: datapath.ServiceCIDR.String()})
+			}
+			d = labtest.OrSkip(t, d, err)
+			defer d.Close()
+			spec := scaleSpec(20, 4)
+			program(t, d, spec)
+			asked := []*datapath.Service{&spec.Services[3], &spec.Services[7]}
+			names := []string{asked[0].Namespace + "/" + asked[0].Name, asked[1].Namespace + "/" + asked[1].Name}
+			rep := readEndpoints(t, ns, names)
+			checkEndpointKeys(t, rep, asked, nil)
+
+			old := asked[0].Endpoints[1]
+			eps := append([]datapath.Endpoint(nil), asked[0].Endpoints...)
+			eps[1] = datapath.Endpoint{IP: netip.MustParseAddr("198.18.250.9"), Port: old.Port}
+			asked[0].Endpoints = eps
+			program(t, d, spec)
+			if mode == KubeProxyNFTables {
+				// kube-proxy's stale chain: flushed, not yet deleted.
+				stale := "endpoint-" + EndpointKey(mode, servicePort(asked[0]), netip.AddrPortFrom(old.IP, old.Port)) + "-" +
+					asked[0].Namespace + "/" + asked[0].Name + "/tcp/" + asked[0].PortName + "__" + old.IP.String() + "/" + strconv.Itoa(int(old.Port))
+				if _, err := nsexec.Run(t.Context(), ns, nil, "nft", "add", "chain", "ip", "kube-proxy", stale); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep = readEndpoints(t, ns, names)
+			checkEndpointKeys(t, rep, asked, []datapath.Endpoint{old})
+			if rep.Services != 21 {
+				t.Errorf("%d Services after the replacement, want 21", rep.Services)
+			}
+		})
+	}
+}
+
+// readEndpoints reads ns asking for the endpoint keys of names.
+func readEndpoints(t *testing.T, ns string, names []string) *Report {
+	t.Helper()
+	rep, err := Read(t.Context(), Options{Node: "node-t", NetNS: ns, BPFFS: t.TempDir(), EndpointsOf: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.EndpointKeysRead {
+		t.Fatalf("%s: endpoint keys not read (errors %q)", rep.Datapath, rep.Errors)
+	}
+	return rep
+}
+
+// checkEndpointKeys fails unless every endpoint of svcs has its key in
+// rep and none of gone (endpoints of svcs[0] no longer there) has; in
+// nftables mode the keys are exactly those of svcs.
+func checkEndpointKeys(t *testing.T, rep *Report, svcs []*datapath.Service, gone []datapath.Endpoint) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, k := range rep.EndpointKeys {
+		have[k] = true
+	}
+	n := 0
+	for _, s := range svcs {
+		for _, ep := range s.Endpoints {
+			n++
+			if k := EndpointKey(rep.Datapath, servicePort(s), netip.AddrPortFrom(ep.IP, ep.Port)); !have[k] {
+				t.Errorf("%s: endpoint %s of %s (key %s) not among the %d endpoint keys", rep.Datapath, ep.IP, s.Name, k, len(have))
+			}
+		}
+	}
+	for _, ep := range gone {
+		if k := EndpointKey(rep.Datapath, servicePort(svcs[0]), netip.AddrPortFrom(ep.IP, ep.Port)); have[k] {
+			t.Errorf("%s: endpoint %s of %s is gone but its key %s is reported", rep.Datapath, ep.IP, svcs[0].Name, k)
+		}
+	}
+	if rep.Datapath == KubeProxyNFTables && len(have) != n {
+		t.Errorf("nftables: %d endpoint keys, want the %d of the Services asked for", len(have), n)
+	}
+}
+
+func servicePort(s *datapath.Service) ServicePort {
+	return ServicePort{Namespace: s.Namespace, Name: s.Name, PortName: s.PortName, Protocol: string(s.Protocol), ClusterIP: s.VIP, Port: s.Port}
 }

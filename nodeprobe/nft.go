@@ -42,23 +42,24 @@ type kpResult struct {
 type nftLister interface {
 	ListChainsOfTableFamily(nftables.TableFamily) ([]*nftables.Chain, error)
 	GetSetElements(*nftables.Set) ([]nftables.SetElement, error)
+	GetRules(*nftables.Table, *nftables.Chain) ([]*nftables.Rule, error)
 }
 
 // readKubeProxy reads both kube-proxy layouts in the namespace at netns
-// ("" = the probe's own).
-func readKubeProxy(netns string) []kpResult {
+// ("" = the probe's own), with the endpoint keys of endpointsOf.
+func readKubeProxy(netns string, endpointsOf []string) []kpResult {
 	c, err := nftConn(netns)
 	if err != nil {
 		return []kpResult{{err: fmt.Errorf("kube-proxy: %w", err)}}
 	}
 	defer c.CloseLasting()
-	return readKubeProxyFrom(c)
+	return readKubeProxyFrom(c, endpointsOf)
 }
 
 // readKubeProxyFrom reads both kube-proxy layouts from one dump of the
 // IPv4 chains, nftables mode first: kube-proxy deletes the other mode's
 // objects when it starts, so normally at most one is there.
-func readKubeProxyFrom(c nftLister) []kpResult {
+func readKubeProxyFrom(c nftLister, endpointsOf []string) []kpResult {
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
 	if err != nil {
 		return []kpResult{{err: fmt.Errorf("kube-proxy: listing nftables chains: %w", err)}}
@@ -69,7 +70,7 @@ func readKubeProxyFrom(c nftLister) []kpResult {
 			byTable[ch.Table.Name] = append(byTable[ch.Table.Name], ch.Name)
 		}
 	}
-	nr, nerr := readKubeProxyNFT(c, byTable[kpNFTTable])
-	ir, ierr := readKubeProxyIPT(byTable[iptNATTable])
+	nr, nerr := readKubeProxyNFT(c, byTable[kpNFTTable], endpointsOf)
+	ir, ierr := readKubeProxyIPT(byTable[iptNATTable], len(endpointsOf) > 0)
 	return []kpResult{{nr, nerr}, {ir, ierr}}
 }

@@ -21,6 +21,9 @@ type Options struct {
 	NetNS string
 	// BPFFS is the BPF filesystem mount point; "" is DefaultBPFFS.
 	BPFFS string
+	// EndpointsOf, when set, asks for Report.EndpointKeys of these
+	// Services ("namespace/name").
+	EndpointsOf []string
 }
 
 // reading is what one datapath reader found.
@@ -30,6 +33,9 @@ type reading struct {
 	endpoints int
 	lbMap     *mapEntry // Cilium's service map, its entries counted
 	keys      []string  // Report.Keys
+	// endpointKeys are Report.EndpointKeys, when asked and read.
+	endpointKeys     []string
+	endpointKeysRead bool
 }
 
 // absentError says a datapath's objects are not there; its text is what
@@ -72,7 +78,7 @@ func Read(ctx context.Context, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for _, r := range readKubeProxy(o.NetNS) {
+	for _, r := range readKubeProxy(o.NetNS, o.EndpointsOf) {
 		add(r.r, r.err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -97,6 +103,10 @@ func Read(ctx context.Context, o Options) (*Report, error) {
 
 	best := found[0]
 	rep.Datapath, rep.Services, rep.Endpoints, rep.Keys = best.datapath, best.services, best.endpoints, best.keys
+	rep.EndpointKeys, rep.EndpointKeysRead = best.endpointKeys, best.endpointKeysRead
+	if len(o.EndpointsOf) > 0 && !best.endpointKeysRead {
+		rep.Errors = append(rep.Errors, "endpoint keys: not read for "+best.datapath)
+	}
 	for _, other := range found[1:] {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("also found %s holding %d Services, %d endpoints (not the one reported)",
 			other.datapath, other.services, other.endpoints))

@@ -31,9 +31,19 @@ type Report struct {
 	Maps        []MapInfo `json:"maps,omitempty"`
 	// Keys name every Service port the datapath holds (see Key), so a
 	// sweep can tell when each of its Services appeared on the node.
-	Keys     []string      `json:"keys,omitempty"`
-	ReadTime time.Duration `json:"read_time"` // how long the read took
-	Errors   []string      `json:"errors,omitempty"`
+	Keys []string `json:"keys,omitempty"`
+	// EndpointKeys name the endpoints the datapath holds live (see
+	// EndpointKey), read only when Options.EndpointsOf asks, for a churn
+	// to see an endpoint replaced (the counts stay the same):
+	// kube-proxy's iptables mode every KUBE-SEP chain (it deletes a stale
+	// one in the same restore); its nftables mode the endpoint chains of
+	// the Services asked for that still have rules (it flushes a stale one
+	// in the same transaction and deletes it a second or more later).
+	// EndpointKeysRead is false where they are not read (Cilium).
+	EndpointKeys     []string      `json:"endpoint_keys,omitempty"`
+	EndpointKeysRead bool          `json:"endpoint_keys_read,omitempty"`
+	ReadTime         time.Duration `json:"read_time"` // how long the read took
+	Errors           []string      `json:"errors,omitempty"`
 }
 
 // MapInfo is one BPF map of the datapath.

@@ -22,6 +22,9 @@ import (
 type Churn struct {
 	Options   churn.Options   `json:"options"`
 	Scenarios []ChurnScenario `json:"scenarios"`
+	// Cluster: the churn ran on a Kubernetes cluster, its changes written
+	// to the API server and their programming read by the node probes.
+	Cluster bool `json:"cluster,omitempty"`
 }
 
 // ChurnScenario is one churned scenario.
@@ -101,7 +104,7 @@ func buildChurn(rep *Report, run *results.Run) *Churn {
 	if run.Churn == nil {
 		return nil
 	}
-	c := &Churn{Options: run.Churn.Options}
+	c := &Churn{Options: run.Churn.Options, Cluster: run.Target.Kind == "k8s"}
 	for _, sc := range run.Churn.Scenarios {
 		if !sc.Churned {
 			continue
@@ -259,12 +262,17 @@ func (c *Churn) lines() (heads []string, bodies [][]string) {
 		if s.MinSync == "0s" {
 			interval = "a sync per change"
 		}
+		held, readBack, loop := "every node's kernel", "datapaths held exactly the last sync", "sync loop"
+		if c.Cluster {
+			sync, interval = "changes written to the API server as they come", "the nodes' proxy syncs on its own"
+			held, readBack, loop = "every node's datapath as its probe read it", "API server held exactly the last write and every node at least its counts", "API writer (cnibench's own CPU: writes and probe reads; the proxies' CPU is in the samples' datapath usage)"
+		}
 		heads = append(heads, fmt.Sprintf("%s (%s, %s, %s): %s changes/s achieved (median of %d samples, lowest %s) of %s asked",
 			s.Scenario, s.Datapath, sync, interval, fn(s.AchievedMed), s.Windows, fn(s.AchievedMin), fn(s.Requested)))
 		var body []string
-		body = append(body, fmt.Sprintf("programming latency, change made → held by every node's kernel: p50 %s ms, p99 %s ms, max %s ms over %d changes held (%d made, %d not held when their sample ended); read back after each sample: %d of %d samples' datapaths held exactly the last sync",
-			fn(s.P50Ms), fn(s.P99Ms), fn(s.MaxMs), s.Held, s.Made, s.Pending, s.Confirmed, s.Windows))
-		body = append(body, fmt.Sprintf("sync loop: %s syncs/s, %s ms of CPU per change held (%s%% of one CPU), %d failed syncs", fn(s.SyncsPerSec), fn(s.SyncCPUPerChange), fn(s.SyncCPUShare), s.Failures))
+		body = append(body, fmt.Sprintf("programming latency, change made → held by %s: p50 %s ms, p99 %s ms, max %s ms over %d changes held (%d made, %d not held when their sample ended); read back after each sample: %d of %d samples' %s",
+			held, fn(s.P50Ms), fn(s.P99Ms), fn(s.MaxMs), s.Held, s.Made, s.Pending, s.Confirmed, s.Windows, readBack))
+		body = append(body, fmt.Sprintf("%s: %s syncs/s, %s ms of CPU per change held (%s%% of one CPU), %d failed syncs", loop, fn(s.SyncsPerSec), fn(s.SyncCPUPerChange), fn(s.SyncCPUShare), s.Failures))
 		if s.FirstError != "" {
 			body = append(body, "first failed sync: "+s.FirstError)
 		}
@@ -306,8 +314,14 @@ func (c *Churn) lines() (heads []string, bodies [][]string) {
 const churnAbout = "Each churned scenario kept the same Services as its twin without churn (the test Service among the dummies) while the churn scaled dummy Services up and down, replaced endpoints and added and removed a Service during its samples, synced as its Service proxy does (kube-proxy: at most once per minimum interval, partially; eBPF: per change). A change is programmed when the first sync that carried it has been committed by every node's kernel (the restore tools and map updates return only then), and after each sample the whole datapath of every node is read back and must hold exactly the last sync. The effects are the paired verdicts of the churned column against its twin."
 
 // churnAboutLine is the section's paragraph: what was asked, then how.
+const churnAboutCluster = "Each churned scenario kept the same Services as its twin without churn (dummy Services with EndpointSlices in the run's namespace, beside the test Service) while the churn scaled them up and down, replaced endpoints and added and removed a Service during its samples, each change written to the API server as it came. A change is programmed when every node's Service proxy holds it as its node probe reads it: a Service added or removed by its key, a changed Service by the chain of every endpoint it has and none it lost (kube-proxy; Cilium's by the counts); late by up to one probe read interval. The effects are the paired verdicts of the churned column against its twin."
+
 func churnAboutLine(c *Churn) string {
-	return fmt.Sprintf("%d Services × %d endpoints, %s changes/s asked. %s", c.Options.Services, c.Options.Endpoints, fn(Num(c.Options.Rate)), churnAbout)
+	about := churnAbout
+	if c.Cluster {
+		about = churnAboutCluster
+	}
+	return fmt.Sprintf("%d Services × %d endpoints, %s changes/s asked. %s", c.Options.Services, c.Options.Endpoints, fn(Num(c.Options.Rate)), about)
 }
 
 func markdownChurn(b *strings.Builder, c *Churn) {

@@ -95,3 +95,29 @@ func markdownString(t *testing.T, rep *Report) string {
 	}
 	return b.String()
 }
+
+// A churn on a cluster says what its numbers are: changes written to the
+// API server, held as the node probes read the nodes, and cnibench's own
+// CPU rather than a sync loop's.
+func TestChurnOnClusterWording(t *testing.T) {
+	run := loadChurnFixture(t)
+	run.Target.Kind = "k8s"
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := Markdown(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{"changes written to the API server as they come, the nodes' proxy syncs on its own",
+		"held by every node's datapath as its probe read it", "API writer (cnibench's own CPU", "as its node probe reads it"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "every node's kernel") {
+		t.Errorf("a cluster's churn report speaks of the lab's kernel read-back")
+	}
+}

@@ -223,7 +223,7 @@ case $cmd in
     t=$SECONDS PHASE="kube-proxy switch to nftables mode"
     proxy_mode nftables
     PHASE="cluster tests (kube-proxy nftables mode)"
-    run_tests -test.run 'Quick|ServiceScale|Fidelity' "$@"
+    run_tests -test.run 'Quick|ServiceScale|Fidelity|Churn' "$@"
     log "tests (nftables mode, with the switch) in $((SECONDS - t)) s"
     PHASE=
     ;;

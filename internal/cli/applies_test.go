@@ -24,7 +24,7 @@ func TestFlagApplies(t *testing.T) {
 		{[]string{"run", "--tests", "service-scale", "--streams", "2"}, "--streams does not apply to the Service-scale sweep"},
 		{[]string{"sweep", "--service-datapath", "iptables"}, "--service-datapath does not apply to the Service-scale sweep"},
 		{[]string{"run", "--scale-steps", "0,10"}, "--scale-steps applies to the Service-scale sweep only"},
-		{[]string{"run", "--target", "k8s", "--dry-run", "--sync-verify", "api"}, "--sync-verify applies to the Service-scale sweep only"},
+		{[]string{"run", "--target", "k8s", "--dry-run", "--sync-verify", "api"}, "--sync-verify applies to the Service-scale sweep and the churn schedule only"},
 		{[]string{"run", "--auto-size"}, "--auto-size applies to the Service-scale sweep and the churn schedule only"},
 		{[]string{"run", "--churn-rate", "5"}, "--churn-rate applies to the churn schedule only (run --tests churn)"},
 		{[]string{"run", "--tests", "churn", "--scale-steps", "0,10"}, "--scale-steps applies to the Service-scale sweep only"},

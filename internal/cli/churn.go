@@ -29,7 +29,7 @@ func (f *churnFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.endpoints, "churn-endpoints", churn.DefaultEndpoints, "churn: endpoints of each dummy Service (a scale-up adds half as many again)")
 	fs.Float64Var(&f.rate, "churn-rate", churn.DefaultRate, "churn: changes per second requested (scale up/down, endpoint replaced, Service added/removed, in turn)")
 	fs.DurationVar(&f.minSync, "min-sync-interval", -1, // -1ns: not given
-		"churn: the sync loop's minimum interval (default: 1s for iptables and nftables as kube-proxy's, 0 for eBPF: a sync per change)")
+		"churn: the sync loop's minimum interval (default: 1s for iptables and nftables as kube-proxy's, 0 for eBPF: a sync per change; on a cluster 0: each change is written as it comes and the cluster's proxy keeps its own)")
 	appliesTo(fs, annSchedule, []string{scheduleChurn}, "churn-services", "churn-endpoints", "churn-rate", "min-sync-interval")
 }
 

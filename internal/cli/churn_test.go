@@ -36,7 +36,7 @@ func TestChurnFlagErrors(t *testing.T) {
 		{[]string{"run", "--tests", "churn", "--churn-services", "0"}, "--churn-services must be in 2..100000, got 0"},
 		{[]string{"run", "--tests", "churn", "--churn-rate", "NaN"}, "--churn-rate must be positive, got NaN"},
 		{[]string{"run", "--tests", "churn", "--scenarios", "native"}, "--scenarios: native has no Service datapath to churn"},
-		{[]string{"run", "--tests", "churn", "--target", "k8s", "--dry-run"}, "--tests churn runs on the lab only for now"},
+		{[]string{"run", "--tests", "churn", "--target", "k8s", "--dry-run", "--api-qps", "0"}, "--api-qps must be in 1..5000, got 0"},
 		{[]string{"run", "--tests", "churn", "--streams", "2"}, "--streams does not apply to the churn schedule"},
 	} {
 		_, _, err := cnibench(t, c.args...)
@@ -49,5 +49,21 @@ func TestChurnFlagErrors(t *testing.T) {
 	}
 	if !suite.Churned("IPTABLES+Churn") || suite.Churned("iptables") || suite.Churned("churned") {
 		t.Error("suite.Churned")
+	}
+}
+
+// On a cluster, the churn's --dry-run prints the agents and the first
+// dummy Services with their EndpointSlices, and says how many the churn
+// keeps and changes.
+func TestChurnK8sDryRun(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	out, errw, err := cnibench(t, "run", "--tests", "churn", "--target", "k8s", "--dry-run", "--churn-services", "100", "--churn-endpoints", "4")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errw)
+	}
+	for _, want := range []string{"the churn keeps 100 dummy Services (4 endpoints each", "kind: EndpointSlice", "name: cnb-scale-svc-0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run does not say %q:\n%s", want, out[:min(len(out), 2000)])
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -38,7 +39,7 @@ func (k *k8sKind) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&k.apiQPS, "api-qps", k8starget.DefaultScaleQPS, "sweep: API writes per second creating and deleting the dummy Services and EndpointSlices")
 	fs.IntVar(&k.apiBurst, "api-burst", 0, "sweep: burst of those writes (default: --api-qps)")
 	fs.BoolVar(&k.allowClusterChanges, "allow-cluster-changes", false, "sweep: raise Cilium's bpf-lb-map-max (and restart Cilium) when the largest step needs it; reverted at the end")
-	appliesTo(fs, annSchedule, []string{scheduleSweep}, "sync-timeout", "sync-verify", "api-qps", "api-burst", "allow-cluster-changes")
+	appliesTo(fs, annSchedule, []string{scheduleSweep, scheduleChurn}, "sync-timeout", "sync-verify", "api-qps", "api-burst", "allow-cluster-changes")
 	fs.BoolVar(&k.kf.networkPolicyCheck, "network-policy-check", false, "apply a NetworkPolicy (only the client may reach the pod servers), verify it with a denied probe before measuring and record enforced, not enforced or broken; the policy stays for the run")
 	appliesTo(fs, annSchedule, []string{scheduleRounds}, "network-policy-check")
 }
@@ -47,15 +48,10 @@ func (k *k8sKind) register(fs *pflag.FlagSet) {
 // connects, checks the results directory and opens the target.
 func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, error) {
 	f, plan := &k.kf, req.plan
-	if req.churn != nil {
-		// The cluster's churn (Deployments scaled and pods relabelled
-		// through the API, issue 18 point 4) is not built yet.
-		return nil, fmt.Errorf("--tests %s runs on the lab only for now (--target lab); on a cluster, the Service-scale sweep measures programming latency per step", suite.ChurnTest)
-	}
 	if err := k8starget.ValidateUsageMode(f.datapathUsage); err != nil {
 		return nil, err
 	}
-	if req.sweep == nil && len(req.opts.Placements) == 0 {
+	if !req.reprograms() && len(req.opts.Placements) == 0 {
 		// Every cluster has a Service datapath: pod-to-service joins
 		// the default placements.
 		for _, p := range suite.ServicePlacements {
@@ -67,13 +63,18 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	w := progressOut(req.progress)
 	req.progress = w
 	cfg := f.config(plan.Placements, req.runID, w)
-	if req.sweep != nil {
+	if req.reprograms() {
 		if k.apiQPS <= 0 { // 0 would mean the default to ScaleConfig
 			return nil, fmt.Errorf("--api-qps must be in 1..%d, got %g", k8starget.MaxScaleQPS, k.apiQPS)
 		}
 		cfg.Scale = &k8starget.ScaleConfig{SyncVerify: k.syncVerify, SyncTimeout: k.syncTimeout,
-			AllowClusterChanges: k.allowClusterChanges, Services: req.sweep.Steps[len(req.sweep.Steps)-1], Endpoints: req.sweep.Endpoints,
-			QPS: k.apiQPS, Burst: k.apiBurst}
+			AllowClusterChanges: k.allowClusterChanges, QPS: k.apiQPS, Burst: k.apiBurst}
+		if req.sweep != nil {
+			cfg.Scale.Services, cfg.Scale.Endpoints = req.sweep.Steps[len(req.sweep.Steps)-1], req.sweep.Endpoints
+		} else {
+			c := req.churn
+			cfg.Scale.Services, cfg.Scale.Endpoints, cfg.Scale.Churn = c.Services, c.Endpoints, true
+		}
 		if err := cfg.Validate(); err != nil {
 			return nil, err
 		}
@@ -99,7 +100,7 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	if err != nil {
 		return nil, openFailed(ctx, err)
 	}
-	if req.sweep == nil {
+	if !req.reprograms() {
 		fmt.Fprintln(w, tgt.SampleCount(plan))
 	}
 	if err := tgt.SetDatapathUsage(f.datapathUsage); err != nil {
@@ -109,6 +110,11 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	if name == "" {
 		name = "k8s"
 	}
+	if req.churn != nil {
+		// The churn's twins: the same cluster, without and with churn
+		// during the samples (one Target: closed once).
+		return []suite.Scenario{{Name: name, Target: tgt}, {Name: name + "+" + suite.ChurnPart, Target: tgt}}, nil
+	}
 	return []suite.Scenario{{Name: name, Target: tgt}}, nil
 }
 
@@ -116,17 +122,28 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 // writes and verifies the steps.
 func (k *k8sKind) header(req *runRequest, context string, cfg k8starget.Config) {
 	plan := req.plan
+	if c := req.churn; c != nil {
+		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: churn of %d Services × %d endpoints at %g changes/s (written at up to %g/s, each change verified %s), %s, %d rounds: about %s of measurement plus programming\n",
+			req.runID, context, c.Services, c.Endpoints, c.Rate, cfg.Scale.QPS, k.syncText(cfg), strings.Join(plan.Tests, ", "), plan.Rounds,
+			(time.Duration(plan.Rounds*len(plan.Specs)*2) * time.Duration(plan.Duration+plan.Warmup)).Round(time.Second))
+		return
+	}
 	if req.sweep == nil {
 		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: profile %s\n", req.runID, context, plan.Profile)
 		return
 	}
-	sync := "on every node (node probes)"
-	if cfg.Scale.SyncVerify == k8starget.SyncAPI {
-		sync = "in the API server only"
-	}
+	sync := k.syncText(cfg)
 	fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: service-scale sweep over %s Services (%d endpoints each, test Service %s), written at %g/s (burst %d, %d writers), synced %s within %s, %d rounds: about %s of measurement plus programming\n",
 		req.runID, context, req.steps, req.sweep.Endpoints, req.positionText(), cfg.Scale.QPS, cfg.Scale.Burst, cfg.Scale.Workers, sync, cfg.Scale.SyncTimeout, plan.Rounds,
 		(time.Duration(plan.Samples()) * time.Duration(plan.Duration+plan.Warmup) * time.Duration(len(req.sweep.Steps))).Round(time.Second))
+}
+
+// syncText says where a sweep's steps or a churn's changes are verified.
+func (k *k8sKind) syncText(cfg k8starget.Config) string {
+	if cfg.Scale.SyncVerify == k8starget.SyncAPI {
+		return "in the API server only"
+	}
+	return "on every node (node probes)"
 }
 
 // k8sFlags are the k8s target's settings of run and sweep.

@@ -31,7 +31,9 @@ type ScaleConfig struct {
 	SyncTimeout         time.Duration `json:"sync_timeout"` // per step and node (default 5m)
 	SyncInterval        time.Duration `json:"-"`            // between probe reads (default 1s; tests shorten it)
 	AllowClusterChanges bool          `json:"allow_cluster_changes,omitempty"`
-	// Services and Endpoints are the largest step, for the LB-map preflight.
+	// Services and Endpoints are the largest step, for the LB-map
+	// preflight (for a churn, the Services it keeps: the preflight adds
+	// the one it adds and the endpoints of a scale-up).
 	Services  int `json:"services"`
 	Endpoints int `json:"endpoints_per_service"`
 	// QPS (--api-qps), Burst (--api-burst, default = QPS) and Workers
@@ -40,6 +42,10 @@ type ScaleConfig struct {
 	Burst          int           `json:"burst,omitempty"`
 	Workers        int           `json:"workers,omitempty"`
 	RolloutTimeout time.Duration `json:"rollout_timeout,omitempty"` // default 10m
+	// Churn: the churn schedule, not the sweep, drives the Services
+	// (ClusterServices.PerChange); the probes are read every
+	// DefaultChurnSyncInterval unless SyncInterval says otherwise.
+	Churn bool `json:"churn,omitempty"`
 }
 
 // probes tells whether the run needs node probes.
@@ -89,6 +95,9 @@ func (s *ScaleConfig) validate() error {
 	if s.Workers < 1 || s.Workers > 256 {
 		return fmt.Errorf("service scale: %d writers (want 1..256)", s.Workers)
 	}
+	if s.Churn && s.SyncInterval == 0 {
+		s.SyncInterval = DefaultChurnSyncInterval
+	}
 	return nil
 }
 
@@ -127,7 +136,11 @@ func (t *Target) scalePreflight(ctx context.Context) error {
 	if s == nil || t.prov.CNI == nil {
 		return nil
 	}
-	ch, err := LBMapPreflight(ctx, t.cs, t.prov.CNI, s.Services, s.Endpoints, s.AllowClusterChanges, s.RolloutTimeout, t.cfg.Progress)
+	n, eps := s.Services, s.Endpoints
+	if s.Churn {
+		n, eps = n+1, eps+eps/2 // churn.ScaleUp adds half the endpoints again
+	}
+	ch, err := LBMapPreflight(ctx, t.cs, t.prov.CNI, n, eps, s.AllowClusterChanges, s.RolloutTimeout, t.cfg.Progress)
 	t.scale.change = ch
 	return err
 }
@@ -219,7 +232,7 @@ func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) 
 	}
 	if t.scale.dp == nil {
 		dp := &ClusterServices{Clientset: t.cs, Namespace: t.cfg.Namespace, RunID: t.cfg.RunID,
-			QPS: s.QPS, Burst: s.Burst, Workers: s.Workers, Progress: t.cfg.Progress, Datapath: t.serviceProxy()}
+			QPS: s.QPS, Burst: s.Burst, Workers: s.Workers, Progress: t.cfg.Progress, Datapath: t.serviceProxy(), PerChange: s.Churn}
 		dp.Sync = &SyncVerifier{Mode: s.SyncVerify, Probes: t.scale.probes, Timeout: s.SyncTimeout, Interval: s.SyncInterval,
 			ClientNode: t.layout.Nodes[0], Require: require, Progress: t.cfg.Progress}
 		t.scale.dp = dp
@@ -318,6 +331,9 @@ func (t *Target) scaleDetails() map[string]any {
 		d["placement"] = pl
 	}
 	d["api_qps"], d["api_burst"], d["api_workers"] = s.QPS, s.Burst, s.Workers
+	if s.Churn {
+		d["churn"], d["probe_interval"] = true, s.SyncInterval.String()
+	}
 	if t.scale.dp != nil && t.scale.dp.Deleted() != nil {
 		d["deleted"] = t.scale.dp.Deleted()
 	}

@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/nodeprobe"
 	"github.com/cnibench/cnibench/sweep"
 )
 
@@ -72,6 +71,11 @@ type ClusterServices struct {
 	Datapath string
 	// Sync, when set, makes Verify wait for the nodes; nil = API only.
 	Sync *SyncVerifier
+	// PerChange is the churn's mode (servicescale_changes.go): Program
+	// writes what changed since the last one (endpoints too) without a
+	// progress bar for a few writes, and Verify waits until every node
+	// holds each change, by the probes' keys.
+	PerChange bool
 
 	once        sync.Once
 	writesStart time.Time       // start of the last Program's API writes
@@ -79,6 +83,17 @@ type ClusterServices struct {
 	writes      atomic.Int64    // API write requests of the last Program
 	want        datapath.Counts // the last Program's dummies
 	deleted     *Deleted        // what Close removed
+
+	mu         sync.Mutex
+	written    map[string]datapath.Service // PerChange: each dummy as the API server holds it
+	clusterIPs map[string]netip.Addr       // dummies created, their ClusterIPs
+	checks     map[string]*serviceCheck    // PerChange: the current Program's changes, by Service
+	latest     map[string]*serviceCheck    // PerChange: each Service's last check not yet held
+	waits      []*heldWait                 // PerChange: Programs not yet held by every node
+	lastWait   *heldWait                   // the last Program's (Await)
+	polling    bool                        // the poller runs
+	stopPoll   context.CancelFunc          // ends it (Close)
+	pollCtx    context.Context
 }
 
 // ScaleName is the Service name of dummy i ("svc-17" → "cnb-scale-svc-17").
@@ -130,15 +145,26 @@ func (c *ClusterServices) Program(ctx context.Context, spec datapath.Spec) (data
 			return datapath.ProgramStats{}, fmt.Errorf("node sync baseline: %w", err)
 		}
 		c.Sync.setLast(nil, nil) // a step that fails before its sync has none
-		// The probes are polled while the writes run, so each Service's
-		// programming latency is measured from its own write.
-		stop := c.Sync.beginStep(ctx)
-		defer stop()
+		if !c.PerChange {
+			// The probes are polled while the writes run, so each Service's
+			// programming latency is measured from its own write.
+			stop := c.Sync.beginStep(ctx)
+			defer stop()
+		}
 	}
 	c.writes.Store(0)
 	start := time.Now()
 	c.writesStart = start
 	want := dummies(spec)
+	if c.PerChange {
+		c.mu.Lock()
+		c.checks = map[string]*serviceCheck{}
+		c.mu.Unlock()
+		err := c.programChanges(ctx, want)
+		c.writesDone, c.want = time.Now(), c.Expected(spec)
+		c.register(c.writesDone)
+		return datapath.ProgramStats{Apply: c.writesDone.Sub(start)}, err
+	}
 	have, err := c.existing(ctx)
 	if err != nil {
 		return datapath.ProgramStats{}, err
@@ -193,6 +219,12 @@ func (c *ClusterServices) create(ctx context.Context, name string, s datapath.Se
 		return err
 	}
 	made, err := c.Clientset.CoreV1().Services(c.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: ManagedBy})
+	if apierrors.IsAlreadyExists(err) && c.PerChange {
+		// Its ClusterIP is what the probes key it by.
+		if made, err = c.Clientset.CoreV1().Services(c.Namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("get Service %s: %w", name, err)
+		}
+	}
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create Service %s: %w", name, err)
 	}
@@ -207,10 +239,12 @@ func (c *ClusterServices) create(ctx context.Context, name string, s datapath.Se
 	// Its objects are all in the API server now: the start of its
 	// programming latency. (One that existed already has no ClusterIP
 	// here and is not timed.)
-	if c.Sync != nil && made != nil {
+	if made != nil {
 		if ip, err := netip.ParseAddr(made.Spec.ClusterIP); err == nil {
-			c.Sync.expect(name, nodeprobe.ServicePort{Namespace: c.Namespace, Name: name, PortName: s.PortName,
-				Protocol: string(s.Protocol), ClusterIP: ip, Port: s.Port}, time.Now())
+			c.created(name, ip, s)
+			if c.Sync != nil && !c.PerChange {
+				c.Sync.expect(name, c.port(name, ip, s), time.Now())
+			}
 		}
 	}
 	return nil
@@ -251,7 +285,11 @@ func (c *ClusterServices) parallel(ctx context.Context, what string, names []str
 			}
 		}()
 	}
-	bar := newProgressBar(c.Progress, what+" dummy Services", len(names))
+	var out io.Writer = c.Progress
+	if c.PerChange && len(names) < perChangeBarMin {
+		out = nil // a churn's sync: a few writes, many times a second
+	}
+	bar := newProgressBar(out, what+" dummy Services", len(names))
 	stop := make(chan struct{})
 	go func() {
 		for {
@@ -281,11 +319,26 @@ feed:
 	return ctx.Err()
 }
 
+// perChangeBarMin: a PerChange Program shows a progress bar from this many
+// writes of a kind (its first, steady-state Program).
+const perChangeBarMin = 100
+
 // Verify implements datapath.Datapath: it counts the dummy Services and
 // their EndpointSlice endpoints as the API server holds them; when they are
 // all there and a Sync verifier is set, it then waits until every node
-// holds them (an error names the node that did not in time).
+// holds them (an error names the node that did not in time). PerChange,
+// it first waits until every node holds every Program's changes, then
+// counts the API server's objects and the nodes' (at least those).
 func (c *ClusterServices) Verify(ctx context.Context) (datapath.Counts, error) {
+	if c.PerChange && c.Sync != nil {
+		if err := c.awaitAll(ctx); err != nil {
+			return datapath.Counts{}, err
+		}
+		if n, err := c.apiCounts(ctx); err != nil || n != c.want {
+			return n, err
+		}
+		return c.want, c.Sync.waitHeld(ctx, c.writesDone, c.want, nil)
+	}
 	n, err := c.apiCounts(ctx)
 	if err != nil || c.Sync == nil || n != c.want {
 		return n, err

@@ -191,6 +191,7 @@ func (c *ClusterServices) eachSlice(ctx context.Context, fn func(*discoveryv1.En
 // deleted one by one in parallel under the write limiter.
 func (c *ClusterServices) Close() error {
 	c.init()
+	c.endPoll()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	have, err := c.existing(ctx)

@@ -95,13 +95,18 @@ func ScaleManifests(cfg Config, show int) ([]runtime.Object, string) {
 	if s == nil || s.Services == 0 {
 		return nil, ""
 	}
+	n, eps := s.Services, s.Endpoints
+	about := fmt.Sprintf("the sweep's largest step has %d dummy Services (%d endpoints each, one EndpointSlice per Service), created and deleted step by step; the first %d follow", n, eps, min(show, n))
+	if s.Churn {
+		about = fmt.Sprintf("the churn keeps %d dummy Services (%d endpoints each, one EndpointSlice per Service) and during its samples scales, replaces, adds and removes them; the first %d follow", n, eps, min(show, n))
+	}
 	var objs []runtime.Object
-	for _, d := range datapath.DummyServices(min(show, s.Services), s.Endpoints) {
+	for _, d := range datapath.DummyServices(min(show, n), eps) {
 		svc, slices := dummyObjects(cfg.Namespace, cfg.RunID, ScaleName(d.Name), d)
 		objs = append(objs, svc)
 		for _, sl := range slices {
 			objs = append(objs, sl)
 		}
 	}
-	return objs, fmt.Sprintf("the sweep's largest step has %d dummy Services (%d endpoints each, one EndpointSlice per Service), created and deleted step by step; the first %d follow", s.Services, s.Endpoints, min(show, s.Services))
+	return objs, about
 }

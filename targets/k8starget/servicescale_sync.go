@@ -29,7 +29,9 @@ const (
 
 // ProbeClient is a node probe's control API (agent.Client implements it).
 type ProbeClient interface {
-	NodeServices(ctx context.Context) (*nodeprobe.Report, error)
+	// NodeServices reads the node's datapath, with the endpoint keys of
+	// the Services endpointsOf ("namespace/name").
+	NodeServices(ctx context.Context, endpointsOf ...string) (*nodeprobe.Report, error)
 }
 
 // NodeProbe is the probe of one node.
@@ -67,6 +69,7 @@ type SyncVerifier struct {
 	reports  map[string]*nodeprobe.Report // the matching reads of the last step
 	lat      *latencyTracker              // the step's per-Service latency (node mode)
 	readCost map[string]time.Duration     // node → how long its last probe read took
+	noted    map[string]bool              // nodes waitHeld wrote its note about
 }
 
 // readCostFactor: a probe waits at least this many times its last read's
@@ -235,12 +238,13 @@ func (v *SyncVerifier) missing(rep *nodeprobe.Report) []string {
 	return out
 }
 
-// read asks one probe, bounded by the deadline (and 30 s a read).
-func (v *SyncVerifier) read(ctx context.Context, p NodeProbe, deadline time.Time) (*nodeprobe.Report, error) {
+// read asks one probe, bounded by the deadline (and 30 s a read), with the
+// endpoint keys of endpointsOf.
+func (v *SyncVerifier) read(ctx context.Context, p NodeProbe, deadline time.Time, endpointsOf ...string) (*nodeprobe.Report, error) {
 	rctx, cancel := context.WithTimeout(ctx, max(min(30*time.Second, time.Until(deadline)), 100*time.Millisecond))
 	defer cancel()
 	start := time.Now()
-	rep, err := p.Client.NodeServices(rctx)
+	rep, err := p.Client.NodeServices(rctx, endpointsOf...)
 	if err == nil {
 		v.mu.Lock()
 		if v.readCost == nil {

@@ -1,0 +1,249 @@
+package k8starget
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/cnibench/cnibench/churn"
+	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/nodeprobe"
+)
+
+// A churn on a cluster: the churn's changes (endpoints scaled and
+// replaced, Services added and removed) are written to the API server,
+// and a change is reported held only once the node's probe shows it,
+// though a probe shows the API server's state only lag after: for each
+// change, when it is reported held, the node holds the changed Service
+// exactly as the churn wrote it (a replaced endpoint included, which the
+// counts cannot see), and its latency is at least lag.
+func TestClusterChurnHeldOnlyOnceTheNodeHoldsIt(t *testing.T) {
+	cs := newFakeCluster()
+	const lag = 80 * time.Millisecond
+	p := &lagProbe{cs: cs, lag: lag}
+	v := &SyncVerifier{Mode: SyncNode, Probes: []NodeProbe{{Node: "n1", Client: p}}, Timeout: 20 * time.Second, Interval: 5 * time.Millisecond}
+	c := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "ch1", QPS: 2000, Burst: 100, Workers: 4, Sync: v, PerChange: true}
+	// 8 changes/s: a sync (about lag) mostly carries one change, so a
+	// replacement is not held by the counts of a scale-up beside it.
+	ch, err := churn.New(c, nil, churn.Options{Services: 12, Endpoints: 4, Rate: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var bad []string
+	kinds := map[churn.Kind]int{}
+	ch.OnHeld = func(change churn.Change, spec datapath.Spec) {
+		mu.Lock()
+		defer mu.Unlock()
+		kinds[change.Kind]++
+		have := p.visible()
+		for _, s := range spec.Services {
+			if s.Key() != change.Service {
+				continue
+			}
+			got, ok := have[ScaleName(s.Name)]
+			if !ok || !sameEndpoints(got, s.Endpoints) {
+				bad = append(bad, fmt.Sprintf("change %d (%s %s) held, node has %v", change.Seq, change.Kind, s.Name, got))
+			}
+			return
+		}
+		// Not in the spec: removed, so the node must not have it.
+		for name := range have {
+			if strings.Contains(change.Service, strings.TrimPrefix(name, "cnb-scale-")+":") {
+				bad = append(bad, fmt.Sprintf("change %d (%s) held, node still has %s", change.Seq, change.Kind, name))
+			}
+		}
+	}
+	ctx := context.Background()
+	if _, err := ch.Program(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ch.Start(ctx)
+	time.Sleep(1600 * time.Millisecond)
+	res := ch.Stop()
+	if res.Failures != 0 || !res.Confirmed || res.Pending != 0 {
+		t.Fatalf("churn failures %d (%s), confirmed %v, pending %d", res.Failures, res.FirstError, res.Confirmed, res.Pending)
+	}
+	if res.Held < 10 {
+		t.Fatalf("%d changes held in 1.6 s at 8/s", res.Held)
+	}
+	for _, k := range churn.Kinds() {
+		if kinds[k] == 0 {
+			t.Errorf("no %s change held (%v)", k, kinds)
+		}
+	}
+	for _, l := range res.LatenciesMs {
+		if l < float64(lag/time.Millisecond) {
+			t.Errorf("a change held %.1f ms after it was made: the probe shows it only %s after", l, lag)
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("%d changes reported held before the node held them, e.g. %s", len(bad), strings.Join(first(bad, 3), "; "))
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoDummies(t, cs)
+}
+
+// An endpoint replaced leaves the counts as they were: the wait for it
+// fails on a node that never shows it (here, the probe stopped at the
+// state before), naming the endpoint.
+func TestClusterChurnReplacementNotHeldFails(t *testing.T) {
+	cs := newFakeCluster()
+	p := &lagProbe{cs: cs}
+	v := &SyncVerifier{Mode: SyncNode, Probes: []NodeProbe{{Node: "n1", Client: p}}, Timeout: 300 * time.Millisecond, Interval: 5 * time.Millisecond}
+	c := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "ch2", QPS: 2000, Burst: 100, Workers: 4, Sync: v, PerChange: true}
+	ctx := context.Background()
+	spec := datapath.Spec{Services: datapath.DummyServices(3, 2)}
+	if _, err := c.Program(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Verify(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.freeze()
+	eps := slices.Clone(spec.Services[1].Endpoints)
+	eps[0].IP = netip.MustParseAddr("198.18.250.1")
+	spec.Services[1].Endpoints = eps
+	if _, err := c.Program(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Verify(ctx)
+	if err == nil || !strings.Contains(err.Error(), "endpoint 198.18.250.1:") || !strings.Contains(err.Error(), "not there") {
+		t.Fatalf("Verify with a replacement the node never shows: %v", err)
+	}
+	t.Log(err)
+	p.thaw()
+	if _, err := c.Verify(ctx); err != nil {
+		t.Fatalf("once the node shows it: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lagProbe is a node probe of kube-proxy's nftables mode that shows the
+// API server's dummy Services and their endpoints as they were lag ago
+// (each read records the API state; a read answers with the newest state
+// at least lag old), with keys and endpoint keys as the real probe's.
+type lagProbe struct {
+	cs  *fake.Clientset
+	lag time.Duration
+
+	mu     sync.Mutex
+	states []apiState
+	frozen *apiState
+}
+
+type apiState struct {
+	at       time.Time
+	services map[string]corev1.Service
+	eps      map[string][]datapath.Endpoint
+}
+
+func (p *lagProbe) snapshot() (apiState, error) {
+	st := apiState{at: time.Now(), services: map[string]corev1.Service{}, eps: map[string][]datapath.Endpoint{}}
+	l, err := p.cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("services"), corev1.SchemeGroupVersion.WithKind("Service"), testNS)
+	if err != nil {
+		return st, err
+	}
+	sl, err := p.cs.Tracker().List(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), testNS)
+	if err != nil {
+		return st, err
+	}
+	for _, s := range l.(*corev1.ServiceList).Items {
+		if s.Labels[LabelRole] == "scale" {
+			st.services[s.Name] = s
+		}
+	}
+	for _, s := range sl.(*discoveryv1.EndpointSliceList).Items {
+		name := s.Labels[discoveryv1.LabelServiceName]
+		for _, ep := range s.Endpoints {
+			st.eps[name] = append(st.eps[name], datapath.Endpoint{IP: netip.MustParseAddr(ep.Addresses[0]), Port: uint16(*s.Ports[0].Port)})
+		}
+	}
+	return st, nil
+}
+
+// shown is the state a read shows now.
+func (p *lagProbe) shown() (apiState, error) {
+	st, err := p.snapshot()
+	if err != nil {
+		return st, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.frozen != nil {
+		return *p.frozen, nil
+	}
+	p.states = append(p.states, st)
+	var out apiState
+	for _, s := range p.states {
+		if time.Since(s.at) >= p.lag {
+			out = s
+		}
+	}
+	return out, nil
+}
+
+func (p *lagProbe) freeze() {
+	st, _ := p.shown()
+	p.mu.Lock()
+	p.frozen = &st
+	p.mu.Unlock()
+}
+
+func (p *lagProbe) thaw() {
+	p.mu.Lock()
+	p.frozen = nil
+	p.mu.Unlock()
+}
+
+// visible is what the node holds now: Service → endpoints (Services with
+// endpoints only, as kube-proxy programs them).
+func (p *lagProbe) visible() map[string][]datapath.Endpoint {
+	st, _ := p.shown()
+	out := map[string][]datapath.Endpoint{}
+	for name := range st.services {
+		if eps := st.eps[name]; len(eps) > 0 {
+			out[name] = eps
+		}
+	}
+	return out
+}
+
+func (p *lagProbe) NodeServices(_ context.Context, endpointsOf ...string) (*nodeprobe.Report, error) {
+	st, err := p.shown()
+	if err != nil {
+		return nil, err
+	}
+	rep := &nodeprobe.Report{Node: "n1", Datapath: nodeprobe.KubeProxyNFTables, EndpointKeysRead: len(endpointsOf) > 0}
+	for name, s := range st.services {
+		eps := st.eps[name]
+		if len(eps) == 0 {
+			continue
+		}
+		ip, _ := netip.ParseAddr(s.Spec.ClusterIP)
+		pt := s.Spec.Ports[0]
+		sp := nodeprobe.ServicePort{Namespace: s.Namespace, Name: s.Name, PortName: pt.Name, Protocol: string(pt.Protocol), ClusterIP: ip, Port: uint16(pt.Port)}
+		rep.Keys = append(rep.Keys, nodeprobe.Key(rep.Datapath, sp))
+		rep.Services++
+		rep.Endpoints += len(eps)
+		if slices.Contains(endpointsOf, s.Namespace+"/"+s.Name) {
+			for _, ep := range eps {
+				rep.EndpointKeys = append(rep.EndpointKeys, nodeprobe.EndpointKey(rep.Datapath, sp, netip.AddrPortFrom(ep.IP, ep.Port)))
+			}
+		}
+	}
+	return rep, nil
+}

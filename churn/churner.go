@@ -26,7 +26,7 @@ type Churner struct {
 	dp      datapath.Datapath
 	partial bool
 	minSync time.Duration
-	drain   time.Duration // how long Stop waits for the last changes to be held
+	drain   time.Duration  // how long Stop waits for the last changes to be held
 	async   datapath.Async // nil: Program returns once the nodes hold the spec
 
 	mu       sync.Mutex
@@ -45,7 +45,7 @@ type Churner struct {
 	awaiting int            // changes in those waits
 	unheld   int            // changes whose wait failed in this window
 	window   int            // counts Starts
-	maxLate  time.Duration // the generator's largest lateness in the window
+	maxLate  time.Duration  // the generator's largest lateness in the window
 	start    time.Time
 }
 

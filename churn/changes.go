@@ -2,7 +2,6 @@ package churn
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 
 	"github.com/cnibench/cnibench/datapath"
@@ -126,14 +125,10 @@ func (s *state) change() Change {
 // EndpointSlice is updated rather than a new one made per port.
 func (s *state) newEndpoint(eps []datapath.Endpoint) datapath.Endpoint {
 	space := 1 << (32 - datapath.DummyEndpointCIDR.Bits())
-	base := datapath.DummyEndpointCIDR.Addr().As4()
 	for {
 		s.fresh++
-		a := base
-		off := s.fresh % space
-		a[2] += byte(off >> 8)
-		a[3] += byte(off)
-		ep := datapath.Endpoint{IP: netip.AddrFrom4(a), Port: eps[0].Port}
+		a := datapath.AddOffset(datapath.DummyEndpointCIDR.Addr(), s.fresh%space)
+		ep := datapath.Endpoint{IP: a, Port: eps[0].Port}
 		if !slices.Contains(eps, ep) {
 			return ep
 		}

@@ -119,6 +119,15 @@ func TestAchievedRateIsTheRequested(t *testing.T) {
 	if r.Held != r.Made || r.Pending != 0 || len(r.LatenciesMs) != r.Held {
 		t.Errorf("made %d, held %d, pending %d, %d latencies", r.Made, r.Held, r.Pending, len(r.LatenciesMs))
 	}
+	// Change k was made at k/40 s into the window (its timeline).
+	if len(r.ChangesAtMs) != r.Held || r.Start.IsZero() {
+		t.Fatalf("%d change times for %d changes held, start %v", len(r.ChangesAtMs), r.Held, r.Start)
+	}
+	for k, at := range r.ChangesAtMs {
+		if want := float64(k+1) * 25; at < want-1 || at > want+20 {
+			t.Errorf("change %d made at %.1f ms into the window, want about %.0f", k+1, at, want)
+		}
+	}
 	if !f.partial || !r.Partial {
 		t.Error("partial syncs were not turned on after the first full sync")
 	}

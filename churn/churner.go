@@ -123,6 +123,9 @@ func (c *Churner) Start(ctx context.Context) {
 		c.wake <- struct{}{} // changes a previous window left: synced first, not counted here
 	}
 	c.start = time.Now()
+	c.mu.Lock()
+	c.res.Start = c.start
+	c.mu.Unlock()
 	go c.generate(ctx)
 	go c.syncLoop(ctx)
 }
@@ -376,6 +379,7 @@ func (c *Churner) held(ms []made, done time.Time) []Change {
 			continue
 		}
 		c.res.LatenciesMs = append(c.res.LatenciesMs, float64(done.Sub(m.at))/float64(time.Millisecond))
+		c.res.ChangesAtMs = append(c.res.ChangesAtMs, float64(m.at.Sub(c.res.Start))/float64(time.Millisecond))
 		out = append(out, m.Change)
 		c.res.Held++
 	}

@@ -42,8 +42,13 @@ type Result struct {
 
 	// LatenciesMs is, per change held, the time from the change being
 	// made until the first sync that carried it was held by every node's
-	// kernel (Program returned; for an asynchronous datapath, its Verify).
+	// kernel (Program returned; for an asynchronous datapath, its wait).
 	LatenciesMs []float64 `json:"programming_latency_ms"`
+	// Start is when the window began and ChangesAtMs, per change held (as
+	// LatenciesMs), when it was made, in ms from Start: a report's
+	// timeline puts them beside the traffic's.
+	Start       time.Time `json:"start,omitzero"`
+	ChangesAtMs []float64 `json:"changes_at_ms,omitempty"`
 	P50Ms       float64   `json:"programming_latency_p50_ms"`
 	P99Ms       float64   `json:"programming_latency_p99_ms"`
 	MaxMs       float64   `json:"programming_latency_max_ms"`

@@ -35,14 +35,14 @@ func DummyServices(n, endpoints int) []Service {
 	epSpace := 1 << (32 - DummyEndpointCIDR.Bits())
 	next := 0
 	for i := range n {
-		vip := addOffset(ServiceCIDR.Addr(), 256+i%vipsPerPort)
+		vip := AddOffset(ServiceCIDR.Addr(), 256+i%vipsPerPort)
 		port := uint16(80 + i/vipsPerPort)
 		s := Service{Namespace: "scale", Name: fmt.Sprintf("svc-%d", i), PortName: "http",
 			VIP: vip, Port: port, Protocol: TCP, Endpoints: make([]Endpoint, endpoints)}
 		for j := range endpoints {
 			off := next % epSpace
 			next++
-			s.Endpoints[j] = Endpoint{IP: addOffset(netip.AddrFrom4(epBase), off), Port: uint16(8080 + (next/epSpace)%1000)}
+			s.Endpoints[j] = Endpoint{IP: AddOffset(netip.AddrFrom4(epBase), off), Port: uint16(8080 + (next/epSpace)%1000)}
 		}
 		svcs = append(svcs, s)
 	}
@@ -51,7 +51,7 @@ func DummyServices(n, endpoints int) []Service {
 
 // TestVIP is the ClusterIP of the i-th test Service (the ones real
 // traffic goes to), from 198.18.128.0/24.
-func TestVIP(i int) netip.Addr { return addOffset(ServiceCIDR.Addr(), 1+i) }
+func TestVIP(i int) netip.Addr { return AddOffset(ServiceCIDR.Addr(), 1+i) }
 
 // Positions of the test Services among the dummies.
 const (
@@ -181,7 +181,8 @@ func (s Spec) Endpoints() int {
 	return n
 }
 
-func addOffset(a netip.Addr, off int) netip.Addr {
+// AddOffset is the IPv4 address off after a, with the carry.
+func AddOffset(a netip.Addr, off int) netip.Addr {
 	b := a.As4()
 	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 	v += uint32(off)

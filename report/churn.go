@@ -68,6 +68,9 @@ type ChurnScenario struct {
 	// MemoryBytes is the datapath's state (ruleset or BPF maps) at the
 	// steady state.
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// Timeline is one round's HTTP sample with and without churn, bucket
+	// by bucket, beside the churn's changes.
+	Timeline *ChurnTimeline `json:"timeline,omitempty"`
 }
 
 // ChurnPerCore is a test's work per CPU-second of the CPUs the client and
@@ -162,6 +165,9 @@ func buildChurn(rep *Report, run *results.Run) *Churn {
 			cs.SyncCPUPerChange = Num(float64(cpu) / float64(cs.Held) / float64(time.Millisecond))
 		}
 		cs.Effects, cs.PerCore, cs.Against = churnEffects(rep, sc.Scenario)
+		if cs.Against != "" {
+			cs.Timeline = churnTimeline(run, sc.Scenario, cs.Against)
+		}
 		if cs.Failures > 0 || cs.Confirmed < cs.Windows {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: the churn's datapath was not as asked in %d of %d samples (%d failed syncs or read-backs; first: %s): those samples measured a churn that did not fully happen",
 				sc.Scenario, cs.Windows-cs.Confirmed, cs.Windows, cs.Failures, cs.FirstError))
@@ -295,6 +301,9 @@ func (c *Churn) lines() (heads []string, bodies [][]string) {
 			body = append(body, fmt.Sprintf("%s per core-second of the client's and server's CPUs: %s without churn, %s with (kernel time included); %s and %s with softirq left out",
 				p.Test+" "+p.Unit, fn(p.Without), fn(p.With), fn(p.WithoutNoIRQ), fn(p.WithNoIRQ)))
 		}
+		if s.Timeline != nil {
+			body = append(body, s.Timeline.line())
+		}
 		for _, e := range s.Effects {
 			d := "no verdict"
 			if e.Delta != nil {
@@ -334,7 +343,17 @@ func htmlChurn(c *Churn) template.HTML {
 		return ""
 	}
 	heads, bodies := c.lines()
-	return htmlBullets("Churn", churnAboutLine(c), heads, bodies)
+	out := htmlBullets("Churn", churnAboutLine(c), heads, bodies)
+	for _, s := range c.Scenarios {
+		if s.Timeline == nil {
+			continue
+		}
+		var b strings.Builder
+		if err := lineChartsTmpl.Execute(&b, struct{ Charts []lineChart }{s.Timeline.charts(s.Scenario, s.Against)}); err == nil {
+			out += template.HTML("<h3>" + template.HTMLEscapeString(s.Scenario+": timeline") + "</h3>" + b.String())
+		}
+	}
+	return out
 }
 
 func fn(n Num) string { return fmtNum(float64(n)) }

@@ -5,7 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cnibench/cnibench/churn"
+	"github.com/cnibench/cnibench/engine/httpload/httpapi"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
 )
@@ -119,5 +122,45 @@ func TestChurnOnClusterWording(t *testing.T) {
 	}
 	if strings.Contains(md, "every node's kernel") {
 		t.Errorf("a cluster's churn report speaks of the lab's kernel read-back")
+	}
+}
+
+// The timeline lays one round's churned HTTP sample beside its twin's,
+// bucket by bucket, with each change at the time it was made (from the
+// churn window's start to the measured interval's): the last round that
+// has both; the HTML report draws it, the Markdown says its extremes.
+func TestChurnTimeline(t *testing.T) {
+	start := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	tl := func(reqs ...int64) *httpapi.Timeline {
+		return &httpapi.Timeline{BucketMs: 250, Requests: reqs, Errors: make([]int64, len(reqs)), P99Ms: []float64{2, 2, 9, 2}}
+	}
+	sample := func(round int, t *httpapi.Timeline, c *churn.Result) results.Sample {
+		return results.Sample{Round: round, HTTP: &httpapi.Result{Start: start.Add(time.Duration(round) * time.Minute), Timeline: t}, Churn: c}
+	}
+	ch := &churn.Result{Start: start.Add(2*time.Minute - 500*time.Millisecond), ChangesAtMs: []float64{100, 600, 1100, 2000}, LatenciesMs: []float64{900, 950, 1000, 800}}
+	run := &results.Run{Results: []results.Result{
+		{Scenario: "kp", Test: "HTTP_RPS_SHORT_C64", Samples: []results.Sample{sample(1, tl(100, 100, 100, 100), nil), sample(2, tl(100, 100, 100, 100), nil)}},
+		{Scenario: "kp+churn", Test: "HTTP_RPS_SHORT_C64", Samples: []results.Sample{sample(1, nil, ch), sample(2, tl(100, 90, 40, 100), ch)}},
+	}}
+	got := churnTimeline(run, "kp+churn", "kp")
+	if got == nil || got.Round != 2 || got.Test != "HTTP_RPS_SHORT_C64" {
+		t.Fatalf("timeline %+v, want round 2 (round 1's churned sample has none)", got)
+	}
+	if !slices.Equal(got.RateWith, []float64{400, 360, 160, 400}) || !slices.Equal(got.RateNo, []float64{400, 400, 400, 400}) {
+		t.Errorf("rates %v / %v per second", got.RateWith, got.RateNo)
+	}
+	// The window began 0.5 s before the measured interval: the change at
+	// 100 ms is before it, 2,000 ms is past its 1 s.
+	if !slices.Equal(got.ChangesS, []float64{0.1, 0.6}) || !slices.Equal(got.LatencyMs, []float64{950, 1000}) {
+		t.Errorf("changes at %v s with latencies %v ms", got.ChangesS, got.LatencyMs)
+	}
+	if l := got.line(); !strings.Contains(l, "request rate lowest 160/s with churn, 400/s without; p99 highest 9.00 ms with churn, 9.00 ms without; 2 changes") {
+		t.Errorf("line: %s", l)
+	}
+	html := string(htmlChurn(&Churn{Scenarios: []ChurnScenario{{Scenario: "kp+churn", Against: "kp", Timeline: got}}}))
+	for _, want := range []string{"kp+churn: timeline", "HTTP_RPS_SHORT_C64 requests/s per 250 ms, round 2", "Programming latency (ms) of each change", "seconds into the measured interval", "<circle"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
 	}
 }

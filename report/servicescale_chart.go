@@ -19,6 +19,14 @@ type lineChart struct {
 type lineSeries struct {
 	Name, Colour, Points string
 	Dots                 []dot
+	NoLine               bool // dots only (events, not a curve)
+}
+
+// xAxis is a line chart's x axis: from 0 to Max, ticks labelled by Tick.
+type xAxis struct {
+	Max   float64
+	Label string
+	Tick  func(float64) string
 }
 
 type dot struct {
@@ -56,10 +64,16 @@ func (ss *ServiceScale) charts() []lineChart {
 	}
 }
 
-// drawLines plots the series; logY allows a log axis for wide ranges.
+// drawLines plots the series against Services; logY allows a log axis
+// for wide ranges.
 func drawLines(title string, names []string, data [][2][]float64, logY bool, label func(float64) string) lineChart {
+	return drawLinesOn(xAxis{Label: "Services", Tick: func(x float64) string { return thousands(int(math.Round(x))) }}, title, names, data, logY, label)
+}
+
+// drawLinesOn plots the series on axis x (its Max widened to the data's).
+func drawLinesOn(x xAxis, title string, names []string, data [][2][]float64, logY bool, label func(float64) string) lineChart {
 	c := lineChart{Title: title, W: lcW, H: lcH}
-	xmax, ymin, ymax := 0.0, math.Inf(1), 0.0
+	xmax, ymin, ymax := x.Max, math.Inf(1), 0.0
 	for _, d := range data {
 		for i := range d[0] {
 			xmax = math.Max(xmax, d[0][i])
@@ -109,10 +123,10 @@ func drawLines(title string, names []string, data [][2][]float64, logY bool, lab
 	}
 	c.Grid = append(c.Grid, line{lcLeft, lcTop, lcLeft, lcH - lcBottom, "axis"}, line{lcLeft, lcH - lcBottom, lcW - lcRight, lcH - lcBottom, "axis"})
 	for i := 0; i <= 4; i++ {
-		x := xmax * float64(i) / 4
-		c.Texts = append(c.Texts, text{px(x), lcH - lcBottom + 14, "middle", "tick", thousands(int(math.Round(x)))})
+		v := xmax * float64(i) / 4
+		c.Texts = append(c.Texts, text{px(v), lcH - lcBottom + 14, "middle", "tick", x.Tick(v)})
 	}
-	c.Texts = append(c.Texts, text{lcLeft + int(pw/2), lcH - 4, "middle", "muted", "Services"})
+	c.Texts = append(c.Texts, text{lcLeft + int(pw/2), lcH - 4, "middle", "muted", x.Label})
 	if log {
 		c.Texts = append(c.Texts, text{lcW - lcRight, lcTop + 10, "end", "muted", "log scale"})
 	}
@@ -120,9 +134,9 @@ func drawLines(title string, names []string, data [][2][]float64, logY bool, lab
 		s := lineSeries{Name: names[i], Colour: colour(i)}
 		var pts []string
 		for j := range d[0] {
-			x, y := px(d[0][j]), py(d[1][j])
-			pts = append(pts, fmt.Sprintf("%d,%d", x, y))
-			s.Dots = append(s.Dots, dot{x, y, s.Colour, fmt.Sprintf("%s: %s at %s Services", names[i], label(d[1][j]), thousands(int(d[0][j])))})
+			cx, cy := px(d[0][j]), py(d[1][j])
+			pts = append(pts, fmt.Sprintf("%d,%d", cx, cy))
+			s.Dots = append(s.Dots, dot{cx, cy, s.Colour, fmt.Sprintf("%s: %s at %s %s", names[i], label(d[1][j]), x.Tick(d[0][j]), x.Label)})
 		}
 		s.Points = strings.Join(pts, " ")
 		c.Series = append(c.Series, s)

@@ -244,17 +244,23 @@ func markdownServiceScale(b *strings.Builder, ss *ServiceScale) {
 	}
 }
 
-var scaleTmpl = template.Must(template.New("scale").Parse(`<h2 id="service-scale">Service scale</h2>
-<p class="about">Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service (other-node, or same-node on a one-node target: each table says which). On clusters, API writes and node sync are the two parts of a step, and the per-Service latency runs from a Service's last API write until every node's datapath held it (polled: late by up to the ± interval). Median over rounds; each value with its change against step 0 and its verdict against step 0 (unpaired: Mann-Whitney with the Hodges-Lehmann shift; significant only when its interval excludes no change and it survives the report's false-discovery control).</p>
-<ul>{{range .Findings}}<li>{{.}}</li>{{end}}</ul>
-<div class="charts">{{range .Charts}}<figure style="width:{{.W}}px"><figcaption>{{.Title}}</figcaption>
+// lineChartsHTML draws .Charts ([]lineChart) as SVG figures.
+const lineChartsHTML = `<div class="charts">{{range .Charts}}<figure style="width:{{.W}}px"><figcaption>{{.Title}}</figcaption>
 <svg width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" role="img" aria-label="{{.Title}}">
 {{range .Grid}}<line x1="{{.X1}}" y1="{{.Y1}}" x2="{{.X2}}" y2="{{.Y2}}" class="{{.Class}}" shape-rendering="crispEdges"/>{{end}}
-{{range .Series}}<polyline points="{{.Points}}" fill="none" stroke="{{.Colour}}" stroke-width="2"/>{{range .Dots}}<circle cx="{{.X}}" cy="{{.Y}}" r="3" fill="{{.Colour}}"><title>{{.Tip}}</title></circle>{{end}}{{end}}
+{{range .Series}}{{if not .NoLine}}<polyline points="{{.Points}}" fill="none" stroke="{{.Colour}}" stroke-width="2"/>{{end}}{{range .Dots}}<circle cx="{{.X}}" cy="{{.Y}}" r="3" fill="{{.Colour}}"><title>{{.Tip}}</title></circle>{{end}}{{end}}
 {{range .Texts}}<text x="{{.X}}" y="{{.Y}}" text-anchor="{{.Anchor}}" class="{{.Class}}">{{.S}}</text>{{end}}
 </svg>
 <div class="legend">{{range .Series}}<span><svg width="12" height="12" style="display:inline-block;vertical-align:-1px;margin-right:6px"><rect width="12" height="12" fill="{{.Colour}}"/></svg>{{.Name}}</span>{{end}}</div>
-</figure>{{end}}</div>
+</figure>{{end}}</div>`
+
+// lineChartsTmpl renders a []lineChart alone (the churn's timeline).
+var lineChartsTmpl = template.Must(template.New("lines").Parse(lineChartsHTML))
+
+var scaleTmpl = template.Must(template.New("scale").Parse(`<h2 id="service-scale">Service scale</h2>
+<p class="about">Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service (other-node, or same-node on a one-node target: each table says which). On clusters, API writes and node sync are the two parts of a step, and the per-Service latency runs from a Service's last API write until every node's datapath held it (polled: late by up to the ± interval). Median over rounds; each value with its change against step 0 and its verdict against step 0 (unpaired: Mann-Whitney with the Hodges-Lehmann shift; significant only when its interval excludes no change and it survives the report's false-discovery control).</p>
+<ul>{{range .Findings}}<li>{{.}}</li>{{end}}</ul>
+` + lineChartsHTML + `
 {{range .Tables}}<h3>{{.Title}}</h3>
 <div style="overflow-x:auto"><table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range $i, $c := .}}<td{{if $i}} class="num"{{end}}>{{$c}}</td>{{end}}</tr>

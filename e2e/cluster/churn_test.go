@@ -76,8 +76,10 @@ func TestChurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(md), "## Churn") {
-		t.Errorf("report.md has no Churn section")
+	for _, want := range []string{"## Churn", "changes written to the API server as they come", "timeline of round 1's HTTP_RPS_SHORT_C64 in 250 ms buckets"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
 	}
 	e.waitGone(t, "cnibench", false)
 }

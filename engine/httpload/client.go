@@ -229,6 +229,11 @@ func (r *run) result(w window.Window) (*Result, error) {
 	if res.LatencyUncorrected, err = stats.Summarize(hu); err != nil {
 		return nil, err
 	}
+	var tls []*timeline
+	for _, l := range r.loops {
+		tls = append(tls, l.tl)
+	}
+	res.Timeline = mergeTimelines(tls)
 	c := w.CPU(SaturatedUtil)
 	res.ClientCPUUserSec, res.ClientCPUSysSec = c.User, c.Sys
 	res.ClientCPUs, res.ClientCPUUtil, res.ClientSaturated = c.CPUs, c.Util, c.Saturated

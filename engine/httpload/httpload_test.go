@@ -570,3 +570,39 @@ func TestServerErrors(t *testing.T) {
 		t.Errorf("Serve after cancel: %v after %s", err, time.Since(t0))
 	}
 }
+
+// The timeline cuts the measured interval in buckets: at a fixed 200 QPS
+// for 1 s, four 250 ms buckets of about 50 requests that add up to the
+// sample's; against an overloaded server the corrected p99 of each bucket
+// grows as the schedule's queue does.
+func TestTimeline(t *testing.T) {
+	url := startServer(t, &Server{})
+	r, err := Run(context.Background(), Options{URL: url, Duration: ms(1000), Warmup: ms(100), Connections: 4, KeepAlive: true, QPS: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := r.Timeline
+	if tl == nil || tl.BucketMs != 250 || len(tl.Requests) != 4 || len(tl.Errors) != 4 || len(tl.P99Ms) != 4 {
+		t.Fatalf("timeline %+v, want 4 buckets of 250 ms", tl)
+	}
+	var sum int64
+	for i, n := range tl.Requests {
+		sum += n
+		if n < 40 || n > 60 || tl.Errors[i] != 0 || tl.P99Ms[i] <= 0 {
+			t.Errorf("bucket %d: %d requests, %d errors, p99 %g ms; want about 50, none, a p99", i, n, tl.Errors[i], tl.P99Ms[i])
+		}
+	}
+	if sum != r.Requests {
+		t.Errorf("buckets add up to %d requests, the sample has %d", sum, r.Requests)
+	}
+
+	slow := startServer(t, &Server{Delay: 5 * time.Millisecond})
+	r, err = Run(context.Background(), Options{URL: slow, Duration: ms(1000), Connections: 2, KeepAlive: true, QPS: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Timeline.P99Ms
+	if len(p) != 4 || p[3] < 3*p[0] {
+		t.Errorf("overloaded server: bucket p99s %v ms, want the last well above the first (the queue grows)", p)
+	}
+}

@@ -59,10 +59,11 @@ type loop struct {
 	sa     unix.Sockaddr // own copy: unix.Connect writes into it
 	conns  []*econn
 	lastGo int64
+	tl     *timeline
 }
 
 func newLoop(r *run) (*loop, error) {
-	l := &loop{r: r}
+	l := &loop{r: r, tl: newTimeline(time.Duration(r.o.Duration))}
 	_, l.sa = sockaddr(r.raddr.IP, r.raddr.Port)
 	if err := l.ep.Init(); err != nil {
 		return nil, err
@@ -318,6 +319,10 @@ func (l *loop) complete(c *econn) {
 		}
 		w.codes[c.p.status]++
 		stats.Record(w.hist, time.Duration(now-c.intended))
+		l.tl.request(now-r.measFrom, time.Duration(now-c.intended))
+		if c.p.status != 200 {
+			l.tl.failure(now - r.measFrom)
+		}
 		if w.histU != nil {
 			stats.Record(w.histU, time.Duration(now-c.t0))
 		}
@@ -351,6 +356,7 @@ func (l *loop) fail(c *econn, err error, now int64) {
 	c.state = stIdle
 	if r.inWindow(now) && !r.stop.Load() {
 		c.w.noteError(err)
+		l.tl.failure(now - r.measFrom)
 	}
 	l.schedule(c, now, isConnectErr(err))
 }

@@ -23,6 +23,8 @@ type (
 	Errors = httpapi.Errors
 	// Result is what one client run measured.
 	Result = httpapi.Result
+	// Timeline is a Result's measured interval in buckets.
+	Timeline = httpapi.Timeline
 	// target is the parsed destination of Options.
 	target = httpapi.Target
 )

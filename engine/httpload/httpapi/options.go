@@ -314,4 +314,19 @@ type Result struct {
 	// used (nearly) all the CPU it had, so the rate may be the client's
 	// limit rather than the server's or the datapath's.
 	ClientSaturated bool `json:"client_saturated"`
+
+	// Timeline is the measured interval in buckets, to plot against what
+	// happened meanwhile (a churn's changes and syncs).
+	Timeline *Timeline `json:"timeline,omitempty"`
+}
+
+// Timeline is a measured interval cut in buckets of BucketMs from its
+// start: requests completed and failed in each, and the p99 of the
+// completed ones' (corrected) latency, at 2 significant digits (0 where
+// none completed).
+type Timeline struct {
+	BucketMs float64   `json:"bucket_ms"`
+	Requests []int64   `json:"requests"`
+	Errors   []int64   `json:"errors"`
+	P99Ms    []float64 `json:"p99_ms"`
 }

@@ -68,7 +68,10 @@ func TestProbeServesNodeServices(t *testing.T) {
 	}
 	// Asked for two Services' endpoints, the probe names their 4.
 	dummies := datapath.DummyServices(10, 2)
-	rep, err = c.NodeServices(ctx, dummies[2].Namespace+"/"+dummies[2].Name, dummies[5].Namespace+"/"+dummies[5].Name)
+	ref := func(s datapath.Service) string {
+		return nodeprobe.PortRef(nodeprobe.ServicePort{Namespace: s.Namespace, Name: s.Name, PortName: s.PortName, Protocol: string(s.Protocol)})
+	}
+	rep, err = c.NodeServices(ctx, ref(dummies[2]), ref(dummies[5]))
 	if err != nil {
 		t.Fatal(err)
 	}

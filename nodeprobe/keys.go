@@ -44,6 +44,26 @@ func Key(datapath string, s ServicePort) string {
 	return ""
 }
 
+// PortRef is how a probe request names a Service port whose endpoints it
+// asks for (Options.EndpointsOf): "namespace/name:portname/protocol".
+func PortRef(s ServicePort) string {
+	return s.Namespace + "/" + s.Name + ":" + s.PortName + "/" + strings.ToLower(s.Protocol)
+}
+
+// parsePortRef is PortRef's inverse (ClusterIP and Port are not in it).
+func parsePortRef(ref string) (ServicePort, bool) {
+	rest, proto, ok := strings.Cut(ref, ":")
+	if !ok {
+		return ServicePort{}, false
+	}
+	ns, name, ok1 := strings.Cut(rest, "/")
+	i := strings.LastIndex(proto, "/")
+	if !ok1 || i < 0 {
+		return ServicePort{}, false
+	}
+	return ServicePort{Namespace: ns, Name: name, PortName: proto[:i], Protocol: proto[i+1:]}, true
+}
+
 // EndpointKey names one endpoint of a Service port the way
 // Report.EndpointKeys does for a datapath kind, from the chain kube-proxy
 // makes for it (pkg/proxy/{iptables,nftables}/proxier.go):

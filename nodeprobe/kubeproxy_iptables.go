@@ -1,6 +1,12 @@
 package nodeprobe
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+)
 
 // kube-proxy's iptables mode chains (pkg/proxy/iptables/proxier.go) as
 // iptables-nft lays them out: table ip nat.
@@ -16,11 +22,10 @@ const (
 // table ip nat: Services are the Service ports with a KUBE-SVC-<hash> or
 // KUBE-SVL-<hash> chain (the same hash names both, so a port with both
 // policies counts once; ports without endpoints have neither), Endpoints
-// the KUBE-SEP-* chains. With endpoints, the hash of every KUBE-SEP-
-// chain is an endpoint key: the hash cannot be traced back to a Service,
-// and kube-proxy deletes a stale one in the restore that stops using it.
-func readKubeProxyIPT(chains []string, endpoints bool) (*reading, error) {
-	r := &reading{datapath: KubeProxyIPTables, endpointKeysRead: endpoints}
+// the KUBE-SEP-* chains. With endpointsOf, the endpoint keys of those
+// Service ports (liveSEPs).
+func readKubeProxyIPT(c nftLister, chains []string, endpointsOf []string) (*reading, error) {
+	r := &reading{datapath: KubeProxyIPTables}
 	ports := map[string]bool{}
 	seen := false
 	for _, ch := range chains {
@@ -33,9 +38,6 @@ func readKubeProxyIPT(chains []string, endpoints bool) (*reading, error) {
 			ports[strings.TrimPrefix(ch, iptSvcLocal)] = true
 		case strings.HasPrefix(ch, iptEndpointSEP):
 			r.endpoints++
-			if endpoints {
-				r.endpointKeys = append(r.endpointKeys, strings.TrimPrefix(ch, iptEndpointSEP))
-			}
 		}
 	}
 	if !seen {
@@ -45,5 +47,50 @@ func readKubeProxyIPT(chains []string, endpoints bool) (*reading, error) {
 	for h := range ports {
 		r.keys = append(r.keys, h)
 	}
+	if len(endpointsOf) > 0 {
+		var err error
+		if r.endpointKeys, err = liveSEPs(c, chains, endpointsOf); err != nil {
+			return nil, err
+		}
+		r.endpointKeysRead = true
+	}
 	return r, nil
+}
+
+// liveSEPs are the hashes of the KUBE-SEP chains the KUBE-SVC (or
+// KUBE-SVL) chain of each Service port of endpointsOf jumps to: its live
+// endpoints. A KUBE-SEP chain that is there is not enough: with more than
+// 1,000 endpoints kube-proxy deletes stale chains only once per sync
+// period. chains are table ip nat's.
+func liveSEPs(c nftLister, chains []string, endpointsOf []string) ([]string, error) {
+	table := &nftables.Table{Name: iptNATTable, Family: nftables.TableFamilyIPv4}
+	have := make(map[string]bool, len(chains))
+	for _, ch := range chains {
+		have[ch] = true
+	}
+	var keys []string
+	for _, ref := range endpointsOf {
+		sp, ok := parsePortRef(ref)
+		if !ok {
+			return nil, fmt.Errorf("kube-proxy iptables: %q is not namespace/name:port/protocol", ref)
+		}
+		h := Key(KubeProxyIPTables, sp)
+		for _, prefix := range []string{iptSvcCluster, iptSvcLocal} {
+			if !have[prefix+h] {
+				continue // no endpoints, or the other traffic policy
+			}
+			rules, err := c.GetRules(table, &nftables.Chain{Name: prefix + h, Table: table})
+			if err != nil {
+				return nil, fmt.Errorf("kube-proxy iptables: reading the rules of chain %s: %w", prefix+h, err)
+			}
+			for _, rule := range rules {
+				for _, e := range rule.Exprs {
+					if v, ok := e.(*expr.Verdict); ok && (v.Kind == expr.VerdictJump || v.Kind == expr.VerdictGoto) && strings.HasPrefix(v.Chain, iptEndpointSEP) {
+						keys = append(keys, strings.TrimPrefix(v.Chain, iptEndpointSEP))
+					}
+				}
+			}
+		}
+	}
+	return keys, nil
 }

@@ -53,8 +53,8 @@ func readKubeProxyNFT(c nftLister, chains []string, endpointsOf []string) (*read
 	return r, nil
 }
 
-// liveEndpoints are the keys of the endpoint chains of the Services
-// endpointsOf ("namespace/name") that have rules. kube-proxy flushes an
+// liveEndpoints are the keys of the endpoint chains of the Service ports
+// endpointsOf (PortRef) that have rules. kube-proxy flushes an
 // endpoint chain in the transaction that stops using it and deletes it
 // only in a sync a second or more later (kernels before 6.2 noticed the
 // last reference go late), so a chain that is there is not yet a live
@@ -62,8 +62,12 @@ func readKubeProxyNFT(c nftLister, chains []string, endpointsOf []string) (*read
 // Services: a chain is "endpoint-<hash>-namespace/name/proto/port__ip/port".
 func liveEndpoints(c nftLister, chains, endpointsOf []string) ([]string, error) {
 	asked := map[string]bool{}
-	for _, s := range endpointsOf {
-		asked[s] = true
+	for _, ref := range endpointsOf {
+		sp, ok := parsePortRef(ref)
+		if !ok {
+			return nil, fmt.Errorf("kube-proxy nftables: %q is not namespace/name:port/protocol", ref)
+		}
+		asked[sp.Namespace+"/"+sp.Name+"/"+sp.Protocol+"/"+sp.PortName] = true
 	}
 	table := &nftables.Table{Name: kpNFTTable, Family: nftables.TableFamilyIPv4}
 	var keys []string
@@ -72,9 +76,8 @@ func liveEndpoints(c nftLister, chains, endpointsOf []string) ([]string, error) 
 		if !ok || len(rest) < 10 || rest[8] != '-' {
 			continue
 		}
-		ns, after, _ := strings.Cut(rest[9:], "/")
-		name, _, _ := strings.Cut(after, "/")
-		if !asked[ns+"/"+name] {
+		port, _, _ := strings.Cut(rest[9:], "__")
+		if !asked[port] {
 			continue
 		}
 		rules, err := c.GetRules(table, &nftables.Chain{Name: ch, Table: table})

@@ -84,9 +84,10 @@ func TestReadIPTablesLegacyUnsupported(t *testing.T) {
 
 // Endpoint keys, asked for some Services, follow an endpoint replaced
 // (the counts stay the same): the new endpoint's key appears and the old
-// one's goes, for both kube-proxy layouts. In nftables mode a flushed
-// endpoint chain, as kube-proxy leaves a stale one for a second or more,
-// is not a live endpoint.
+// one's goes, for both kube-proxy layouts. A stale chain of the old
+// endpoint, as kube-proxy leaves one (nftables: flushed, deleted a second
+// or more later; iptables above 1,000 endpoints: unreferenced, deleted
+// once per sync period), is not a live endpoint.
 func TestReadEndpointKeys(t *testing.T) {
 	for _, mode := range []string{KubeProxyIPTables, KubeProxyNFTables} {
 		t.Run(mode, func(t *testing.T) {
@@ -103,7 +104,7 @@ func TestReadEndpointKeys(t *testing.T) {
 			spec := scaleSpec(20, 4)
 			program(t, d, spec)
 			asked := []*datapath.Service{&spec.Services[3], &spec.Services[7]}
-			names := []string{asked[0].Namespace + "/" + asked[0].Name, asked[1].Namespace + "/" + asked[1].Name}
+			names := []string{PortRef(servicePort(asked[0])), PortRef(servicePort(asked[1]))}
 			rep := readEndpoints(t, ns, names)
 			checkEndpointKeys(t, rep, asked, nil)
 
@@ -112,11 +113,19 @@ func TestReadEndpointKeys(t *testing.T) {
 			eps[1] = datapath.Endpoint{IP: netip.MustParseAddr("198.18.250.9"), Port: old.Port}
 			asked[0].Endpoints = eps
 			program(t, d, spec)
+			// kube-proxy's stale chain of the old endpoint.
+			oldKey := EndpointKey(mode, servicePort(asked[0]), netip.AddrPortFrom(old.IP, old.Port))
 			if mode == KubeProxyNFTables {
-				// kube-proxy's stale chain: flushed, not yet deleted.
-				stale := "endpoint-" + EndpointKey(mode, servicePort(asked[0]), netip.AddrPortFrom(old.IP, old.Port)) + "-" +
-					asked[0].Namespace + "/" + asked[0].Name + "/tcp/" + asked[0].PortName + "__" + old.IP.String() + "/" + strconv.Itoa(int(old.Port))
+				stale := "endpoint-" + oldKey + "-" + asked[0].Namespace + "/" + asked[0].Name + "/tcp/" + asked[0].PortName + "__" + old.IP.String() + "/" + strconv.Itoa(int(old.Port))
 				if _, err := nsexec.Run(t.Context(), ns, nil, "nft", "add", "chain", "ip", "kube-proxy", stale); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				stale := "KUBE-SEP-" + oldKey
+				if _, err := nsexec.Run(t.Context(), ns, nil, "iptables-nft", "-t", "nat", "-N", stale); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := nsexec.Run(t.Context(), ns, nil, "iptables-nft", "-t", "nat", "-A", stale, "-j", "DNAT", "-p", "tcp", "--to-destination", old.IP.String()+":"+strconv.Itoa(int(old.Port))); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -129,7 +138,8 @@ func TestReadEndpointKeys(t *testing.T) {
 	}
 }
 
-// readEndpoints reads ns asking for the endpoint keys of names.
+// readEndpoints reads ns asking for the endpoint keys of the Service
+// ports names (PortRef).
 func readEndpoints(t *testing.T, ns string, names []string) *Report {
 	t.Helper()
 	rep, err := Read(t.Context(), Options{Node: "node-t", NetNS: ns, BPFFS: t.TempDir(), EndpointsOf: names})
@@ -143,8 +153,8 @@ func readEndpoints(t *testing.T, ns string, names []string) *Report {
 }
 
 // checkEndpointKeys fails unless every endpoint of svcs has its key in
-// rep and none of gone (endpoints of svcs[0] no longer there) has; in
-// nftables mode the keys are exactly those of svcs.
+// rep and none of gone (endpoints of svcs[0] no longer there) has: the
+// keys are exactly those of svcs.
 func checkEndpointKeys(t *testing.T, rep *Report, svcs []*datapath.Service, gone []datapath.Endpoint) {
 	t.Helper()
 	have := map[string]bool{}
@@ -165,8 +175,8 @@ func checkEndpointKeys(t *testing.T, rep *Report, svcs []*datapath.Service, gone
 			t.Errorf("%s: endpoint %s of %s is gone but its key %s is reported", rep.Datapath, ep.IP, svcs[0].Name, k)
 		}
 	}
-	if rep.Datapath == KubeProxyNFTables && len(have) != n {
-		t.Errorf("nftables: %d endpoint keys, want the %d of the Services asked for", len(have), n)
+	if len(have) != n {
+		t.Errorf("%s: %d endpoint keys, want the %d of the Services asked for", rep.Datapath, len(have), n)
 	}
 }
 

@@ -71,6 +71,6 @@ func readKubeProxyFrom(c nftLister, endpointsOf []string) []kpResult {
 		}
 	}
 	nr, nerr := readKubeProxyNFT(c, byTable[kpNFTTable], endpointsOf)
-	ir, ierr := readKubeProxyIPT(byTable[iptNATTable], len(endpointsOf) > 0)
+	ir, ierr := readKubeProxyIPT(c, byTable[iptNATTable], endpointsOf)
 	return []kpResult{{nr, nerr}, {ir, ierr}}
 }

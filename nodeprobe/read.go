@@ -22,7 +22,7 @@ type Options struct {
 	// BPFFS is the BPF filesystem mount point; "" is DefaultBPFFS.
 	BPFFS string
 	// EndpointsOf, when set, asks for Report.EndpointKeys of these
-	// Services ("namespace/name").
+	// Service ports (PortRef).
 	EndpointsOf []string
 }
 

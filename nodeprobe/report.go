@@ -33,13 +33,14 @@ type Report struct {
 	// sweep can tell when each of its Services appeared on the node.
 	Keys []string `json:"keys,omitempty"`
 	// EndpointKeys name the endpoints the datapath holds live (see
-	// EndpointKey), read only when Options.EndpointsOf asks, for a churn
-	// to see an endpoint replaced (the counts stay the same):
-	// kube-proxy's iptables mode every KUBE-SEP chain (it deletes a stale
-	// one in the same restore); its nftables mode the endpoint chains of
-	// the Services asked for that still have rules (it flushes a stale one
-	// in the same transaction and deletes it a second or more later).
-	// EndpointKeysRead is false where they are not read (Cilium).
+	// EndpointKey) for the Service ports Options.EndpointsOf asks for, so
+	// a churn sees an endpoint replaced (the counts stay the same): in
+	// kube-proxy's iptables mode the KUBE-SEP chains its KUBE-SVC chain
+	// jumps to (above 1,000 endpoints it deletes stale chains only once
+	// per sync period), in its nftables mode the endpoint chains that
+	// still have rules (it flushes a stale one at once and deletes it a
+	// second or more later). EndpointKeysRead is false where they are not
+	// read (Cilium).
 	EndpointKeys     []string      `json:"endpoint_keys,omitempty"`
 	EndpointKeysRead bool          `json:"endpoint_keys_read,omitempty"`
 	ReadTime         time.Duration `json:"read_time"` // how long the read took

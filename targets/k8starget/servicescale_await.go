@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/nodeprobe"
 )
 
 // heldWait is one PerChange Program's changes until every node holds
@@ -207,7 +208,7 @@ func (c *ClusterServices) poll(ctx context.Context) {
 		var endpointsOf []string
 		for _, ck := range open {
 			if len(ck.want)+len(ck.gone) > 0 {
-				endpointsOf = append(endpointsOf, ck.port.Namespace+"/"+ck.port.Name)
+				endpointsOf = append(endpointsOf, nodeprobe.PortRef(ck.port))
 			}
 		}
 		failing, readAt, errs := c.readFailing(ctx, open, endpointsOf)

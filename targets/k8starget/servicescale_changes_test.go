@@ -239,7 +239,7 @@ func (p *lagProbe) NodeServices(_ context.Context, endpointsOf ...string) (*node
 		rep.Keys = append(rep.Keys, nodeprobe.Key(rep.Datapath, sp))
 		rep.Services++
 		rep.Endpoints += len(eps)
-		if slices.Contains(endpointsOf, s.Namespace+"/"+s.Name) {
+		if slices.Contains(endpointsOf, nodeprobe.PortRef(sp)) {
 			for _, ep := range eps {
 				rep.EndpointKeys = append(rep.EndpointKeys, nodeprobe.EndpointKey(rep.Datapath, sp, netip.AddrPortFrom(ep.IP, ep.Port)))
 			}

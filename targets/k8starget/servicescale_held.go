@@ -37,7 +37,7 @@ func (v *SyncVerifier) waitHeld(ctx context.Context, writesDone time.Time, want 
 	var endpointsOf []string
 	for _, ck := range checks {
 		if len(ck.want)+len(ck.gone) > 0 {
-			endpointsOf = append(endpointsOf, ck.port.Namespace+"/"+ck.port.Name)
+			endpointsOf = append(endpointsOf, nodeprobe.PortRef(ck.port))
 		}
 	}
 	return v.eachProbe(func(p NodeProbe) error {

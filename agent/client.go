@@ -54,13 +54,19 @@ func NewClient(name, control, token string) (*Client, error) {
 }
 
 // NodeServices asks a node-probe agent (`agent --node-probe`) what the
-// node's Service datapath holds now, with the endpoint keys of the
-// Services endpointsOf ("namespace/name") if any.
-func (c *Client) NodeServices(ctx context.Context, endpointsOf ...string) (*nodeprobe.Report, error) {
+// node's Service datapath holds now, and what q asks beyond the counts.
+func (c *Client) NodeServices(ctx context.Context, q nodeprobe.Query) (*nodeprobe.Report, error) {
 	var r nodeprobe.Report
 	path := PathNodeServices
-	if len(endpointsOf) > 0 {
-		path += "?" + url.Values{"endpoints": {strings.Join(endpointsOf, ",")}}.Encode()
+	v := url.Values{}
+	if q.Live {
+		v.Set("live", "1")
+	}
+	if len(q.EndpointsOf) > 0 {
+		v.Set("endpoints", strings.Join(q.EndpointsOf, ","))
+	}
+	if len(v) > 0 {
+		path += "?" + v.Encode()
 	}
 	if err := c.do(ctx, http.MethodGet, path, nil, &r); err != nil {
 		return nil, err

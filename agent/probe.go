@@ -60,16 +60,19 @@ type probeHandler struct {
 	mu   sync.Mutex // one read at a time: polls queue rather than load the node
 }
 
-// nodeServices reads the datapath now; ?endpoints=ns/name,ns/name asks
-// for the endpoint keys of those Services too. A datapath the probe cannot read
+// nodeServices reads the datapath now; ?live=1 asks for the Services in
+// use only, ?endpoints=ref,ref (nodeprobe.PortRef) for the endpoint keys
+// of those Service ports too. A datapath the probe cannot read
 // (kube-proxy on iptables-legacy) is 501 Not Implemented, which the client
 // turns back into an error wrapping errors.ErrUnsupported.
 func (p *probeHandler) nodeServices(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	opts := p.opts
-	if e := r.URL.Query().Get("endpoints"); e != "" {
-		opts.EndpointsOf = strings.Split(e, ",")
+	q := r.URL.Query()
+	opts.Query.Live = q.Get("live") == "1"
+	if e := q.Get("endpoints"); e != "" {
+		opts.Query.EndpointsOf = strings.Split(e, ",")
 	}
 	rep, err := nodeprobe.Read(r.Context(), opts)
 	switch {

@@ -52,11 +52,11 @@ func TestProbeServesNodeServices(t *testing.T) {
 	ctx := context.Background()
 
 	bad, _ := NewClient("probe", control, "wrong")
-	if _, err := bad.NodeServices(ctx); err == nil || !strings.Contains(err.Error(), "bad or missing agent token") {
+	if _, err := bad.NodeServices(ctx, nodeprobe.Query{}); err == nil || !strings.Contains(err.Error(), "bad or missing agent token") {
 		t.Fatalf("wrong token: %v, want refused", err)
 	}
 	c, _ := NewClient("probe", control, "s3cret")
-	rep, err := c.NodeServices(ctx)
+	rep, err := c.NodeServices(ctx, nodeprobe.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestProbeServesNodeServices(t *testing.T) {
 	ref := func(s datapath.Service) string {
 		return nodeprobe.PortRef(nodeprobe.ServicePort{Namespace: s.Namespace, Name: s.Name, PortName: s.PortName, Protocol: string(s.Protocol)})
 	}
-	rep, err = c.NodeServices(ctx, ref(dummies[2]), ref(dummies[5]))
+	rep, err = c.NodeServices(ctx, nodeprobe.Query{EndpointsOf: []string{ref(dummies[2]), ref(dummies[5])}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestProbeUnsupportedCrossesTheWire(t *testing.T) {
 	d = labtest.OrSkip(t, d, err)
 	labtest.Sync(t, d, datapath.Spec{Services: datapath.DummyServices(3, 2)}, "iptables-legacy")
 	c, _ := NewClient("probe", startProbe(t, ns, ""), "")
-	_, err = c.NodeServices(context.Background())
+	_, err = c.NodeServices(context.Background(), nodeprobe.Query{})
 	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "iptables-legacy") {
 		t.Fatalf("NodeServices on iptables-legacy: %v, want unsupported", err)
 	}

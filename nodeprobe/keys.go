@@ -45,7 +45,7 @@ func Key(datapath string, s ServicePort) string {
 }
 
 // PortRef is how a probe request names a Service port whose endpoints it
-// asks for (Options.EndpointsOf): "namespace/name:portname/protocol".
+// asks for (Query.EndpointsOf): "namespace/name:portname/protocol".
 func PortRef(s ServicePort) string {
 	return s.Namespace + "/" + s.Name + ":" + s.PortName + "/" + strings.ToLower(s.Protocol)
 }

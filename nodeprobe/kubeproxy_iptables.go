@@ -22,9 +22,10 @@ const (
 // table ip nat: Services are the Service ports with a KUBE-SVC-<hash> or
 // KUBE-SVL-<hash> chain (the same hash names both, so a port with both
 // policies counts once; ports without endpoints have neither), Endpoints
-// the KUBE-SEP-* chains. With endpointsOf, the endpoint keys of those
-// Service ports (liveSEPs).
-func readKubeProxyIPT(c nftLister, chains []string, endpointsOf []string) (*reading, error) {
+// the KUBE-SEP-* chains. Live, the Services are those KUBE-SERVICES jumps
+// to (liveServices); with q.EndpointsOf, the endpoint keys of those
+// Service ports too (liveSEPs).
+func readKubeProxyIPT(c nftLister, chains []string, q Query) (*reading, error) {
 	r := &reading{datapath: KubeProxyIPTables}
 	ports := map[string]bool{}
 	seen := false
@@ -47,14 +48,57 @@ func readKubeProxyIPT(c nftLister, chains []string, endpointsOf []string) (*read
 	for h := range ports {
 		r.keys = append(r.keys, h)
 	}
-	if len(endpointsOf) > 0 {
+	if q.Live {
+		live, err := liveServices(c)
+		if err != nil {
+			return nil, err
+		}
+		r.keys, r.services = live, len(live)
+	}
+	if len(q.EndpointsOf) > 0 {
 		var err error
-		if r.endpointKeys, err = liveSEPs(c, chains, endpointsOf); err != nil {
+		if r.endpointKeys, err = liveSEPs(c, chains, q.EndpointsOf); err != nil {
 			return nil, err
 		}
 		r.endpointKeysRead = true
 	}
 	return r, nil
+}
+
+// liveServices are the hashes of the KUBE-SVC (or KUBE-SVL) chains
+// KUBE-SERVICES jumps to: the Service ports kube-proxy serves now. Above
+// 1,000 endpoints it deletes a removed Service's chains only once per sync
+// period, so a chain being there does not say the Service is.
+func liveServices(c nftLister) ([]string, error) {
+	table := &nftables.Table{Name: iptNATTable, Family: nftables.TableFamilyIPv4}
+	rules, err := c.GetRules(table, &nftables.Chain{Name: iptServices, Table: table})
+	if err != nil {
+		return nil, fmt.Errorf("kube-proxy iptables: reading the rules of chain %s: %w", iptServices, err)
+	}
+	seen := map[string]bool{}
+	var keys []string
+	for _, t := range jumpTargets(rules) {
+		for _, prefix := range []string{iptSvcCluster, iptSvcLocal} {
+			if h, ok := strings.CutPrefix(t, prefix); ok && !seen[h] {
+				seen[h] = true
+				keys = append(keys, h)
+			}
+		}
+	}
+	return keys, nil
+}
+
+// jumpTargets are the chains rules jump or go to.
+func jumpTargets(rules []*nftables.Rule) []string {
+	var out []string
+	for _, rule := range rules {
+		for _, e := range rule.Exprs {
+			if v, ok := e.(*expr.Verdict); ok && (v.Kind == expr.VerdictJump || v.Kind == expr.VerdictGoto) {
+				out = append(out, v.Chain)
+			}
+		}
+	}
+	return out
 }
 
 // liveSEPs are the hashes of the KUBE-SEP chains the KUBE-SVC (or
@@ -83,11 +127,9 @@ func liveSEPs(c nftLister, chains []string, endpointsOf []string) ([]string, err
 			if err != nil {
 				return nil, fmt.Errorf("kube-proxy iptables: reading the rules of chain %s: %w", prefix+h, err)
 			}
-			for _, rule := range rules {
-				for _, e := range rule.Exprs {
-					if v, ok := e.(*expr.Verdict); ok && (v.Kind == expr.VerdictJump || v.Kind == expr.VerdictGoto) && strings.HasPrefix(v.Chain, iptEndpointSEP) {
-						keys = append(keys, strings.TrimPrefix(v.Chain, iptEndpointSEP))
-					}
+			for _, t := range jumpTargets(rules) {
+				if h, ok := strings.CutPrefix(t, iptEndpointSEP); ok {
+					keys = append(keys, h)
 				}
 			}
 		}

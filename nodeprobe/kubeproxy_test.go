@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,6 +122,20 @@ func TestReadEndpointKeys(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
+				// And a removed Service's KUBE-SVC chain, left for a sync
+				// period: not a live Service.
+				gone := Key(mode, ServicePort{Namespace: "scale", Name: "removed", PortName: "p", Protocol: "TCP"})
+				if _, err := nsexec.Run(t.Context(), ns, nil, "iptables-nft", "-t", "nat", "-N", "KUBE-SVC-"+gone); err != nil {
+					t.Fatal(err)
+				}
+				if slices.Contains(read(t, ns, "").Keys, gone) != true {
+					t.Error("a read that is not live does not see the stale KUBE-SVC chain: the test does not test")
+				}
+				defer func() {
+					if slices.Contains(rep.Keys, gone) {
+						t.Errorf("a live read reports the removed Service's stale KUBE-SVC chain")
+					}
+				}()
 				stale := "KUBE-SEP-" + oldKey
 				if _, err := nsexec.Run(t.Context(), ns, nil, "iptables-nft", "-t", "nat", "-N", stale); err != nil {
 					t.Fatal(err)
@@ -142,7 +157,7 @@ func TestReadEndpointKeys(t *testing.T) {
 // ports names (PortRef).
 func readEndpoints(t *testing.T, ns string, names []string) *Report {
 	t.Helper()
-	rep, err := Read(t.Context(), Options{Node: "node-t", NetNS: ns, BPFFS: t.TempDir(), EndpointsOf: names})
+	rep, err := Read(t.Context(), Options{Node: "node-t", NetNS: ns, BPFFS: t.TempDir(), Query: Query{EndpointsOf: names}})
 	if err != nil {
 		t.Fatal(err)
 	}

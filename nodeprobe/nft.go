@@ -46,20 +46,20 @@ type nftLister interface {
 }
 
 // readKubeProxy reads both kube-proxy layouts in the namespace at netns
-// ("" = the probe's own), with the endpoint keys of endpointsOf.
-func readKubeProxy(netns string, endpointsOf []string) []kpResult {
+// ("" = the probe's own), as q asks.
+func readKubeProxy(netns string, q Query) []kpResult {
 	c, err := nftConn(netns)
 	if err != nil {
 		return []kpResult{{err: fmt.Errorf("kube-proxy: %w", err)}}
 	}
 	defer c.CloseLasting()
-	return readKubeProxyFrom(c, endpointsOf)
+	return readKubeProxyFrom(c, q)
 }
 
 // readKubeProxyFrom reads both kube-proxy layouts from one dump of the
 // IPv4 chains, nftables mode first: kube-proxy deletes the other mode's
 // objects when it starts, so normally at most one is there.
-func readKubeProxyFrom(c nftLister, endpointsOf []string) []kpResult {
+func readKubeProxyFrom(c nftLister, q Query) []kpResult {
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
 	if err != nil {
 		return []kpResult{{err: fmt.Errorf("kube-proxy: listing nftables chains: %w", err)}}
@@ -70,7 +70,7 @@ func readKubeProxyFrom(c nftLister, endpointsOf []string) []kpResult {
 			byTable[ch.Table.Name] = append(byTable[ch.Table.Name], ch.Name)
 		}
 	}
-	nr, nerr := readKubeProxyNFT(c, byTable[kpNFTTable], endpointsOf)
-	ir, ierr := readKubeProxyIPT(c, byTable[iptNATTable], endpointsOf)
+	nr, nerr := readKubeProxyNFT(c, byTable[kpNFTTable], q.EndpointsOf)
+	ir, ierr := readKubeProxyIPT(c, byTable[iptNATTable], q)
 	return []kpResult{{nr, nerr}, {ir, ierr}}
 }

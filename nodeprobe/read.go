@@ -21,9 +21,20 @@ type Options struct {
 	NetNS string
 	// BPFFS is the BPF filesystem mount point; "" is DefaultBPFFS.
 	BPFFS string
-	// EndpointsOf, when set, asks for Report.EndpointKeys of these
-	// Service ports (PortRef).
-	EndpointsOf []string
+	// Query asks for more than the counts.
+	Query Query
+}
+
+// Query asks a probe for what a churn needs beyond a sweep's counts.
+type Query struct {
+	// Live: Report.Keys (and Services) name only the Service ports the
+	// datapath uses now: kube-proxy's iptables mode above 1,000 endpoints
+	// leaves a removed Service's KUBE-SVC chain for a sync period, so in
+	// this mode its Services are the chains KUBE-SERVICES jumps to.
+	Live bool `json:"live,omitempty"`
+	// EndpointsOf asks for Report.EndpointKeys of these Service ports
+	// (PortRef); it implies Live.
+	EndpointsOf []string `json:"endpoints_of,omitempty"`
 }
 
 // reading is what one datapath reader found.
@@ -78,7 +89,10 @@ func Read(ctx context.Context, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for _, r := range readKubeProxy(o.NetNS, o.EndpointsOf) {
+	if len(o.Query.EndpointsOf) > 0 {
+		o.Query.Live = true
+	}
+	for _, r := range readKubeProxy(o.NetNS, o.Query) {
 		add(r.r, r.err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -104,7 +118,7 @@ func Read(ctx context.Context, o Options) (*Report, error) {
 	best := found[0]
 	rep.Datapath, rep.Services, rep.Endpoints, rep.Keys = best.datapath, best.services, best.endpoints, best.keys
 	rep.EndpointKeys, rep.EndpointKeysRead = best.endpointKeys, best.endpointKeysRead
-	if len(o.EndpointsOf) > 0 && !best.endpointKeysRead {
+	if len(o.Query.EndpointsOf) > 0 && !best.endpointKeysRead {
 		rep.Errors = append(rep.Errors, "endpoint keys: not read for "+best.datapath)
 	}
 	for _, other := range found[1:] {

@@ -166,7 +166,7 @@ func TestReadKubeProxyRecorded(t *testing.T) {
 		{"iptables.json", KubeProxyIPTables},
 	} {
 		t.Run(c.file, func(t *testing.T) {
-			res := readKubeProxyFrom(recordedListing(t, c.file), nil)
+			res := readKubeProxyFrom(recordedListing(t, c.file), Query{})
 			if len(res) != 2 {
 				t.Fatalf("%d results, want nftables and iptables mode", len(res))
 			}
@@ -212,18 +212,18 @@ func (f failingLister) GetSetElements(s *nftables.Set) ([]nftables.SetElement, e
 // zero.
 func TestReadKubeProxyNetlinkErrors(t *testing.T) {
 	l := recordedListing(t, "nftables.json")
-	res := readKubeProxyFrom(failingLister{netlinkListing: l, chains: errors.New("netlink receive: operation not permitted")}, nil)
+	res := readKubeProxyFrom(failingLister{netlinkListing: l, chains: errors.New("netlink receive: operation not permitted")}, Query{})
 	if len(res) != 1 || res[0].err == nil || res[0].err.Error() != "kube-proxy: listing nftables chains: netlink receive: operation not permitted" {
 		t.Errorf("chains unreadable: %+v", res)
 	}
-	res = readKubeProxyFrom(failingLister{netlinkListing: l, elements: errors.New("no such file or directory")}, nil)
+	res = readKubeProxyFrom(failingLister{netlinkListing: l, elements: errors.New("no such file or directory")}, Query{})
 	if want := "kube-proxy nftables: reading map service-ips of table ip kube-proxy: no such file or directory"; res[0].err == nil || res[0].err.Error() != want || res[0].r != nil {
 		t.Errorf("map unreadable: %+v, want %q", res[0], want)
 	}
 	// A key of another shape (not ipv4_addr . inet_proto . inet_service)
 	// still counts as a Service but names none.
 	l.ServiceIPs = append(l.ServiceIPs, recordedKey{Key: "c6128010"})
-	if r := readKubeProxyFrom(l, nil)[0].r; r == nil || r.services != 4 || len(r.keys) != 3 {
+	if r := readKubeProxyFrom(l, Query{})[0].r; r == nil || r.services != 4 || len(r.keys) != 3 {
 		t.Errorf("short key: %+v", r)
 	}
 }

@@ -33,7 +33,7 @@ type Report struct {
 	// sweep can tell when each of its Services appeared on the node.
 	Keys []string `json:"keys,omitempty"`
 	// EndpointKeys name the endpoints the datapath holds live (see
-	// EndpointKey) for the Service ports Options.EndpointsOf asks for, so
+	// EndpointKey) for the Service ports Query.EndpointsOf asks for, so
 	// a churn sees an endpoint replaced (the counts stay the same): in
 	// kube-proxy's iptables mode the KUBE-SEP chains its KUBE-SVC chain
 	// jumps to (above 1,000 endpoints it deletes stale chains only once

@@ -8,7 +8,10 @@ import (
 )
 
 // The churn schedule on the real cluster, sized for two nodes on a
-// 2-core machine: 100 dummy Services × 4 endpoints in our namespace, and
+// 2-core machine: 300 dummy Services × 4 endpoints in our namespace (above
+// 1,000 endpoints, where kube-proxy's iptables mode leaves stale KUBE-SEP
+// chains for a sync period: a replaced endpoint is held only once its
+// KUBE-SVC chain stops jumping to the old one, not once its chain goes), and
 // during the churned twin's samples 5 changes a second (endpoints scaled
 // up and down and replaced, a Service added and removed) written through
 // the API server. Every change must be reported held by both nodes'
@@ -20,7 +23,7 @@ func TestChurn(t *testing.T) {
 	e := getEnv(t)
 	out := filepath.Join(t.TempDir(), "run")
 	r := e.cnibench(t, e.kubeconfig, "run", "--target", "k8s", "--image", e.image, "--tests", "churn",
-		"--churn-services", "100", "--churn-rate", "5", "--rounds", "1", "--duration", "3s", "--warmup", "500ms", "--out", out)
+		"--churn-services", "300", "--churn-rate", "5", "--rounds", "1", "--duration", "3s", "--warmup", "500ms", "--out", out)
 	mustOK(t, r, "churn run")
 	res := readResults(t, out)
 	checkSamples(t, res)
@@ -28,7 +31,7 @@ func TestChurn(t *testing.T) {
 		t.Fatalf("churn scenarios: %+v", res.Churn)
 	}
 	for _, sc := range res.Churn.Scenarios {
-		if sc.Datapath != "kube-proxy-"+e.proxyMode || sc.Counts.Services != 100 || sc.Counts.Endpoints != 400 ||
+		if sc.Datapath != "kube-proxy-"+e.proxyMode || sc.Counts.Services != 300 || sc.Counts.Endpoints != 1200 ||
 			sc.Churned != strings.HasSuffix(sc.Scenario, "+churn") {
 			t.Errorf("scenario %+v", sc)
 		}

@@ -233,7 +233,7 @@ func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) 
 	if t.scale.dp == nil {
 		dp := &ClusterServices{Clientset: t.cs, Namespace: t.cfg.Namespace, RunID: t.cfg.RunID,
 			QPS: s.QPS, Burst: s.Burst, Workers: s.Workers, Progress: t.cfg.Progress, Datapath: t.serviceProxy(), PerChange: s.Churn}
-		dp.Sync = &SyncVerifier{Mode: s.SyncVerify, Probes: t.scale.probes, Timeout: s.SyncTimeout, Interval: s.SyncInterval,
+		dp.Sync = &SyncVerifier{Mode: s.SyncVerify, Probes: t.scale.probes, Timeout: s.SyncTimeout, Interval: s.SyncInterval, Live: s.Churn,
 			ClientNode: t.layout.Nodes[0], Require: require, Progress: t.cfg.Progress}
 		t.scale.dp = dp
 	}

@@ -22,6 +22,7 @@ type heldWait struct {
 	passed  map[string]time.Time     // node → the first read that held every check
 	at      time.Time                // the last node's: when the changes were held
 	err     error
+	why     []string // what the last reads did not hold yet (c.mu)
 	done    chan struct{}
 }
 
@@ -110,7 +111,10 @@ func (c *ClusterServices) awaitAll(ctx context.Context) error {
 		select {
 		case <-w.done:
 		case <-ctx.Done():
-			return ctx.Err()
+			c.mu.Lock()
+			why := first(w.why, 3)
+			c.mu.Unlock()
+			return fmt.Errorf("%w: still waiting for %s", ctx.Err(), strings.Join(why, "; "))
 		}
 		if w.err != nil {
 			c.mu.Lock()
@@ -239,6 +243,7 @@ func (c *ClusterServices) poll(ctx context.Context) {
 					}
 				}
 			}
+			w.why = why
 			switch {
 			case all:
 				w.at = w.written // no node read (all checked in the API server only)

@@ -222,7 +222,8 @@ func (p *lagProbe) visible() map[string][]datapath.Endpoint {
 	return out
 }
 
-func (p *lagProbe) NodeServices(_ context.Context, endpointsOf ...string) (*nodeprobe.Report, error) {
+func (p *lagProbe) NodeServices(_ context.Context, q nodeprobe.Query) (*nodeprobe.Report, error) {
+	endpointsOf := q.EndpointsOf
 	st, err := p.shown()
 	if err != nil {
 		return nil, err

@@ -29,9 +29,9 @@ const (
 
 // ProbeClient is a node probe's control API (agent.Client implements it).
 type ProbeClient interface {
-	// NodeServices reads the node's datapath, with the endpoint keys of
-	// the Services endpointsOf ("namespace/name").
-	NodeServices(ctx context.Context, endpointsOf ...string) (*nodeprobe.Report, error)
+	// NodeServices reads the node's datapath, and what q asks beyond the
+	// counts.
+	NodeServices(ctx context.Context, q nodeprobe.Query) (*nodeprobe.Report, error)
 }
 
 // NodeProbe is the probe of one node.
@@ -61,6 +61,9 @@ type SyncVerifier struct {
 	// so no step is measured through a Service a node has not programmed.
 	Require  []nodeprobe.ServicePort
 	Progress io.Writer
+	// Live: every read names only the Services in use (nodeprobe.Query),
+	// the baseline too, so counts compare like with like (the churn's).
+	Live bool
 
 	mu       sync.Mutex
 	baseline map[string]*nodeprobe.Report // nil until read
@@ -239,12 +242,13 @@ func (v *SyncVerifier) missing(rep *nodeprobe.Report) []string {
 }
 
 // read asks one probe, bounded by the deadline (and 30 s a read), with the
-// endpoint keys of endpointsOf.
+// endpoint keys of endpointsOf; live reads (Live) name only the Services
+// in use.
 func (v *SyncVerifier) read(ctx context.Context, p NodeProbe, deadline time.Time, endpointsOf ...string) (*nodeprobe.Report, error) {
 	rctx, cancel := context.WithTimeout(ctx, max(min(30*time.Second, time.Until(deadline)), 100*time.Millisecond))
 	defer cancel()
 	start := time.Now()
-	rep, err := p.Client.NodeServices(rctx, endpointsOf...)
+	rep, err := p.Client.NodeServices(rctx, nodeprobe.Query{Live: v.Live, EndpointsOf: endpointsOf})
 	if err == nil {
 		v.mu.Lock()
 		if v.readCost == nil {

@@ -246,7 +246,7 @@ type keyProbe struct {
 	first map[string]time.Time
 }
 
-func (p *keyProbe) NodeServices(context.Context, ...string) (*nodeprobe.Report, error) {
+func (p *keyProbe) NodeServices(context.Context, nodeprobe.Query) (*nodeprobe.Report, error) {
 	p.reads.Add(1)
 	rep := &nodeprobe.Report{Node: "n1", Datapath: nodeprobe.KubeProxyNFTables}
 	l, err := p.cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("services"), corev1.SchemeGroupVersion.WithKind("Service"), testNS)
@@ -409,7 +409,7 @@ type slowProbe struct {
 	reads atomic.Int32
 }
 
-func (p *slowProbe) NodeServices(ctx context.Context, _ ...string) (*nodeprobe.Report, error) {
+func (p *slowProbe) NodeServices(ctx context.Context, _ nodeprobe.Query) (*nodeprobe.Report, error) {
 	p.reads.Add(1)
 	select {
 	case <-ctx.Done():

@@ -30,12 +30,7 @@ func Key(datapath string, s ServicePort) string {
 	proto := strings.ToLower(s.Protocol)
 	switch datapath {
 	case KubeProxyIPTables:
-		name := s.Namespace + "/" + s.Name
-		if s.PortName != "" {
-			name += ":" + s.PortName
-		}
-		sum := sha256.Sum256([]byte(name + proto))
-		return base32.StdEncoding.EncodeToString(sum[:])[:16]
+		return hash32(servicePortName(s)+proto, 16)
 	case KubeProxyNFTables:
 		return fmt.Sprintf("%s:%d/%s", s.ClusterIP, s.Port, proto)
 	case Cilium:
@@ -77,18 +72,28 @@ func EndpointKey(datapath string, s ServicePort, ep netip.AddrPort) string {
 	proto := strings.ToLower(s.Protocol)
 	switch datapath {
 	case KubeProxyIPTables:
-		name := s.Namespace + "/" + s.Name
-		if s.PortName != "" {
-			name += ":" + s.PortName
-		}
-		sum := sha256.Sum256([]byte(name + proto + ep.String()))
-		return base32.StdEncoding.EncodeToString(sum[:])[:16]
+		return hash32(servicePortName(s)+proto+ep.String(), 16)
 	case KubeProxyNFTables:
-		sum := sha256.Sum256([]byte(s.Namespace + "/" + s.Name + "/" + proto + "/" + s.PortName + "__" +
-			ep.Addr().String() + "/" + strconv.Itoa(int(ep.Port()))))
-		return base32.StdEncoding.EncodeToString(sum[:])[:8]
+		return hash32(s.Namespace+"/"+s.Name+"/"+proto+"/"+s.PortName+"__"+ep.Addr().String()+"/"+strconv.Itoa(int(ep.Port())), 8)
 	}
 	return ""
+}
+
+// servicePortName is kube-proxy's ServicePortName: "namespace/name",
+// with ":port" when the port is named.
+func servicePortName(s ServicePort) string {
+	name := s.Namespace + "/" + s.Name
+	if s.PortName != "" {
+		name += ":" + s.PortName
+	}
+	return name
+}
+
+// hash32 is kube-proxy's chain-name hash: the first n characters of the
+// base32 of the sha256 of s.
+func hash32(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return base32.StdEncoding.EncodeToString(sum[:])[:n]
 }
 
 // nftServiceKey decodes a service-ips element key, the concatenation

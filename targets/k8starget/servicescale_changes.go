@@ -159,19 +159,8 @@ func (c *ClusterServices) removeWritten(ctx context.Context, name string) error 
 		}
 		names = bySvc[name]
 	}
-	for _, s := range names {
-		if err := c.write(ctx); err != nil {
-			return err
-		}
-		if err := c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).Delete(ctx, s, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete EndpointSlice %s: %w", s, err)
-		}
-	}
-	if err := c.write(ctx); err != nil {
+	if err := c.deleteDummy(ctx, name, names); err != nil {
 		return err
-	}
-	if err := c.Clientset.CoreV1().Services(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete Service %s: %w", name, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

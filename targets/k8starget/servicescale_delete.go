@@ -138,22 +138,28 @@ func (c *ClusterServices) removeSome(ctx context.Context, names []string) error 
 		return err
 	}
 	return c.parallel(ctx, "deleting", names, func(ctx context.Context, name string) error {
-		for _, s := range slices[name] {
-			if err := c.write(ctx); err != nil {
-				return err
-			}
-			if err := c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).Delete(ctx, s, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete EndpointSlice %s: %w", s, err)
-			}
-		}
+		return c.deleteDummy(ctx, name, slices[name])
+	})
+}
+
+// deleteDummy deletes dummy name's EndpointSlices sliceNames, then the
+// Service, each write paced by the limiter; gone already is fine.
+func (c *ClusterServices) deleteDummy(ctx context.Context, name string, sliceNames []string) error {
+	for _, s := range sliceNames {
 		if err := c.write(ctx); err != nil {
 			return err
 		}
-		if err := c.Clientset.CoreV1().Services(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete Service %s: %w", name, err)
+		if err := c.Clientset.DiscoveryV1().EndpointSlices(c.Namespace).Delete(ctx, s, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete EndpointSlice %s: %w", s, err)
 		}
-		return nil
-	})
+	}
+	if err := c.write(ctx); err != nil {
+		return err
+	}
+	if err := c.Clientset.CoreV1().Services(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Service %s: %w", name, err)
+	}
+	return nil
 }
 
 // slicesByService lists the dummies' EndpointSlices by Service name.

@@ -158,6 +158,9 @@ func TestChurnTimeline(t *testing.T) {
 		t.Errorf("line: %s", l)
 	}
 	html := string(htmlChurn(&Churn{Scenarios: []ChurnScenario{{Scenario: "kp+churn", Against: "kp", Timeline: got}}}))
+	if c := got.charts("kp+churn", "kp")[2]; c.Series[0].Colour != colour(1) || c.Series[0].Dots[0].Colour != colour(1) || !c.Series[0].NoLine {
+		t.Errorf("the changes' chart is not drawn as dots in the churned scenario's colour: %+v", c.Series[0])
+	}
 	for _, want := range []string{"kp+churn: timeline", "HTTP_RPS_SHORT_C64 requests/s per 250 ms, round 2", "Programming latency (ms) of each change", "seconds into the measured interval", "<circle"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML lacks %q", want)

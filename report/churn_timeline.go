@@ -118,8 +118,12 @@ func (t *ChurnTimeline) charts(churned, twin string) []lineChart {
 	lat := drawLinesOn(xs, "Programming latency (ms) of each change, at the time it was made", []string{churned + " changes"},
 		[][2][]float64{{t.ChangesS, t.LatencyMs}}, false, msText)
 	for i := range lat.Series {
+		// The churned scenario's colour, as in the two charts above.
 		lat.Series[i].NoLine = true
 		lat.Series[i].Colour = colour(1)
+		for j := range lat.Series[i].Dots {
+			lat.Series[i].Dots[j].Colour = colour(1)
+		}
 	}
 	return []lineChart{rate, p99, lat}
 }

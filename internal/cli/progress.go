@@ -24,7 +24,7 @@ func progressOut(w io.Writer) io.Writer {
 			return w
 		}
 	}
-	return &frameLines{w: w, every: progressFrameEvery}
+	return &frameLines{w: w, every: progressFrameEvery, now: time.Now}
 }
 
 // frameLines turns writes that start with "\r" (a frame redrawn in place)
@@ -33,9 +33,10 @@ type frameLines struct {
 	w     io.Writer
 	every time.Duration
 	mu    sync.Mutex
-	last  time.Time // when a frame was last printed
-	open  bool      // a bar is being drawn
-	mid   bool      // the last plain write left a line open
+	now   func() time.Time // the clock (tests step their own)
+	last  time.Time        // when a frame was last printed
+	open  bool             // a bar is being drawn
+	mid   bool             // the last plain write left a line open
 }
 
 func (f *frameLines) Write(p []byte) (int, error) {
@@ -49,10 +50,10 @@ func (f *frameLines) Write(p []byte) (int, error) {
 		return f.w.Write(p)
 	}
 	final := bytes.HasSuffix(frame, []byte("\n"))
-	if !final && f.open && time.Since(f.last) < f.every {
+	if !final && f.open && f.now().Sub(f.last) < f.every {
 		return len(p), nil // dropped: the next one, or the final line, says more
 	}
-	f.open, f.last = !final, time.Now()
+	f.open, f.last = !final, f.now()
 	out := append([]byte{}, frame...)
 	if !final {
 		out = append(out, '\n')

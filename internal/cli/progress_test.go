@@ -18,12 +18,15 @@ func TestProgressFramesOffTerminal(t *testing.T) {
 	if !ok {
 		t.Fatalf("progressOut on a buffer: %T, want frame lines", w)
 	}
-	f.every = 50 * time.Millisecond
+	// A clock of our own: on a busy machine 60 writes could take longer
+	// than the interval (this test failed once beside a CI run).
+	clock := time.Unix(0, 0)
+	f.every, f.now = 50*time.Millisecond, func() time.Time { return clock }
 	fmt.Fprintf(w, "step 1: programming ...")
 	for i := 1; i <= 100; i++ {
 		fmt.Fprintf(w, "\rcreating [%3d/100]", i)
 		if i == 60 {
-			time.Sleep(60 * time.Millisecond)
+			clock = clock.Add(60 * time.Millisecond)
 		}
 	}
 	fmt.Fprintf(w, "\rcreating [100/100] in 1s\n")

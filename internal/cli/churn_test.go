@@ -37,6 +37,7 @@ func TestChurnFlagErrors(t *testing.T) {
 		{[]string{"run", "--tests", "churn", "--churn-rate", "NaN"}, "--churn-rate must be positive, got NaN"},
 		{[]string{"run", "--tests", "churn", "--scenarios", "native"}, "--scenarios: native has no Service datapath to churn"},
 		{[]string{"run", "--tests", "churn", "--target", "k8s", "--dry-run", "--api-qps", "0"}, "--api-qps must be in 1..5000, got 0"},
+		{[]string{"run", "--tests", "churn", "--target", "k8s", "--dry-run", "--sync-verify", "api"}, "--sync-verify api: the churn times each change by the node probes"},
 		{[]string{"run", "--tests", "churn", "--streams", "2"}, "--streams does not apply to the churn schedule"},
 	} {
 		_, _, err := cnibench(t, c.args...)

@@ -95,6 +95,9 @@ func (s *ScaleConfig) validate() error {
 	if s.Workers < 1 || s.Workers > 256 {
 		return fmt.Errorf("service scale: %d writers (want 1..256)", s.Workers)
 	}
+	if s.Churn && s.SyncVerify == SyncAPI {
+		return fmt.Errorf("--sync-verify api: the churn times each change by the node probes (the API server holds a change as soon as it is written)")
+	}
 	if s.Churn && s.SyncInterval == 0 {
 		s.SyncInterval = DefaultChurnSyncInterval
 	}

@@ -186,15 +186,6 @@ func (c *ClusterServices) endPoll() {
 func (c *ClusterServices) poll(ctx context.Context) {
 	v := c.Sync
 	v.defaults()
-	defer func() {
-		c.mu.Lock()
-		c.polling = false
-		for _, w := range append([]*heldWait(nil), c.waits...) { // cancelled: Close
-			w.err = errors.New("node sync: the datapath was closed before every node held the change")
-			c.resolve(w)
-		}
-		c.mu.Unlock()
-	}()
 	for ctx.Err() == nil {
 		c.mu.Lock()
 		if len(c.waits) == 0 {
@@ -266,6 +257,15 @@ func (c *ClusterServices) poll(ctx context.Context) {
 		case <-time.After(gap):
 		}
 	}
+	// Cancelled (Close): the waits still open fail. (Not on the return
+	// above: a Program may have started a new poller since.)
+	c.mu.Lock()
+	c.polling = false
+	for _, w := range append([]*heldWait(nil), c.waits...) {
+		w.err = errors.New("node sync: the datapath was closed before every node held the change")
+		c.resolve(w)
+	}
+	c.mu.Unlock()
 }
 
 // readFailing reads every node (those checked in the API server only are

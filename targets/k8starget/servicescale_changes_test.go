@@ -248,3 +248,35 @@ func (p *lagProbe) NodeServices(_ context.Context, q nodeprobe.Query) (*nodeprob
 	}
 	return rep, nil
 }
+
+// Closing the datapath ends the waits still open with an error (a churn
+// cut short by Ctrl-C), and a wait that ended leaves the next Program's
+// poller alone.
+func TestClusterChurnCloseEndsOpenWaits(t *testing.T) {
+	cs := newFakeCluster()
+	p := &lagProbe{cs: cs}
+	v := &SyncVerifier{Mode: SyncNode, Probes: []NodeProbe{{Node: "n1", Client: p}}, Timeout: time.Minute, Interval: 5 * time.Millisecond}
+	c := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "ch3", QPS: 2000, Burst: 100, Workers: 4, Sync: v, PerChange: true}
+	ctx := context.Background()
+	spec := datapath.Spec{Services: datapath.DummyServices(3, 2)}
+	if _, err := c.Program(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Await()(ctx); err != nil {
+		t.Fatalf("first Program: %v", err)
+	}
+	p.freeze()
+	spec.Services[0].Endpoints = spec.Services[0].Endpoints[:1]
+	if _, err := c.Program(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	wait := c.Await()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := wait(wctx); err == nil || !strings.Contains(err.Error(), "closed before every node held") {
+		t.Fatalf("a wait open at Close: %v", err)
+	}
+}

@@ -337,7 +337,7 @@ func (c *ClusterServices) Verify(ctx context.Context) (datapath.Counts, error) {
 		if n, err := c.apiCounts(ctx); err != nil || n != c.want {
 			return n, err
 		}
-		return c.want, c.Sync.waitHeld(ctx, c.writesDone, c.want, nil)
+		return c.want, c.Sync.waitCounts(ctx, c.writesDone, c.want)
 	}
 	n, err := c.apiCounts(ctx)
 	if err != nil || c.Sync == nil || n != c.want {

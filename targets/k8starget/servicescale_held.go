@@ -17,13 +17,11 @@ import (
 // 1 s minimum sync interval.
 const DefaultChurnSyncInterval = 100 * time.Millisecond
 
-// waitHeld polls every probe until its node holds at least the baseline
-// plus want (counts) and every check (keys: serviceCheck), quietly: a
-// churn calls it for every sync. An error names the node and the first
-// changes it did not hold within the timeout from writesDone. A node
-// whose datapath names no endpoints (Cilium) is checked by its Services'
-// keys only, said once on the progress output.
-func (v *SyncVerifier) waitHeld(ctx context.Context, writesDone time.Time, want datapath.Counts, checks []serviceCheck) error {
+// waitCounts polls every probe until its node holds at least the
+// baseline plus want (the churn's read-back after a window: each change
+// was awaited by its keys already, servicescale_await.go), quietly. An
+// error names the node and its counts after the timeout from writesDone.
+func (v *SyncVerifier) waitCounts(ctx context.Context, writesDone time.Time, want datapath.Counts) error {
 	v.defaults()
 	if v.Mode != SyncNode {
 		return nil
@@ -34,12 +32,6 @@ func (v *SyncVerifier) waitHeld(ctx context.Context, writesDone time.Time, want 
 	if base == nil {
 		return errors.New("node sync: no baseline was read before the first change")
 	}
-	var endpointsOf []string
-	for _, ck := range checks {
-		if len(ck.want)+len(ck.gone) > 0 {
-			endpointsOf = append(endpointsOf, nodeprobe.PortRef(ck.port))
-		}
-	}
 	return v.eachProbe(func(p NodeProbe) error {
 		if _, ok := api[p.Node]; ok {
 			return nil
@@ -47,29 +39,23 @@ func (v *SyncVerifier) waitHeld(ctx context.Context, writesDone time.Time, want 
 		b := base[p.Node]
 		wantSvc, wantEps := b.Services+want.Services, b.Endpoints+want.Endpoints
 		deadline := writesDone.Add(v.Timeout)
-		var missing []string
+		var have string
 		var lastErr error
 		for {
-			rep, err := v.read(ctx, p, deadline, endpointsOf...)
+			rep, err := v.read(ctx, p, deadline)
 			if err != nil {
 				lastErr = err
 			} else {
-				missing = unheld(rep, checks)
-				if rep.Services < wantSvc || rep.Endpoints < wantEps {
-					missing = append(missing, fmt.Sprintf("counts %d Services / %d endpoints, want at least %d / %d", rep.Services, rep.Endpoints, wantSvc, wantEps))
-				}
-				if len(endpointsOf) > 0 && !rep.EndpointKeysRead {
-					v.noteOnce(p.Node, fmt.Sprintf("\n  node %s: its %s names no endpoints: a change of a Service's endpoints is checked by the counts only\n", p.Node, rep.Datapath))
-				}
-				if len(missing) == 0 {
+				if rep.Services >= wantSvc && rep.Endpoints >= wantEps {
 					return nil
 				}
+				have = fmt.Sprintf("%d Services / %d endpoints", rep.Services, rep.Endpoints)
 			}
 			if perr := v.pause(ctx, deadline, p.Node); perr != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				msg := fmt.Sprintf("node %s does not hold the changes %s after the API writes: %s", p.Node, v.Timeout, strings.Join(first(missing, 3), "; "))
+				msg := fmt.Sprintf("node %s holds %s %s after the API writes, want at least %d / %d", p.Node, or(have, "nothing read"), v.Timeout, wantSvc, wantEps)
 				if lastErr != nil {
 					msg += "; last probe error: " + oneLine(lastErr.Error())
 				}
@@ -120,18 +106,6 @@ func (h heldIndex) why(ck serviceCheck) string {
 		}
 	}
 	return strings.Join(out, ", ")
-}
-
-// unheld says which checks a read does not hold yet.
-func unheld(rep *nodeprobe.Report, checks []serviceCheck) []string {
-	h := newHeldIndex(rep)
-	var out []string
-	for _, ck := range checks {
-		if why := h.why(ck); why != "" {
-			out = append(out, why)
-		}
-	}
-	return out
 }
 
 // noteOnce writes a note on the progress output once per node.

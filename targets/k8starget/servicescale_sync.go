@@ -72,7 +72,7 @@ type SyncVerifier struct {
 	reports  map[string]*nodeprobe.Report // the matching reads of the last step
 	lat      *latencyTracker              // the step's per-Service latency (node mode)
 	readCost map[string]time.Duration     // node → how long its last probe read took
-	noted    map[string]bool              // nodes waitHeld wrote its note about
+	noted    map[string]bool              // nodes a note was written about (noteOnce)
 }
 
 // readCostFactor: a probe waits at least this many times its last read's

@@ -36,8 +36,10 @@ type serviceCheck struct {
 // removals against what the last Programs wrote.
 func (c *ClusterServices) programChanges(ctx context.Context, want map[string]datapath.Service) error {
 	if c.written == nil {
-		// The first Program: the namespace may hold dummies already (a
-		// twin scenario's target wrote them).
+		// The first Program: dummies of this run may be in the namespace
+		// already (the twins share this datapath, so not theirs: a write
+		// that failed after the server took it); their state is unknown,
+		// so they are rewritten or removed.
 		have, err := c.existing(ctx)
 		if err != nil {
 			return err
@@ -50,8 +52,6 @@ func (c *ClusterServices) programChanges(ctx context.Context, want map[string]da
 		}
 		for name := range have {
 			if s, ok := want[name]; ok {
-				// Written by an earlier run of this target's datapath with
-				// the same layout; rewritten so the API holds want.
 				if err := c.update(ctx, name, datapath.Service{}, s); err != nil {
 					return err
 				}

@@ -54,7 +54,9 @@ func config(s Spec, p proxy, stats string) string {
 	w("    timeout http-keep-alive 30s")
 	w("")
 	w("frontend in")
-	w("    bind %s", p.Bind)
+	for _, b := range p.Binds {
+		w("    bind %s", b)
+	}
 	w("    maxconn %d", maxConn)
 	if p.Enforce {
 		for _, r := range s.Rules {

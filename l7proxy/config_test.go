@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,30 @@ func TestPlanGolden(t *testing.T) {
 		if got != string(want) {
 			t.Errorf("%s plan differs from %s:\n%s", m, file, got)
 		}
+	}
+}
+
+// TestPerNodePortPerPod: a per-node proxy listens on a port per server
+// pod of its node and each pod's DNAT goes to its own, so that a client
+// port's connections to two pods never share a reply tuple (planPerNode
+// says what sharing one cost).
+func TestPerNodePortPerPod(t *testing.T) {
+	ps, rs := plan(goldenSpec(PerNode))
+	targets := map[string]string{} // DNAT target -> pod address
+	for _, r := range rs {
+		to, pod := r.Args[len(r.Args)-1], r.Args[slices.Index(r.Args, "-d")+1]
+		if other, ok := targets[to]; ok {
+			t.Errorf("pods %s and %s are both DNATed to %s", other, pod, to)
+		}
+		targets[to] = pod
+	}
+	for _, p := range ps {
+		for _, b := range p.Binds {
+			delete(targets, b)
+		}
+	}
+	if len(targets) > 0 {
+		t.Errorf("DNAT targets no proxy listens on: %v", targets)
 	}
 }
 

@@ -37,7 +37,7 @@ func securityLabs(t *testing.T, l *lab, scenarios ...string) []*lab {
 // compared with the plain datapath, and nothing of it is left afterwards.
 func TestSecurityScenarios(t *testing.T) {
 	l := newLab(t)
-	scenarios := []string{"ebpf", "ebpf+policy", "ebpf+l7-sidecar", "ebpf+flows", "iptables", "iptables+policy", "iptables+policy-1000", "iptables+l7-node", "iptables+flows"}
+	scenarios := []string{"ebpf", "ebpf+policy", "ebpf+l7-sidecar", "ebpf+flows", "iptables", "iptables+policy", "iptables+policy-1000", "iptables+l7-node", "iptables+flows", "iptables+l7-egress"}
 	labs := securityLabs(t, l, scenarios...)
 	// Two scenario labs are up before the run and left up: what the run
 	// adds to them (proxies and their nat rules, flow tables and tc
@@ -166,7 +166,7 @@ func checkFeatureDetails(t *testing.T, scenario string, details map[string]any) 
 	} else if _, ok := details["policy"]; ok {
 		t.Errorf("%s: policy details without policy", scenario)
 	}
-	if has("l7-node") || has("l7-sidecar") {
+	if has("l7-node") || has("l7-egress") || has("l7-sidecar") {
 		var l7 labtarget.L7Check
 		decode(t, details["l7"], &l7)
 		if len(l7.Checks) == 0 || !strings.Contains(strings.Join(l7.Checks, ";"), " 403 from ") {

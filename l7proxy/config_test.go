@@ -19,7 +19,7 @@ func goldenSpec(m Model) Spec {
 	pod := func(name, node, ip, nodeIP string) PodRef {
 		return PodRef{Name: name, Node: node, Netns: "/run/netns/cnb-g-" + name, NodeNetns: "/run/netns/cnb-g-" + node, IP: ip, NodeIP: nodeIP}
 	}
-	return Spec{Model: m, Port: 8080,
+	return Spec{Model: m, Port: 8080, Services: []string{"198.18.128.1"},
 		Rules:  []HTTPRule{{Method: "GET", Path: "/"}, {PathPrefix: "/api/"}, {Method: "HEAD"}},
 		Client: pod("node2-pod0", "node2", "198.19.2.10", "198.18.0.12"),
 		Servers: []PodRef{pod("node1-pod0", "node1", "198.19.1.10", "198.18.0.11"),
@@ -43,7 +43,7 @@ func render(s Spec) string {
 // TestPlanGolden compares the configs and rules of both models with
 // testdata (go test -run TestPlanGolden -update rewrites them).
 func TestPlanGolden(t *testing.T) {
-	for _, m := range []Model{PerNode, Sidecar} {
+	for _, m := range []Model{PerNode, PerNodeEgress, Sidecar} {
 		s := goldenSpec(m)
 		if err := s.Validate(); err != nil {
 			t.Fatal(err)
@@ -63,27 +63,29 @@ func TestPlanGolden(t *testing.T) {
 	}
 }
 
-// TestPerNodePortPerPod: a per-node proxy listens on a port per server
-// pod of its node and each pod's DNAT goes to its own, so that a client
-// port's connections to two pods never share a reply tuple (planPerNode
-// says what sharing one cost).
+// TestPerNodePortPerPod: a per-node proxy listens on a port per
+// destination (pod or Service) and each destination's DNAT goes to its
+// own, so that a client port's connections to two pods never share a
+// reply tuple (planPerNode says what sharing one cost).
 func TestPerNodePortPerPod(t *testing.T) {
-	ps, rs := plan(goldenSpec(PerNode))
-	targets := map[string]string{} // DNAT target -> pod address
-	for _, r := range rs {
-		to, pod := r.Args[len(r.Args)-1], r.Args[slices.Index(r.Args, "-d")+1]
-		if other, ok := targets[to]; ok {
-			t.Errorf("pods %s and %s are both DNATed to %s", other, pod, to)
+	for _, m := range []Model{PerNode, PerNodeEgress} {
+		ps, rs := plan(goldenSpec(m))
+		targets := map[string]string{} // DNAT target -> destination
+		for _, r := range rs {
+			to, dst := r.Args[len(r.Args)-1], r.Args[slices.Index(r.Args, "-d")+1]
+			if other, ok := targets[to]; ok {
+				t.Errorf("%s: %s and %s are both DNATed to %s", m, other, dst, to)
+			}
+			targets[to] = dst
 		}
-		targets[to] = pod
-	}
-	for _, p := range ps {
-		for _, b := range p.Binds {
-			delete(targets, b)
+		for _, p := range ps {
+			for _, b := range p.Binds {
+				delete(targets, b)
+			}
 		}
-	}
-	if len(targets) > 0 {
-		t.Errorf("DNAT targets no proxy listens on: %v", targets)
+		if len(targets) > 0 {
+			t.Errorf("%s: DNAT targets no proxy listens on: %v", m, targets)
+		}
 	}
 }
 
@@ -92,7 +94,7 @@ func TestConfigValid(t *testing.T) {
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("no haproxy")
 	}
-	for _, m := range []Model{PerNode, Sidecar} {
+	for _, m := range []Model{PerNode, PerNodeEgress, Sidecar} {
 		s := goldenSpec(m)
 		ps, _ := plan(s)
 		for _, p := range ps {
@@ -116,6 +118,7 @@ func TestValidate(t *testing.T) {
 		"port":            func(s *Spec) { s.Port = 0 },
 		"no servers":      func(s *Spec) { s.Servers = nil },
 		"ipv6":            func(s *Spec) { s.Servers[0].IP = "fd00::1" },
+		"service ipv6":    func(s *Spec) { s.Services = []string{"fd00::1"} },
 		"no netns":        func(s *Spec) { s.Client.Netns = "" },
 		"allowed denied":  func(s *Spec) { s.DeniedPath = "/api/x" },
 	}

@@ -44,6 +44,8 @@ type Deployment struct {
 	Opts    Options    `json:"opts"`
 	Proxies []*running `json:"proxies"`
 	Rules   []natRule  `json:"rules"`
+	// Routes are the egress model's routes to Service addresses.
+	Routes []serviceRoute `json:"routes,omitempty"`
 	// NatBefore is each rule namespace's nat table before our first rule
 	// there, so teardown removes the table and chains we created.
 	NatBefore map[string]natState `json:"nat_before,omitempty"`
@@ -74,6 +76,16 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Deployment, error) {
 		d.Proxies = append(d.Proxies, r)
 		if err == nil {
 			err = d.save()
+		}
+		if err != nil {
+			return nil, errors.Join(err, d.Close())
+		}
+	}
+	for _, rt := range serviceRoutes(spec) {
+		d.Routes = append(d.Routes, rt)
+		err := d.save()
+		if err == nil {
+			err = addRoute(ctx, rt)
 		}
 		if err != nil {
 			return nil, errors.Join(err, d.Close())
@@ -121,9 +133,13 @@ func (d *Deployment) Close() error {
 	return errors.Join(errs...)
 }
 
-// removeRules deletes our rules in ns, then what was created for them.
+// removeRules deletes our rules and routes in ns, then what was created
+// for them.
 func (d *Deployment) removeRules(ctx context.Context, ns string) error {
 	if err := removeRules(ctx, ns, d.Opts.Prefix); err != nil {
+		return err
+	}
+	if err := removeRoutes(ctx, ns); err != nil {
 		return err
 	}
 	if before, ok := d.NatBefore[ns]; ok {
@@ -136,6 +152,12 @@ func (d *Deployment) ruleNamespaces() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, r := range d.Rules {
+		if !seen[r.Netns] {
+			seen[r.Netns] = true
+			out = append(out, r.Netns)
+		}
+	}
+	for _, r := range d.Routes {
 		if !seen[r.Netns] {
 			seen[r.Netns] = true
 			out = append(out, r.Netns)

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/internal/labtest"
 	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/internal/nsexec"
 	"github.com/cnibench/cnibench/lab"
 )
 
@@ -39,7 +41,7 @@ func serveHTTP(t *testing.T, pod PodRef) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-// TestModels runs both models on a 2-node lab (client node0-pod0, server
+// TestModels runs every model on a 2-node lab (client node0-pod0, server
 // node1-pod0): Verify passes (200 through every proxy of the model, 403
 // from the enforcing one), the counters and CPU move, and Close leaves no
 // process, rule, file or cgroup; then direct traffic flows again.
@@ -48,7 +50,7 @@ func TestModels(t *testing.T) {
 	cli, srv := podRef(t, l, "node0-pod0"), podRef(t, l, "node1-pod0")
 	serveHTTP(t, srv)
 	addr := net.JoinHostPort(srv.IP, strconv.Itoa(httpload.DefaultPort))
-	for _, m := range []Model{PerNode, Sidecar} {
+	for _, m := range []Model{PerNode, PerNodeEgress, Sidecar} {
 		t.Run(string(m), func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
@@ -90,12 +92,12 @@ func checkCounters(t *testing.T, d *Deployment, m Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantN := map[Model]int{PerNode: 1, Sidecar: 2}[m]
+	wantN := map[Model]int{PerNode: 1, PerNodeEgress: 1, Sidecar: 2}[m]
 	if len(cs) != wantN {
 		t.Errorf("%d proxies, want %d: %v", len(cs), wantN, cs)
 	}
 	for name, c := range cs {
-		enforcing := name == "node-node1" || name == "server-node1-pod0"
+		enforcing := name == "node-node1" || name == "server-node1-pod0" || (m == PerNodeEgress && name == "node-node0")
 		if c.Requests != 2 || (enforcing && c.Denied != 1) || (!enforcing && c.Denied != 0) {
 			t.Errorf("%s: %+v, want 2 requests and %d denied", name, c, map[bool]int{true: 1}[enforcing])
 		}
@@ -208,5 +210,57 @@ func TestCleanupAfterCrash(t *testing.T) {
 				t.Errorf("second Cleanup: %v", err)
 			}
 		})
+	}
+}
+
+// TestEgressService: the egress proxy captures the client's connections to
+// a Service address and reaches the Service from its node through the nat
+// OUTPUT translation a netfilter Service datapath keeps there (here one
+// DNAT rule per hook, as kube-proxy's), which needs the route Start adds;
+// Close removes the route with the rules.
+func TestEgressService(t *testing.T) {
+	l := labtest.NewLab(t, "l7e")
+	cli, srv := podRef(t, l, "node0-pod0"), podRef(t, l, "node1-pod0")
+	serveHTTP(t, srv)
+	ctx := context.Background()
+	const vip = "198.18.128.9"
+	for _, chain := range []string{"PREROUTING", "OUTPUT"} {
+		if _, err := nsexec.Run(ctx, cli.NodeNetns, nil, "iptables", "-w", "-t", "nat", "-A", chain, "-d", vip, "-p", "tcp", "--dport", "8080",
+			"-j", "DNAT", "--to-destination", srv.IP+":8080"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	spec := Spec{Model: PerNodeEgress, Rules: BenchRules, Port: httpload.DefaultPort, Client: cli, Servers: []PodRef{srv}, Services: []string{vip}}
+	d, err := Start(ctx, spec, Options{Prefix: l.Prefix, StateDir: dir, CgroupParent: l.CgroupRoot})
+	labtest.SkipIfUnsupported(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort(vip, "8080")
+	st, via, err := d.Probe(ctx, addr, "GET", "/")
+	if err != nil || st != http.StatusOK || !slices.Equal(via, []string{"node-node0"}) {
+		t.Errorf("GET %s/: %d through %v (%v), want 200 through [node-node0]", addr, st, via, err)
+	}
+	if st, via, err := d.Probe(ctx, addr, "GET", DefaultDeniedPath); err != nil || st != http.StatusForbidden {
+		t.Errorf("GET %s%s: %d through %v (%v), want 403 from node-node0", addr, DefaultDeniedPath, st, via, err)
+	}
+	routes := func() string {
+		out, err := nsexec.Run(ctx, cli.NodeNetns, nil, "ip", "-4", "route", "show", "proto", routeProto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if r := routes(); !strings.Contains(r, vip) {
+		t.Errorf("routes of proto %s: %q, want one to %s", routeProto, r, vip)
+	}
+	closeAndCheck(t, d, dir)
+	if r := routes(); r != "" {
+		t.Errorf("after Close: routes %q left", r)
+	}
+	// Without the proxy the Service answers directly.
+	if st, via, err := d.Probe(ctx, addr, "GET", DefaultDeniedPath); err != nil || st != http.StatusOK || len(via) != 0 {
+		t.Errorf("after Close: %d through %v (%v), want 200 straight from the server", st, via, err)
 	}
 }

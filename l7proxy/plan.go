@@ -2,6 +2,7 @@ package l7proxy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -9,7 +10,7 @@ import (
 // Ports and the uid the proxies use, as Istio's: 15001 outbound, 15006
 // inbound, uid/gid 1337 excluded from the client pod's capture.
 const (
-	PortOutbound = 15001 // client sidecar (127.0.0.1); per-node proxy, +i for the node's i-th server pod
+	PortOutbound = 15001 // client sidecar (127.0.0.1); per-node proxies, +i for their i-th destination
 	PortInbound  = 15006 // server sidecar
 	ProxyUID     = 1337
 )
@@ -34,8 +35,11 @@ type natRule struct {
 // plan lists the proxies and nat rules of s (validated).
 func plan(s Spec) ([]proxy, []natRule) {
 	port := strconv.Itoa(s.Port)
-	if s.Model == PerNode {
+	switch s.Model {
+	case PerNode:
 		return planPerNode(s, port)
+	case PerNodeEgress:
+		return planEgress(s, port)
 	}
 	var ps []proxy
 	var rs []natRule
@@ -95,4 +99,63 @@ func planPerNode(s Spec, port string) ([]proxy, []natRule) {
 		ps = append(ps, px)
 	}
 	return ps, rs
+}
+
+// planEgress gives the client's node one proxy and a PREROUTING DNAT, in
+// that node, of the client pod's connections to each Service address and
+// each server pod on the client port, a proxy port per destination (why:
+// planPerNode). The rules match the client's address, as an egress policy
+// selects its pods; the proxy connects to the original destination from
+// its node, where a netfilter Service datapath translates a ClusterIP in
+// OUTPUT. Inserted first in PREROUTING, they take the client's
+// connections before a Service datapath's DNAT there would.
+func planEgress(s Spec, port string) ([]proxy, []natRule) {
+	c := s.Client
+	px := proxy{Name: "node-" + c.Node, Netns: c.NodeNetns, Enforce: true}
+	dests := slices.Clone(s.Services)
+	for _, p := range s.Servers {
+		dests = append(dests, p.IP)
+	}
+	cport := strconv.Itoa(s.clientPort())
+	var rs []natRule
+	for i, d := range dests {
+		to := fmt.Sprintf("%s:%d", c.NodeIP, PortOutbound+i)
+		px.Binds = append(px.Binds, to)
+		p := cport
+		if i >= len(s.Services) {
+			p = port // a pod is dialled on its own port
+		}
+		rs = append(rs, natRule{Netns: c.NodeNetns, Chain: "PREROUTING", Args: []string{
+			"-p", "tcp", "-s", c.IP + "/32", "-d", d + "/32", "--dport", p,
+			"-j", "DNAT", "--to-destination", to}})
+	}
+	return []proxy{px}, rs
+}
+
+// routeProto tags the routes l7proxy adds (iproute2's "proto"), so
+// teardown finds them, also after a crash.
+const routeProto = "203"
+
+// serviceRoute lets the egress proxy connect to a Service address from its
+// node: the lab routes no Service address anywhere (datapath.ServiceCIDR),
+// so connect() would fail before the nat OUTPUT hook where a netfilter
+// Service datapath translates it, as a real node's default route lets it.
+// The route is to lo with the node's address as source: an untranslated
+// packet stays in the node.
+type serviceRoute struct {
+	Netns string `json:"netns"`
+	Dst   string `json:"dst"` // Service address
+	Src   string `json:"src"` // the node's address
+}
+
+// serviceRoutes are the routes the egress model needs; none otherwise.
+func serviceRoutes(s Spec) []serviceRoute {
+	if s.Model != PerNodeEgress {
+		return nil
+	}
+	var out []serviceRoute
+	for _, a := range s.Services {
+		out = append(out, serviceRoute{Netns: s.Client.NodeNetns, Dst: a, Src: s.Client.NodeIP})
+	}
+	return out
 }

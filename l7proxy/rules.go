@@ -77,3 +77,23 @@ func countRules(ctx context.Context, ns, prefix string) (int, error) {
 	}
 	return len(taggedRules(string(out), tag(prefix))), nil
 }
+
+// addRoute adds r (see serviceRoute), tagged with routeProto.
+func addRoute(ctx context.Context, r serviceRoute) error {
+	if _, err := nsexec.Run(ctx, r.Netns, nil, "ip", "-4", "route", "replace", r.Dst+"/32", "dev", "lo", "src", r.Src, "proto", routeProto); err != nil {
+		return fmt.Errorf("l7proxy: route to %s in %s: %w", r.Dst, r.Netns, err)
+	}
+	return nil
+}
+
+// removeRoutes deletes every route tagged routeProto in the namespace at
+// ns; a missing namespace holds none.
+func removeRoutes(ctx context.Context, ns string) error {
+	if _, err := os.Stat(ns); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if _, err := nsexec.Run(ctx, ns, nil, "ip", "-4", "route", "flush", "proto", routeProto); err != nil {
+		return fmt.Errorf("l7proxy: remove routes in %s: %w", ns, err)
+	}
+	return nil
+}

@@ -10,10 +10,13 @@ import (
 // Model is where the proxies sit.
 type Model string
 
-// The two models.
+// The models.
 const (
-	PerNode Model = "per-node" // one proxy per server node (Cilium)
-	Sidecar Model = "sidecar"  // one proxy per pod, client and servers (Istio)
+	PerNode Model = "per-node" // one proxy per server node (Cilium, ingress L7 policy)
+	// PerNodeEgress is one proxy on the client's node: Cilium runs the
+	// proxy of an egress L7 policy on the source pod's node.
+	PerNodeEgress Model = "per-node-egress"
+	Sidecar       Model = "sidecar" // one proxy per pod, client and servers (Istio)
 )
 
 // HeaderProxy is the response header each proxy on the path adds, with its
@@ -52,6 +55,10 @@ type Spec struct {
 	// ClientPort is the port the client connects to when it differs from
 	// Port (a Service port); the client sidecar captures it. 0: Port.
 	ClientPort int `json:"client_port,omitempty"`
+	// Services are the Service addresses the client dials on ClientPort
+	// (or Port); the egress model captures the client's connections to
+	// them besides those to the server pods.
+	Services []string `json:"services,omitempty"`
 	// DeniedPath is what Verify probes for a 403. "": DefaultDeniedPath.
 	DeniedPath string `json:"denied_path,omitempty"`
 }
@@ -61,8 +68,8 @@ const DefaultDeniedPath = "/cnb-l7-denied"
 
 // Validate says, in one line, what is wrong with s.
 func (s Spec) Validate() error {
-	if s.Model != PerNode && s.Model != Sidecar {
-		return fmt.Errorf("l7proxy: model %q: want %q or %q", s.Model, PerNode, Sidecar)
+	if s.Model != PerNode && s.Model != PerNodeEgress && s.Model != Sidecar {
+		return fmt.Errorf("l7proxy: model %q: want %q, %q or %q", s.Model, PerNode, PerNodeEgress, Sidecar)
 	}
 	if len(s.Rules) == 0 {
 		return errors.New("l7proxy: no rules: everything would be denied")
@@ -85,6 +92,11 @@ func (s Spec) Validate() error {
 	}
 	if err := s.Client.validate(); err != nil {
 		return fmt.Errorf("client: %w", err)
+	}
+	for _, a := range s.Services {
+		if ip, err := netip.ParseAddr(a); err != nil || !ip.Is4() {
+			return fmt.Errorf("l7proxy: Service address %q is not IPv4", a)
+		}
 	}
 	if p := s.deniedPath(); !validPath(p) || s.allows("GET", p) {
 		return fmt.Errorf("l7proxy: denied path %q is not a path the rules deny", p)

@@ -84,8 +84,11 @@ func (d *Deployment) Verify(ctx context.Context) error {
 // pathOf is the proxies a response from server s passes, server side
 // first (as their headers appear), and the one enforcing the rules.
 func (d *Deployment) pathOf(s PodRef) (want []string, enforcer string) {
-	if d.Spec.Model == PerNode {
+	switch d.Spec.Model {
+	case PerNode:
 		return []string{"node-" + s.Node}, "node-" + s.Node
+	case PerNodeEgress:
+		return []string{"node-" + d.Spec.Client.Node}, "node-" + d.Spec.Client.Node
 	}
 	return []string{"server-" + s.Name, "client-" + d.Spec.Client.Name}, "server-" + s.Name
 }

@@ -45,7 +45,9 @@ type Config struct {
 	PolicyRules int `json:"policy_rules,omitempty"`
 	// L7 puts an HTTP allow-list policy on the run's HTTP traffic through
 	// a real proxy (HAProxy): "per-node" (one proxy per server node, as
-	// Cilium) or "sidecar" (one per pod, as Istio); "" for none. Started
+	// Cilium for an ingress policy), "per-node-egress" (one on the client's
+	// node, as Cilium for an egress policy) or "sidecar" (one per pod, as
+	// Istio); "" for none. Started
 	// and verified (200 allowed, 403 denied) by the run that uses the lab.
 	L7 string `json:"l7,omitempty"`
 	// Flows turns flow observability on: per-flow events from the
@@ -64,10 +66,12 @@ type Config struct {
 // policy.ScaleRules has (policy.MaxScalePeers; lab cannot import policy).
 const maxPolicyRules = 1 << 15
 
-// The L7 proxy models of Config.L7 (l7proxy.PerNode and l7proxy.Sidecar).
+// The L7 proxy models of Config.L7 (l7proxy's PerNode, PerNodeEgress and
+// Sidecar).
 const (
-	L7PerNode = "per-node"
-	L7Sidecar = "sidecar"
+	L7PerNode       = "per-node"
+	L7PerNodeEgress = "per-node-egress"
+	L7Sidecar       = "sidecar"
 )
 
 // DefaultSysctls returns the sysctls applied in every node and pod namespace
@@ -151,8 +155,8 @@ func (c *Config) Validate() error {
 	if c.PolicyRules < 0 || c.PolicyRules > maxPolicyRules {
 		return fmt.Errorf("lab config: policy_rules must be in 0..%d, got %d", maxPolicyRules, c.PolicyRules)
 	}
-	if c.L7 != "" && c.L7 != L7PerNode && c.L7 != L7Sidecar {
-		return fmt.Errorf("lab config: l7 must be %q or %q, got %q", L7PerNode, L7Sidecar, c.L7)
+	if c.L7 != "" && c.L7 != L7PerNode && c.L7 != L7PerNodeEgress && c.L7 != L7Sidecar {
+		return fmt.Errorf("lab config: l7 must be %q, %q or %q, got %q", L7PerNode, L7PerNodeEgress, L7Sidecar, c.L7)
 	}
 	if c.StateDir == "" {
 		c.StateDir = DefaultStateDir

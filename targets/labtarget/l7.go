@@ -56,12 +56,20 @@ func (t *Target) openL7(ctx context.Context) error {
 	if spec.Client, err = l7proxy.LabPod(t.lab, clients[0]); err != nil {
 		return err
 	}
+	podIPs := map[string]bool{}
 	for _, s := range servers {
 		ref, err := l7proxy.LabPod(t.lab, s)
 		if err != nil {
 			return err
 		}
 		spec.Servers = append(spec.Servers, ref)
+		podIPs[ref.IP] = true
+	}
+	addrs, note := t.l7Addresses(servers)
+	for _, a := range addrs { // the egress model also captures the Services
+		if host, _, err := net.SplitHostPort(a); err == nil && !podIPs[host] {
+			spec.Services = append(spec.Services, host)
+		}
 	}
 	t.progress("starting %s L7 proxies (HAProxy) for %d server pods ...", model, len(servers))
 	start := time.Now()
@@ -87,7 +95,6 @@ func (t *Target) openL7(ctx context.Context) error {
 		t.progress(" %s\n", failedOr(ctx))
 		return fmt.Errorf("l7 %s: %w (proxy log: %s)", model, err, strings.Join(strings.Fields(d.Log()), " "))
 	}
-	addrs, note := t.l7Addresses(servers)
 	if note != "" {
 		t.l7.check.Checks = append(t.l7.check.Checks, note)
 	}
@@ -161,7 +168,7 @@ func (t *Target) l7Probe(ctx context.Context, addr string) (string, error) {
 		return "", fmt.Errorf("l7 %s: %w", t.l7.check.Model, err)
 	}
 	if dst != http.StatusForbidden || !t.modelPath(dvia) {
-		return "", fmt.Errorf("l7 %s: GET http://%s%s got %d through %v, want 403 from the server-side proxy", t.l7.check.Model, addr, l7proxy.DefaultDeniedPath, dst, dvia)
+		return "", fmt.Errorf("l7 %s: GET http://%s%s got %d through %v, want 403 from the enforcing proxy", t.l7.check.Model, addr, l7proxy.DefaultDeniedPath, dst, dvia)
 	}
 	return fmt.Sprintf("%s: GET / %d through %s; GET %s %d from %s", addr, st, strings.Join(via, ", "), l7proxy.DefaultDeniedPath, dst, strings.Join(dvia, ", ")), nil
 }
@@ -198,17 +205,21 @@ func l7Unsupported(cfg lab.Config, placement string) error {
 }
 
 // modelPath tells whether via (the proxies a response passed, server
-// side first) is the whole path of the lab's model for some server: one
-// per-node proxy, or a server sidecar then the client's sidecar. The
+// side first) is the whole path of the lab's model for some server: the
+// server node's proxy, the client node's proxy (egress), or a server
+// sidecar then the client's sidecar. The
 // backend a ClusterIP picks is not known beforehand, so any server's
 // path will do.
 func (t *Target) modelPath(via []string) bool {
 	client := t.l7.d.Spec.Client.Name
 	for _, s := range t.l7.d.Spec.Servers {
 		var want []string
-		if t.l7.check.Model == lab.L7PerNode {
+		switch t.l7.check.Model {
+		case lab.L7PerNode:
 			want = []string{"node-" + s.Node}
-		} else {
+		case lab.L7PerNodeEgress:
+			want = []string{"node-" + t.l7.d.Spec.Client.Node}
+		default:
 			want = []string{"server-" + s.Name, "client-" + client}
 		}
 		if slices.Equal(via, want) {
@@ -220,10 +231,11 @@ func (t *Target) modelPath(via []string) bool {
 
 // proxyCPUs pins a proxy where its node's or pod's own work runs, as a
 // node's proxy competes with the node's pods for its CPUs: the client's
-// sidecar on the client CPUs, server sidecars and the per-node proxies
-// (on the server nodes) on the server CPUs; unpinned on one CPU.
+// sidecar and the egress proxy (on the client's node) on the client CPUs,
+// server sidecars and the ingress per-node proxies (on the server nodes)
+// on the server CPUs; unpinned on one CPU.
 func (t *Target) proxyCPUs(proxy string) []int {
-	if strings.HasPrefix(proxy, "client-") {
+	if strings.HasPrefix(proxy, "client-") || t.lab.Config.L7 == lab.L7PerNodeEgress {
 		return t.clientCPUs
 	}
 	return t.serverCPUs

@@ -26,9 +26,11 @@ var scenarios = map[string]func(*lab.Config){
 	// L3/L4 NetworkPolicy on the run's pods, enforced the way the Service
 	// datapath's family does it (policy.go).
 	"policy": func(c *lab.Config) { c.Policy = true },
-	// HTTP policy through a real proxy, per node (Cilium) or as sidecars
-	// (Istio) (l7.go).
+	// HTTP policy through a real proxy: per node on the server's node
+	// (Cilium's ingress policy) or on the client's (Cilium's egress
+	// policy), or as sidecars (Istio) (l7.go).
 	"l7-node":    func(c *lab.Config) { c.L7 = lab.L7PerNode },
+	"l7-egress":  func(c *lab.Config) { c.L7 = lab.L7PerNodeEgress },
 	"l7-sidecar": func(c *lab.Config) { c.L7 = lab.L7Sidecar },
 	// Flow observability on: per-flow events read on every node (flows.go).
 	"flows": func(c *lab.Config) { c.Flows = true },
@@ -46,7 +48,7 @@ const sockLBOff = "socklb-off"
 
 // scenarioTokens shortens scenario parts that are not Service datapaths
 // in lab names ("vxlan+iptables-legacy+policy" is lab "vxlaniptlpol").
-var scenarioTokens = map[string]string{"policy": "pol", "l7-node": "l7n", "l7-sidecar": "l7s", "flows": "flo", sockLBOff: "nsl", "wireguard": "wg", "churn": "chn"}
+var scenarioTokens = map[string]string{"policy": "pol", "l7-node": "l7n", "l7-egress": "l7e", "l7-sidecar": "l7s", "flows": "flo", sockLBOff: "nsl", "wireguard": "wg", "churn": "chn"}
 
 func init() {
 	for _, d := range datapath.Names() {
@@ -151,19 +153,30 @@ func ScenarioConfig(name string, base lab.Config) (lab.Config, error) {
 func conflicting(parts []string) error {
 	has := func(p string) bool { return slices.Contains(parts, p) }
 	switch {
-	case has("l7-node") && has("l7-sidecar"):
-		return fmt.Errorf("l7-node and l7-sidecar are two L7 models: choose one")
+	case countL7(parts) > 1:
+		return fmt.Errorf("l7-node, l7-egress and l7-sidecar are L7 models: choose one")
 	case has("policy") && slices.ContainsFunc(parts, func(p string) bool { _, ok, _ := policyScalePart(p); return ok }):
 		return fmt.Errorf("policy and policy-N are the same feature: choose one")
-	case (has("policy") || slices.ContainsFunc(parts, func(p string) bool { _, ok, _ := policyScalePart(p); return ok })) && has("l7-node"):
-		return fmt.Errorf("policy with l7-node is not supported: the per-node proxy connects from its node's address, which the policy denies (l7-sidecar works with policy)")
+	case (has("policy") || slices.ContainsFunc(parts, func(p string) bool { _, ok, _ := policyScalePart(p); return ok })) && (has("l7-node") || has("l7-egress")):
+		return fmt.Errorf("policy with l7-node or l7-egress is not supported: the per-node proxy connects from its node's address, which the policy denies (l7-sidecar works with policy)")
 	}
 	return nil
 }
 
+// countL7 is how many L7 models parts name.
+func countL7(parts []string) int {
+	n := 0
+	for _, p := range []string{"l7-node", "l7-egress", "l7-sidecar"} {
+		if slices.Contains(parts, p) {
+			n++
+		}
+	}
+	return n
+}
+
 // configConflicts says why a scenario's finished config (its parts on top
 // of the run's flags) cannot be measured: notrack where conntrack is
-// needed (the per-node proxy's REDIRECT; a netfilter enforcer's
+// needed (the per-node proxies' DNAT; a netfilter enforcer's
 // "established" rule and NFLOG flow recorder, which log and accept by
 // conntrack state; the eBPF enforcer and recorder keep their own), or an
 // MTU tuning on an encrypted lab, whose WireGuard devices keep the MTU
@@ -175,8 +188,8 @@ func configConflicts(c lab.Config) error {
 		netfilter = v.Netfilter
 	}
 	switch {
-	case has("notrack") && c.L7 == lab.L7PerNode:
-		return fmt.Errorf("notrack with l7-node is not supported: the per-node proxy's REDIRECT needs conntrack in the node")
+	case has("notrack") && (c.L7 == lab.L7PerNode || c.L7 == lab.L7PerNodeEgress):
+		return fmt.Errorf("notrack with l7-node or l7-egress is not supported: the per-node proxy's DNAT needs conntrack in the node")
 	case has("notrack") && c.Policy && netfilter:
 		return fmt.Errorf("notrack with policy on a netfilter datapath is not supported: the enforcer accepts replies by conntrack state (an eBPF datapath's enforcer keeps its own)")
 	case has("notrack") && c.Flows && netfilter:

@@ -60,9 +60,11 @@ func TestScenarioConfigs(t *testing.T) {
 func TestScenarioConflicts(t *testing.T) {
 	base := lab.Config{Nodes: 2, PodsPerNode: 2}
 	for scenario, want := range map[string]string{
-		"l7-node+l7-sidecar":      "two L7 models",
+		"l7-node+l7-sidecar":      "L7 models: choose one",
+		"l7-egress+l7-node":       "L7 models: choose one",
+		"policy+l7-egress":        "policy with l7-node or l7-egress",
 		"policy+policy-1000":      "the same feature",
-		"ebpf+policy+l7-node":     "policy with l7-node is not supported",
+		"ebpf+policy+l7-node":     "policy with l7-node or l7-egress is not supported",
 		"ebpf+l7-node+notrack":    "notrack with l7-node",
 		"iptables+policy+notrack": "notrack with policy on a netfilter datapath",
 		"policy-10+notrack":       "notrack with policy on a netfilter datapath",

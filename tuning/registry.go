@@ -16,6 +16,7 @@ var fixed = map[string]func() Knob{
 	"gso-off":   func() Knob { return offload{name: "gso-off", features: gsoFeatures} },
 	"notrack":   func() Knob { return notrack{} },
 	"busy-poll": func() Knob { return busyPoll{} },
+	"node-rps":  func() Knob { return nodeRPS{} },
 }
 
 // ccPart is "cc-<algorithm>": a TCP congestion control by its kernel name.

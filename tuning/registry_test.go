@@ -112,3 +112,17 @@ func TestMTUWant(t *testing.T) {
 		}
 	}
 }
+
+func TestCPUMask(t *testing.T) {
+	for _, c := range []struct {
+		cpus []int
+		want string
+	}{{[]int{0}, "1"}, {[]int{1}, "2"}, {[]int{0, 1}, "3"}, {[]int{35}, "800000000"}} {
+		if got := cpuMask(c.cpus); got != c.want {
+			t.Errorf("cpuMask(%v) = %s, want %s", c.cpus, got, c.want)
+		}
+	}
+	if !sameMask("00000002", "2") || !sameMask("0,00000008", "8") || sameMask("3", "2") {
+		t.Error("sameMask")
+	}
+}

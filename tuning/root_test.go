@@ -159,3 +159,60 @@ func TestMTUUpAndDownOnVXLAN(t *testing.T) {
 		}
 	}
 }
+
+// node-rps steers each node's uplink to the node's CPUs, reads it back,
+// and its undo puts the masks back; a run that pins nothing cannot have
+// it.
+func TestNodeRPS(t *testing.T) {
+	labtest.NeedRoot(t)
+	sites := labSites(t)
+	ctx := context.Background()
+	k, _ := Lookup("node-rps")
+	if c, undo := Run(ctx, k, sites); c.Status != NotApplicable || undo() != nil {
+		t.Errorf("unpinned: %+v, want not applicable", c)
+	}
+	masks := func() map[string]string {
+		out := map[string]string{}
+		for _, s := range Sites(k, sites) {
+			files, err := rpsFiles(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				v, err := readInNetns(ctx, s, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[s.Name+" "+f] = v
+			}
+		}
+		return out
+	}
+	before := masks()
+	nodes := 0
+	for i := range sites {
+		if sites[i].Node {
+			sites[i].CPUs = []int{nodes % 2} // as runs pin: node0 one CPU, the others another
+			nodes++
+		}
+	}
+	c, undo := Run(ctx, k, sites)
+	if c.Status != Applied || c.Sites != len(Sites(k, sites)) {
+		t.Errorf("%+v, want applied on every node", c)
+	}
+	for _, s := range Sites(k, sites) {
+		files, _ := rpsFiles(ctx, s)
+		for _, f := range files {
+			if v, _ := readInNetns(ctx, s, f); !sameMask(v, cpuMask(s.CPUs)) || sameMask(v, "0") {
+				t.Errorf("%s %s: %s, want %s", s.Name, f, v, cpuMask(s.CPUs))
+			}
+		}
+	}
+	t.Logf("%s", c.Detail)
+	if err := undo(); err != nil {
+		t.Fatal(err)
+	}
+	if after := masks(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("after undo %v, want %v", after, before)
+	}
+}

@@ -42,6 +42,10 @@ type Site struct {
 	// PodCIDRs are the lab's pod address ranges (notrack matches traffic
 	// between them).
 	PodCIDRs []netip.Prefix
+	// CPUs are the CPUs a node's work runs on in the run (node0's the
+	// client CPUs, the other nodes' the server CPUs); empty when the run
+	// pins nothing. Only node-rps reads them.
+	CPUs []int
 }
 
 // Knob is one tuning, named as a scenario part ("cc-bbr", "gro-off").

@@ -57,7 +57,7 @@ func TestScenarioLabNames(t *testing.T) {
 		}
 	}
 	_, err := ScenarioConfig("vxlan+bogus", base)
-	want := `unknown scenario "bogus" (known: busy-poll, cc-ALGO, churn, ebpf, ebpf-tc, flows, gro-off, gro-on, gso-off, gso-on, iptables, iptables-legacy, l7-egress, l7-node, l7-sidecar, mtu-N, native, nftables, nftables-flat, notrack, policy, policy-N, socklb-off, vxlan, wireguard; combine with +, e.g. vxlan+ebpf)`
+	want := `unknown scenario "bogus" (known: busy-poll, cc-ALGO, churn, ebpf, ebpf-tc, flows, gro-off, gro-on, gso-off, gso-on, iptables, iptables-legacy, l7-egress, l7-node, l7-sidecar, mtu-N, native, nftables, nftables-flat, node-rps, notrack, policy, policy-N, socklb-off, vxlan, wireguard; combine with +, e.g. vxlan+ebpf)`
 	if err == nil || err.Error() != want {
 		t.Errorf("vxlan+bogus: %v, want %q", err, want)
 	}

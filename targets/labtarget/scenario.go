@@ -213,7 +213,7 @@ func tuningToken(part string) (string, bool) {
 	if n, ok := strings.CutPrefix(part, "mtu-"); ok {
 		return "m" + n, true
 	}
-	return map[string]string{"gro-on": "gro", "gro-off": "ngro", "gso-on": "gso", "gso-off": "ngso", "notrack": "ntr", "busy-poll": "bpol"}[part], true
+	return map[string]string{"gro-on": "gro", "gro-off": "ngro", "gso-on": "gso", "gso-off": "ngso", "notrack": "ntr", "busy-poll": "bpol", "node-rps": "rps"}[part], true
 }
 
 // policyScalePart parses a policy-scale part, "policy-N" or "policy-Nk"

@@ -34,6 +34,9 @@ func (t *Target) openTuning(ctx context.Context) error {
 	}
 	t.tuning = &tuningState{}
 	sites := tuning.LabSites(t.lab)
+	for i := range sites {
+		sites[i].CPUs = t.nodeCPUs(sites[i].Name)
+	}
 	for _, name := range t.cfg.Lab.Tuning {
 		k, ok := tuning.Lookup(name)
 		if !ok {
@@ -124,4 +127,20 @@ func (t *Target) tuningDetails() []tuning.Check {
 		return nil
 	}
 	return t.tuning.checks
+}
+
+// nodeCPUs are the CPUs node's work runs on in this run, as the daemons
+// and proxies of a node are pinned (pinDaemons, proxyCPUs): node0 hosts
+// the clients, the other nodes the servers. Nil for a name that is no
+// node, or when nothing is pinned.
+func (t *Target) nodeCPUs(name string) []int {
+	for i, n := range t.lab.Nodes {
+		if n.Name == name {
+			if i == 0 {
+				return t.clientCPUs
+			}
+			return t.serverCPUs
+		}
+	}
+	return nil
 }

@@ -19,9 +19,9 @@ import (
 // before, and the labs the run made are gone.
 func TestTuningScenarios(t *testing.T) {
 	l := newLab(t)
-	scenarios := []string{"ebpf", "ebpf+cc-reno+mtu-9000", "ebpf+gro-on", "ebpf+busy-poll", "ebpf+socklb-off"}
+	scenarios := []string{"ebpf", "ebpf+cc-reno+mtu-9000+node-rps", "ebpf+gro-on", "ebpf+busy-poll", "ebpf+socklb-off"}
 	labs := securityLabs(t, l, scenarios...)
-	up := labs[1] // the cc-reno+mtu-9000 lab, up before the run and left up
+	up := labs[1] // the cc-reno+mtu-9000+node-rps lab, up before the run and left up
 	if _, stderr, code := up.run("lab", "up", "--service-datapath", "ebpf"); code != 0 {
 		t.Fatalf("lab up: %s", stderr)
 	}
@@ -61,9 +61,9 @@ func TestTuningScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]map[string]string{ // scenario → tuning → status
-		"ebpf+cc-reno+mtu-9000": {"cc-reno": tuning.Applied, "mtu-9000": tuning.Applied},
-		"ebpf+gro-on":           {"gro-on": tuning.Applied},
-		"ebpf+busy-poll":        {"busy-poll": tuning.NotApplicable},
+		"ebpf+cc-reno+mtu-9000+node-rps": {"cc-reno": tuning.Applied, "mtu-9000": tuning.Applied, "node-rps": tuning.Applied},
+		"ebpf+gro-on":                    {"gro-on": tuning.Applied},
+		"ebpf+busy-poll":                 {"busy-poll": tuning.NotApplicable},
 	}
 	for _, sc := range run.Scenarios {
 		var checks []tuning.Check
@@ -87,7 +87,7 @@ func TestTuningScenarios(t *testing.T) {
 		}
 		d := sc.Target.Details
 		switch sc.Name {
-		case "ebpf+cc-reno+mtu-9000":
+		case "ebpf+cc-reno+mtu-9000+node-rps":
 			if d["mtu"] != float64(9000) {
 				t.Errorf("%s: mtu %v recorded, want the 9000 measured under", sc.Name, d["mtu"])
 			}
@@ -113,6 +113,7 @@ func TestTuningScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"Tuning, read back from the kernel before measuring: cc-reno applied (read back: reno in ",
+		"node-rps applied (read back: ",
 		"mtu-9000 applied (read back: mtu 9000 in ", "busy-poll not applicable (", "ebpf+gro-on vs ebpf"} {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("report.md lacks %q", s)

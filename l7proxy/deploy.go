@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -149,21 +150,15 @@ func (d *Deployment) removeRules(ctx context.Context, ns string) error {
 }
 
 func (d *Deployment) ruleNamespaces() []string {
-	seen := map[string]bool{}
 	var out []string
 	for _, r := range d.Rules {
-		if !seen[r.Netns] {
-			seen[r.Netns] = true
-			out = append(out, r.Netns)
-		}
+		out = append(out, r.Netns)
 	}
 	for _, r := range d.Routes {
-		if !seen[r.Netns] {
-			seen[r.Netns] = true
-			out = append(out, r.Netns)
-		}
+		out = append(out, r.Netns)
 	}
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Usage is the CPU time the proxies have used since they started.

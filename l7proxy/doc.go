@@ -20,9 +20,9 @@
 // connections alive on both sides and pools upstream connections across
 // downstream ones ("http-reuse always"), as Envoy does. The policy is an
 // allow-list of method + path rules enforced by the per-node proxy, or by
-// the server sidecar (like Istio's AuthorizationPolicy); anything else gets 403 from the proxy. Every
-// proxy adds a response header naming itself (HeaderProxy), so a client
-// can tell a response went through it.
+// the server sidecar (like Istio's AuthorizationPolicy); anything else
+// gets 403 from the proxy. Every proxy adds a response header naming
+// itself (HeaderProxy), so a client can tell a response went through it.
 //
 // Everything lives in the lab's namespaces, never the root one: the
 // processes, the nat rules (each tagged with a comment carrying the lab

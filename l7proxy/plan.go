@@ -72,8 +72,9 @@ func plan(s Spec) ([]proxy, []natRule) {
 // look older: PAWS rejects the SYN and the client waits 10 ms to 1 s.
 // Measured with one port: HTTP_RPS_SHORT_C64 through one per-node proxy
 // in front of two pods fell from 19,400 req/s in the first round to 2,100
-// by the fourth (rounds 5 s apart; 5,600 PAWS rejects at the proxy). (Cilium's TPROXY keeps the pod address as the
-// proxy socket's own, which has the same effect.)
+// by the fourth (rounds 5 s apart; 5,600 PAWS rejects at the proxy).
+// (Cilium's TPROXY keeps the pod address as the proxy socket's own, which
+// has the same effect.)
 func planPerNode(s Spec, port string) ([]proxy, []natRule) {
 	byNode := map[string][]PodRef{}
 	for _, p := range s.Servers {

@@ -50,7 +50,7 @@ func (d *Deployment) Probe(ctx context.Context, addr, method, path string) (stat
 func (d *Deployment) Verify(ctx context.Context) error {
 	method, path := d.Spec.allowedProbe()
 	for _, s := range d.Spec.Servers {
-		want, enforcer := d.pathOf(s)
+		want, enforcer := d.PathOf(s)
 		before, err := d.Counters()
 		if err != nil {
 			return err
@@ -81,9 +81,9 @@ func (d *Deployment) Verify(ctx context.Context) error {
 	return nil
 }
 
-// pathOf is the proxies a response from server s passes, server side
+// PathOf is the proxies a response from server s passes, server side
 // first (as their headers appear), and the one enforcing the rules.
-func (d *Deployment) pathOf(s PodRef) (want []string, enforcer string) {
+func (d *Deployment) PathOf(s PodRef) (want []string, enforcer string) {
 	switch d.Spec.Model {
 	case PerNode:
 		return []string{"node-" + s.Node}, "node-" + s.Node

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -84,7 +85,11 @@ func (nodeRPS) Verify(ctx context.Context, s Site) (string, error) {
 			return "", fmt.Errorf("%s holds %s, want %s", f, v, want)
 		}
 	}
-	return fmt.Sprintf("%s steered to CPUs %s", uplink, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(s.CPUs)), ","), "[]")), nil
+	cpus := make([]string, len(s.CPUs))
+	for i, c := range s.CPUs {
+		cpus[i] = strconv.Itoa(c)
+	}
+	return fmt.Sprintf("%s steered to CPUs %s", uplink, strings.Join(cpus, ",")), nil
 }
 
 // rpsFiles are the uplink's rx queues' rps_cpus, as the node sees them.

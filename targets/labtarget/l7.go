@@ -205,24 +205,12 @@ func l7Unsupported(cfg lab.Config, placement string) error {
 }
 
 // modelPath tells whether via (the proxies a response passed, server
-// side first) is the whole path of the lab's model for some server: the
-// server node's proxy, the client node's proxy (egress), or a server
-// sidecar then the client's sidecar. The
-// backend a ClusterIP picks is not known beforehand, so any server's
-// path will do.
+// side first) is the whole path of the lab's model for some server
+// (l7proxy's PathOf). The backend a ClusterIP picks is not known
+// beforehand, so any server's path will do.
 func (t *Target) modelPath(via []string) bool {
-	client := t.l7.d.Spec.Client.Name
 	for _, s := range t.l7.d.Spec.Servers {
-		var want []string
-		switch t.l7.check.Model {
-		case lab.L7PerNode:
-			want = []string{"node-" + s.Node}
-		case lab.L7PerNodeEgress:
-			want = []string{"node-" + t.l7.d.Spec.Client.Node}
-		default:
-			want = []string{"server-" + s.Name, "client-" + client}
-		}
-		if slices.Equal(via, want) {
+		if want, _ := t.l7.d.PathOf(s); slices.Equal(via, want) {
 			return true
 		}
 	}

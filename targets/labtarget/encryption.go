@@ -212,9 +212,8 @@ func (t *Target) encryptionDetails() *EncryptionCheck {
 	return &t.encryption.check
 }
 
-// pinDaemons runs each node's WireGuard daemon on that node's CPUs, as
-// a node's kernel WireGuard would encrypt on its own: node0 hosts the
-// clients (client CPUs), the other nodes the servers (server CPUs). The
+// pinDaemons runs each node's WireGuard daemon on that node's CPUs
+// (nodeCPUsAt), as a node's kernel WireGuard would encrypt on its own. The
 // CPUs each daemon had before are kept for unpinDaemons, since a lab that
 // was up before the run stays up after it.
 func (t *Target) pinDaemons() error {
@@ -223,10 +222,7 @@ func (t *Target) pinDaemons() error {
 	}
 	t.encryption.affinity = map[string]unix.CPUSet{}
 	for i, n := range t.lab.Nodes {
-		cpus := t.serverCPUs
-		if i == 0 {
-			cpus = t.clientCPUs
-		}
+		cpus := t.nodeCPUsAt(i)
 		var set unix.CPUSet
 		for _, c := range cpus {
 			set.Set(c)

@@ -129,18 +129,24 @@ func (t *Target) tuningDetails() []tuning.Check {
 	return t.tuning.checks
 }
 
-// nodeCPUs are the CPUs node's work runs on in this run, as the daemons
-// and proxies of a node are pinned (pinDaemons, proxyCPUs): node0 hosts
-// the clients, the other nodes the servers. Nil for a name that is no
-// node, or when nothing is pinned.
+// nodeCPUs are the CPUs the named node's work runs on (nodeCPUsAt); nil
+// for a name that is no node.
 func (t *Target) nodeCPUs(name string) []int {
 	for i, n := range t.lab.Nodes {
 		if n.Name == name {
-			if i == 0 {
-				return t.clientCPUs
-			}
-			return t.serverCPUs
+			return t.nodeCPUsAt(i)
 		}
 	}
 	return nil
+}
+
+// nodeCPUsAt are the CPUs node i's work runs on in this run, where its
+// daemons and proxies are pinned and node-rps steers what it receives:
+// node0 hosts the clients (client CPUs), the other nodes the servers
+// (server CPUs). Nil when nothing is pinned.
+func (t *Target) nodeCPUsAt(i int) []int {
+	if i == 0 {
+		return t.clientCPUs
+	}
+	return t.serverCPUs
 }

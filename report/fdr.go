@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/cnibench/cnibench/stats"
@@ -10,10 +11,14 @@ import (
 
 // FDR says how the report's verdicts were held together: a standard
 // profile judges hundreds of metrics, and at 5% each identical code would
-// show dozens of "significant" lines. Every comparison with a test (each
-// column against the baseline, each winner, each sweep step against step
-// 0) joins one Benjamini–Hochberg family; a significant verdict stays
-// significant only if it is a discovery of that family.
+// show dozens of "significant" lines. Every tested comparison (each column
+// against the one it is compared with, each winner that is not already
+// one of those, each sweep step against step 0, each step of a crossover
+// claim) joins one Benjamini–Hochberg family, once; a significant verdict
+// stays significant only if it is a discovery of that family. The
+// p-values are those of the minimum-effect test (stats: the null is "no
+// change beyond the minimum effect"), so real but negligible differences
+// are not discoveries that would let noise through beside them.
 type FDR struct {
 	Level       float64 `json:"level"`       // the false-discovery rate held (0.05)
 	Comparisons int     `json:"comparisons"` // verdicts with a test in the family
@@ -38,40 +43,102 @@ func (f *FDR) Sentence() string {
 	return s + "."
 }
 
-// verdictRef is one verdict of the family, whichever kind it is.
+// verdictRef is one comparison of the family, however many places show
+// it (a two-column row's winner is its vs-baseline verdict again).
 type verdictRef struct {
-	p      float64
-	demote func(m int) // called when a significant verdict is no discovery
-	sig    bool
+	p       float64
+	sig     bool
+	demotes []func(m int) // called when a significant verdict is no discovery
+}
+
+// family collects a report's tested comparisons, each once.
+type family struct {
+	refs  []*verdictRef
+	byKey map[string]*verdictRef
+}
+
+// add puts a comparison in the family; a second add with the same
+// non-empty key is the same comparison shown elsewhere.
+func (f *family) add(key string, p float64, sig bool, demote func(m int)) {
+	if math.IsNaN(p) {
+		return
+	}
+	if key != "" {
+		if r, ok := f.byKey[key]; ok {
+			r.demotes = append(r.demotes, demote)
+			return
+		}
+	}
+	r := &verdictRef{p: p, sig: sig, demotes: []func(int){demote}}
+	f.refs = append(f.refs, r)
+	if key != "" {
+		f.byKey[key] = r
+	}
+}
+
+// control applies Benjamini–Hochberg at level q to the family, demotes
+// the significant verdicts that are no discovery, and counts.
+func (f *family) control(q float64) *FDR {
+	out := &FDR{Level: q, Comparisons: len(f.refs)}
+	ps := make([]float64, len(f.refs))
+	for i, r := range f.refs {
+		ps[i] = r.p
+	}
+	for i, disc := range stats.BenjaminiHochberg(ps, q) {
+		switch r := f.refs[i]; {
+		case r.sig && disc:
+			out.Significant++
+		case r.sig:
+			out.Demoted++
+			for _, d := range r.demotes {
+				d(len(f.refs))
+			}
+		}
+	}
+	return out
+}
+
+// pairKey names a comparison of two columns in one row, either way round.
+func pairKey(si, ri, a, b int) string {
+	return fmt.Sprintf("%d/%d/%d-%d", si, ri, min(a, b), max(a, b))
 }
 
 // controlFDR applies Benjamini–Hochberg to every tested verdict of rep.
 func controlFDR(rep *Report) {
-	var fam []verdictRef
-	addDelta := func(d *Delta) {
-		if d == nil || math.IsNaN(float64(d.P)) {
+	fam := &family{byKey: map[string]*verdictRef{}}
+	addDelta := func(key string, d *Delta) {
+		if d == nil {
 			return
 		}
-		fam = append(fam, verdictRef{p: float64(d.P), sig: d.Verdict == VerdictSignificant, demote: func(m int) {
+		fam.add(key, float64(d.P), d.Verdict == VerdictSignificant, func(m int) {
 			d.Verdict, d.Better, d.Worse = VerdictNoise, false, false
-			d.Text = demotedText(m, float64(d.P))
-		}})
+			d.Text = demotedText(d.Text, m, float64(d.P))
+		})
 	}
 	for si := range rep.Sections {
 		for ri := range rep.Sections[si].Metrics {
 			row := &rep.Sections[si].Metrics[ri]
-			for _, d := range row.VsBaseline {
-				addDelta(d)
+			for ci, d := range row.VsBaseline {
+				if d != nil && ci < len(rep.Columns) {
+					addDelta(pairKey(si, ri, ci, rep.Columns[ci].Against), d)
+				} else {
+					addDelta("", d)
+				}
 			}
-			if w := row.Winner; w != nil && !math.IsNaN(float64(w.P)) {
-				fam = append(fam, verdictRef{p: float64(w.P), sig: w.Verdict == VerdictSignificant, demote: func(m int) {
+			if w := row.Winner; w != nil {
+				key := ""
+				if w.pair[0] != w.pair[1] {
+					key = pairKey(si, ri, w.pair[0], w.pair[1])
+				}
+				fam.add(key, float64(w.P), w.Verdict == VerdictSignificant, func(m int) {
 					prefix := ""
 					if strings.HasPrefix(w.Text, "control: ") {
 						prefix = "control: "
 					}
 					w.Verdict, w.Label = VerdictNoise, ""
-					w.Text = prefix + w.Best + " vs " + w.RunnerUp + ": " + demotedText(m, float64(w.P))
-				}})
+					body := strings.TrimPrefix(strings.TrimPrefix(w.Text, prefix), w.Best+": ")
+					w.Text = prefix + w.Best + " vs " + w.RunnerUp + ": " + w.Best + " " + demotedText(body, m, float64(w.P))
+				})
 			}
 		}
 	}
@@ -79,31 +146,41 @@ func controlFDR(rep *Report) {
 		for di := range ss.Datapaths {
 			for si := range ss.Datapaths[di].Steps {
 				for mi := range ss.Datapaths[di].Steps[si].Metrics {
-					addDelta(ss.Datapaths[di].Steps[si].Metrics[mi].VsStep0)
+					addDelta("", ss.Datapaths[di].Steps[si].Metrics[mi].VsStep0)
 				}
 			}
 		}
-	}
-	f := &FDR{Level: stats.DefaultFDR, Comparisons: len(fam)}
-	ps := make([]float64, len(fam))
-	for i, v := range fam {
-		ps[i] = v.p
-	}
-	for i, disc := range stats.BenjaminiHochberg(ps, f.Level) {
-		switch {
-		case fam[i].sig && disc:
-			f.Significant++
-		case fam[i].sig:
-			f.Demoted++
-			fam[i].demote(len(fam))
+		for ci := range ss.Crossovers {
+			c := &ss.Crossovers[ci]
+			for pi := range c.pts {
+				pt := &c.pts[pi]
+				fam.add("", pt.p, pt.sign != 0, func(int) { pt.sign = 0 })
+			}
 		}
 	}
-	rep.FDR = f
+	rep.FDR = fam.control(stats.DefaultFDR)
+	if ss := rep.ServiceScale; ss != nil {
+		for ci, c := range ss.Crossovers {
+			if c.pts == nil {
+				continue
+			}
+			nc := crossoverText(ss.Datapaths[c.a], ss.Datapaths[c.b], c.pts)
+			nc.pts, nc.a, nc.b = c.pts, c.a, c.b
+			ss.Crossovers[ci] = nc
+		}
+	}
 }
 
-// demotedText words a verdict significant alone but not among m.
-func demotedText(m int, p float64) string {
-	return fmt.Sprintf("not significant once the report's %d comparisons are held to a 5%% false-discovery rate (p = %.2g)", m, p)
+// demotedText words a verdict significant alone but not among m: its
+// own words, effect and interval first, then why it is not significant.
+func demotedText(text string, m int, p float64) string {
+	text = strings.Replace(text, "(significant, ", "(", 1)
+	return fmt.Sprintf("%s, not significant once the report's %d comparisons are held to a 5%% false-discovery rate (p = %s)", text, m, pText(p))
+}
+
+// pText prints a p-value with two significant digits, however small.
+func pText(p float64) string {
+	return strconv.FormatFloat(p, 'g', 2, 64)
 }
 
 // tested is a verdict's p-value when it had a test, else NaN (JSON null).

@@ -50,7 +50,8 @@ func group(s string) string {
 }
 
 // cellText is a Value as tables show it: "9.41 (9.30–9.52)", "9.41 (n=1)",
-// with † when the interval is the sample range below the wanted coverage.
+// with † when the interval is the sample range below the wanted coverage
+// and ‡ when rounds another column lacks were left out (Value.LeftOut).
 func cellText(v *Value, level float64) string {
 	if v == nil {
 		return "missing"
@@ -65,6 +66,9 @@ func cellText(v *Value, level float64) string {
 	s := fmt.Sprintf("%s (%s–%s)", d, fmtNum(float64(v.Lo)), fmtNum(float64(v.Hi)))
 	if float64(v.Coverage) < level {
 		s += "†"
+	}
+	if v.LeftOut != "" {
+		s += "‡"
 	}
 	return s
 }
@@ -233,9 +237,15 @@ func envRows(runs []RunInfo) (labels []string, vals [][]string) {
 	return labels, vals
 }
 
-const methodText = "Each value is the median over rounds (one sample per round) with a distribution-free 95% confidence interval " +
-	"for the median (order statistics; † marks a sample range whose true coverage is below 95%, fewer than 6 rounds). " +
-	"Latency percentiles are displayed from the merged histogram of all rounds; their interval and verdict use each round's own percentile. " +
-	"Verdicts come from a seeded bootstrap of the ratio of medians: significant only if the 95% interval of the difference excludes 0 " +
-	"and the difference is at least the minimum effect; otherwise within noise (± half the interval). " +
-	"Loss, errors and missed target are judged on their complement (delivered share). "
+const methodText = "Each value is the median over rounds (one sample per round; for latency, each round's own percentile) with a " +
+	"distribution-free 95% confidence interval for the median (order statistics; † marks a sample range whose true coverage is below 95%, " +
+	"fewer than 6 rounds). Columns of one interleaved run are shown and compared on the rounds every column of the run completed " +
+	"(‡ marks a cell that left some of its rounds out for that). " +
+	"A verdict compares two columns on the log scale, so the effect is a ratio: columns of one run round by round (the geometric mean of " +
+	"the per-round ratios with its t-interval; when a round delivered nothing, the Wilcoxon signed-rank test with the Hodges–Lehmann ratio, " +
+	"in which that round ranks worst), columns of separate runs by ranks (Mann–Whitney with the Hodges–Lehmann shift, exact coverage printed " +
+	"where it is not 95%). The effect printed is that method's estimate with that method's interval. Significant means the interval lies " +
+	"beyond the minimum effect (1%): the p-value tests \"no change beyond the minimum effect\", and the report holds all its p-values to a " +
+	"5% false-discovery rate (Benjamini–Hochberg), each comparison counted once. Not significant: \"no difference beyond noise\" when the " +
+	"interval stays within ±10%, else \"inconclusive\" (more rounds needed). " +
+	"Loss, errors and missed target are judged on their complement (delivered share); a rate of 0 is the worst value, never a missing one. "

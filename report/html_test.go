@@ -122,7 +122,7 @@ func TestHTMLWellFormedSelfContained(t *testing.T) {
 		t.Errorf("injected markup shown as text %d times, want ≥ 3 (host, tool, error)", hostileText)
 	}
 	for _, want := range []string{"At a glance", "Environment and provenance", "Plan", "TCP_STREAM · pod-to-pod/other-node",
-		"native: 5.4% higher throughput than vxlan", "not enough rounds for a verdict (n=4)"} {
+		"native: 5.3% higher throughput than vxlan", "not enough rounds for a verdict (n=4)"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -81,10 +81,12 @@ type Report struct {
 
 // WinnerRule is the documented way a row's winner is picked.
 const WinnerRule = "The column with the best median is compared with the runner-up: columns of one interleaved run round by round " +
-	"(a t-interval of the per-round log ratios, in which what the machine did during a round cancels), columns of separate runs and " +
-	"the steps of a sweep by ranks (Mann-Whitney with the Hodges-Lehmann shift, exact coverage, printed where it is not 95%). " +
-	"It is the winner only if the interval excludes no change and the difference is at least 1%; a verdict needs 5 rounds, and an " +
-	"interval that includes no change but reaches beyond ±10% is inconclusive. Every other column is also compared with the baseline (first column)."
+	"(on the rounds every column completed; the geometric mean of the per-round ratios with its t-interval, in which what the machine did " +
+	"during a round cancels), columns of separate runs and the steps of a sweep by ranks (Mann-Whitney with the Hodges-Lehmann shift, exact " +
+	"coverage, printed where it is not 95%). The side that comparison's own estimate favours is the one named. It is the winner only if the " +
+	"interval lies beyond the 1% minimum effect and the verdict survives the report's false-discovery control; a verdict needs 5 rounds, and " +
+	"an interval that includes no change but reaches beyond ±10% is inconclusive. Every other column is also compared with the baseline " +
+	"(first column), or with the scenario it adds parts to."
 
 // RunInfo is one run's provenance.
 type RunInfo struct {
@@ -216,6 +218,11 @@ type Value struct {
 	Hi       Num   `json:"ci_hi"`
 	Coverage Num   `json:"ci_coverage"` // the interval's true confidence (below Level for N < 6)
 	Samples  []Num `json:"samples"`
+	// LeftOut names this column's rounds that the row leaves out because
+	// another column of the same run lacks them (failed, not taken): the
+	// cell, its verdicts and the gate all use the rounds every column of
+	// the run has, so they show one statistic ("" when none).
+	LeftOut string `json:"left_out,omitempty"`
 }
 
 // Verdict kinds.
@@ -236,9 +243,10 @@ type Delta struct {
 	Lo       Num    `json:"ci_lo_pct"` // null when unbounded
 	Hi       Num    `json:"ci_hi_pct"`
 	NoisePct Num    `json:"noise_pct"`
-	Better   bool   `json:"better"` // significant and better than the baseline
-	Worse    bool   `json:"worse"`  // significant and worse
-	P        Num    `json:"p"`      // two-sided p-value; null without a test
+	Coverage Num    `json:"ci_coverage"` // the interval's confidence (exact methods: not always 95%)
+	Better   bool   `json:"better"`      // significant and better than the baseline
+	Worse    bool   `json:"worse"`       // significant and worse
+	P        Num    `json:"p"`           // two-sided p-value; null without a test
 	Text     string `json:"text"`
 }
 
@@ -252,8 +260,11 @@ type Winner struct {
 	Lo       Num    `json:"ci_lo_pct"`
 	Hi       Num    `json:"ci_hi_pct"`
 	NoisePct Num    `json:"noise_pct"`
+	Coverage Num    `json:"ci_coverage"`
 	P        Num    `json:"p"` // two-sided p-value; null without a test
 	Text     string `json:"text"`
+	// pair is the two columns compared (runner-up, best).
+	pair [2]int
 }
 
 // Num is a float64 that JSON-encodes with 6 significant digits (stable
@@ -487,15 +498,23 @@ func rows(series []*results.Series, cols []Column, opt Options) []Row {
 			}
 			if m := s.Metric(name); m != nil && len(m.Values) > 0 {
 				ms[ci] = m
-				row.Values[ci] = value(m, opt)
 				// A headline in any column is a headline of the row.
 				row.Headline = row.Headline || m.Headline
+			}
+		}
+		var left []string
+		ms, left = onCommonRounds(ms, cols)
+		for ci, m := range ms {
+			if m != nil {
+				row.Values[ci] = value(m, opt)
+				row.Values[ci].LeftOut = left[ci]
 			}
 		}
 		if p.Judged() {
 			for ci := 1; ci < len(cols); ci++ {
 				if b := cols[ci].Against; ms[b] != nil && ms[ci] != nil {
 					row.VsBaseline[ci] = delta(ms[b], ms[ci], opt, cols[b].Run == cols[ci].Run)
+					row.VsBaseline[ci].Text = nameSides(row.VsBaseline[ci].Text, cols[b].Label, cols[ci].Label)
 				}
 			}
 			switch {
@@ -576,7 +595,8 @@ func tooFewText(v stats.Verdict) string {
 
 func delta(base, m *results.Metric, opt Options, paired bool) *Delta {
 	v := compare(base, m, opt, paired)
-	d := &Delta{Verdict: kindOf(v, opt), DeltaPct: Num(v.DeltaPct), Lo: Num(v.Lo), Hi: Num(v.Hi), NoisePct: Num(v.NoisePct), P: tested(v, opt)}
+	d := &Delta{Verdict: kindOf(v, opt), DeltaPct: Num(v.DeltaPct), Lo: Num(v.Lo), Hi: Num(v.Hi), NoisePct: Num(v.NoisePct),
+		Coverage: Num(v.Coverage), P: tested(v, opt)}
 	switch d.Verdict {
 	case VerdictSignificant:
 		d.Better, d.Worse = v.Better == "b", v.Better == "a"
@@ -617,8 +637,16 @@ func winner(ms []*results.Metric, cols []Column, opt Options) *Winner {
 	})
 	best, second := cs[0].i, cs[1].i
 	v := compare(ms[second], ms[best], opt, cols[second].Run == cols[best].Run)
-	w := &Winner{Verdict: kindOf(v, opt), Best: cols[best].Label, RunnerUp: cols[second].Label,
-		DeltaPct: Num(v.DeltaPct), Lo: Num(v.Lo), Hi: Num(v.Hi), NoisePct: Num(v.NoisePct), P: tested(v, opt)}
+	if v.DeltaPct != 0 && (v.DeltaPct > 0) != higher && !math.IsNaN(v.DeltaPct) {
+		// The comparison's own estimate favours the runner-up (its medians
+		// and the tested estimate disagree in order): the verdict decides
+		// who is named, never the other way round.
+		best, second = second, best
+		v = compare(ms[second], ms[best], opt, cols[second].Run == cols[best].Run)
+	}
+	v.Text = nameSides(v.Text, cols[second].Label, cols[best].Label)
+	w := &Winner{pair: [2]int{second, best}, Verdict: kindOf(v, opt), Best: cols[best].Label, RunnerUp: cols[second].Label,
+		DeltaPct: Num(v.DeltaPct), Lo: Num(v.Lo), Hi: Num(v.Hi), NoisePct: Num(v.NoisePct), Coverage: Num(v.Coverage), P: tested(v, opt)}
 	switch w.Verdict {
 	case VerdictSignificant:
 		w.Label = cols[best].Label
@@ -835,4 +863,74 @@ func suspectSamples(sec Section, cols []Column) []string {
 		}
 	}
 	return out
+}
+
+// onCommonRounds restricts the metrics of columns of one interleaved run
+// to the rounds every such column has, so that a row's cells (the median
+// of those rounds), its paired verdicts and its winner all read the same
+// rounds: with native at 7 rounds and vxlan at 5 (rounds 6 and 7 failed),
+// native's cell is not the median of 7 rounds beside a verdict on 5.
+// Columns of other runs, and a run with a single column in the row, keep
+// every value. left names, per column, the rounds left out.
+func onCommonRounds(ms []*results.Metric, cols []Column) (out []*results.Metric, left []string) {
+	out, left = append([]*results.Metric(nil), ms...), make([]string, len(ms))
+	byRun := map[int][]int{}
+	for ci, m := range ms {
+		if m != nil {
+			byRun[cols[ci].Run] = append(byRun[cols[ci].Run], ci)
+		}
+	}
+	for _, cis := range byRun {
+		if len(cis) < 2 {
+			continue
+		}
+		common := map[int]int{}
+		for _, ci := range cis {
+			for _, r := range ms[ci].Rounds {
+				common[r]++
+			}
+		}
+		for _, ci := range cis {
+			m := ms[ci]
+			if len(m.Rounds) != len(m.Values) {
+				continue // older results without rounds: nothing to align
+			}
+			var vals []float64
+			var rounds, dropped []int
+			for i, r := range m.Rounds {
+				if common[r] == len(cis) {
+					vals, rounds = append(vals, m.Values[i]), append(rounds, r)
+				} else {
+					dropped = append(dropped, r)
+				}
+			}
+			if len(dropped) == 0 || len(vals) == 0 {
+				continue // nothing left out, or nothing in common to show
+			}
+			c := *m
+			c.Values, c.Rounds, c.Display = vals, rounds, results.Median(vals)
+			out[ci] = &c
+			left[ci] = fmt.Sprintf("round %s left out: another column of the run lacks it", joinInts(dropped))
+			if len(dropped) > 1 {
+				left[ci] = fmt.Sprintf("rounds %s left out: other columns of the run lack them", joinInts(dropped))
+			}
+		}
+	}
+	return out, left
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// nameSides puts the columns' labels into a verdict's notes on the sides
+// ("b delivered nothing in 2 of 7 rounds" → "vxlan delivered …").
+func nameSides(text, a, b string) string {
+	text = strings.ReplaceAll(text, "; a delivered nothing", "; "+a+" delivered nothing")
+	text = strings.ReplaceAll(text, ", b delivered nothing", ", "+b+" delivered nothing")
+	return strings.ReplaceAll(text, "; b delivered nothing", "; "+b+" delivered nothing")
 }

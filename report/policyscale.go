@@ -207,7 +207,7 @@ func (p *PolicyProgramFit) line() string {
 	l := fmt.Sprintf("programming time: %+.3g ms per 1,000 rules per pod over %.3g ms fixed (r² %.2f, n=%d)",
 		float64(p.MsPerThousand), float64(p.Intercept), float64(p.R2), p.N)
 	if !math.IsNaN(float64(p.Exponent)) {
-		l += fmt.Sprintf("; growth exponent %.2f (a + b·rules^k, r² %.2f)", float64(p.Exponent), float64(p.ExponentR2))
+		l += fmt.Sprintf("; growth exponent %s (a + b·rules^k, r² %.2f)", stats.ExponentText(float64(p.Exponent)), float64(p.ExponentR2))
 	} else {
 		l += "; growth exponent needs 4 steps"
 	}

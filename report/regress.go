@@ -30,6 +30,9 @@ func (r Regression) String() string {
 	if r.Services > 0 {
 		at = fmt.Sprintf(" at %d Services", r.Services)
 	}
+	if r.Metric == "rounds" {
+		return fmt.Sprintf("%s %s %s%s: %s", r.Scenario, r.Test, r.Placement, at, r.Text)
+	}
 	return fmt.Sprintf("%s %s %s%s %s: %s → %s %s, %s", r.Scenario, r.Test, r.Placement, at, r.Metric,
 		fmtNum(r.Base), fmtNum(r.New), r.Unit, r.Text)
 }
@@ -54,7 +57,13 @@ type RegressCheck struct {
 	Regressions []Regression `json:"regressions"`
 	Judged      int          `json:"judged"`   // metric comparisons that got a verdict
 	TooFew      int          `json:"too_few"`  // comparisons without a verdict: too few samples
-	Unpaired    []string     `json:"unpaired"` // scenarios or cells found in only one run
+	Unpaired    []string     `json:"unpaired"` // scenarios or cells found only in the new run
+	// Missing is what only the base run has: a scenario, a (test,
+	// placement) cell, a sweep step or a metric NEW never measured. A new
+	// run that stopped early (a sweep cut at --max-step-time) is missing
+	// exactly what got worse, so the gate fails on these unless told to
+	// allow them.
+	Missing []string `json:"missing"`
 }
 
 // Regressions compares every headline metric (opt.AllMetrics: every
@@ -89,6 +98,7 @@ func Regressions(base, cur *results.Run, pct float64, opt Options) (RegressCheck
 	for _, r := range base.Results {
 		baseRes[regressKey(r.Scenario, r)] = r
 	}
+	seen := map[string]bool{}
 	for _, r := range cur.Results {
 		bsc, ok := pairs[r.Scenario]
 		if !ok {
@@ -99,6 +109,7 @@ func Regressions(base, cur *results.Run, pct float64, opt Options) (RegressCheck
 			chk.Unpaired = append(chk.Unpaired, fmt.Sprintf("%s %s %s%s is only in the new run", columnLabel(cur, r.Scenario), r.Test, r.Placement.Name(), stepText(cur, r)))
 			continue
 		}
+		seen[regressKey(bsc, r)] = true
 		bser, err := results.Metrics(br)
 		if err != nil {
 			return chk, fmt.Errorf("base run: %w", err)
@@ -106,6 +117,18 @@ func Regressions(base, cur *results.Run, pct float64, opt Options) (RegressCheck
 		cser, err := results.Metrics(r)
 		if err != nil {
 			return chk, fmt.Errorf("new run: %w", err)
+		}
+		cell := fmt.Sprintf("%s %s %s%s", columnLabel(cur, r.Scenario), r.Test, r.Placement.Name(), stepText(cur, r))
+		if reg, ok := lostRounds(columnLabel(cur, r.Scenario), bser, r, cser); ok {
+			chk.Regressions = append(chk.Regressions, reg)
+		}
+		for i := range bser.Metrics {
+			bm := &bser.Metrics[i]
+			if bm.Judged() && len(bm.Values) > 0 && (opt.AllMetrics || bm.Headline) {
+				if m := cser.Metric(bm.Name); m == nil || len(m.Values) == 0 {
+					chk.Missing = append(chk.Missing, fmt.Sprintf("%s: %s has no value in the new run", cell, bm.Name))
+				}
+			}
 		}
 		for i := range cser.Metrics {
 			m := &cser.Metrics[i]
@@ -130,12 +153,79 @@ func Regressions(base, cur *results.Run, pct float64, opt Options) (RegressCheck
 			})
 		}
 	}
+	chk.Missing = append(missingInNew(base, bs, pairs, baseRes, seen), chk.Missing...)
 	for i, reg := range gateDecide(judged, pct) {
 		if reg {
 			chk.Regressions = append(chk.Regressions, found[i])
 		}
 	}
 	return chk, nil
+}
+
+// missingInNew lists the base run's scenarios and cells (a sweep's steps
+// included) that the new run does not have.
+func missingInNew(base *results.Run, baseScenarios []string, pairs map[string]string, baseRes map[string]results.Result, seen map[string]bool) []string {
+	paired := map[string]bool{}
+	for _, b := range pairs {
+		paired[b] = true
+	}
+	var out []string
+	for _, s := range baseScenarios {
+		if !paired[s] {
+			out = append(out, "scenario "+columnLabel(base, s)+" is only in the base run")
+		}
+	}
+	for _, r := range base.Results {
+		k := regressKey(r.Scenario, r)
+		if !paired[r.Scenario] || seen[k] || r.Skipped != "" {
+			continue
+		}
+		if _, ok := baseRes[k]; ok {
+			out = append(out, fmt.Sprintf("%s %s %s%s is only in the base run", columnLabel(base, r.Scenario), r.Test, r.Placement.Name(), stepText(base, r)))
+		}
+	}
+	return out
+}
+
+// lostRounds is a regression when the new run lost more rounds than the
+// base: samples that failed, or rounds in which a rate or throughput was
+// 0 (nothing delivered: the worst value, which no interval of the rest
+// may hide).
+func lostRounds(scenario string, bser results.Series, r results.Result, cser results.Series) (Regression, bool) {
+	bl, bz := bser.Failed, zeroRounds(bser)
+	nl, nz := cser.Failed, zeroRounds(cser)
+	if nl+nz <= bl+bz {
+		return Regression{}, false
+	}
+	var what []string
+	if nl > bl {
+		what = append(what, fmt.Sprintf("%d of %d samples failed (base: %d of %d)", nl, cser.Samples, bl, bser.Samples))
+	}
+	if nz > bz {
+		what = append(what, fmt.Sprintf("%d rounds delivered nothing (base: %d)", nz, bz))
+	}
+	if len(what) == 0 {
+		what = append(what, fmt.Sprintf("%d rounds lost (failed or delivered nothing; base: %d)", nl+nz, bl+bz))
+	}
+	return Regression{Scenario: scenario, Test: r.Test, Placement: r.Placement.Name(), Services: r.Services, Metric: "rounds",
+		Base: float64(bl + bz), New: float64(nl + nz), Text: strings.Join(what, "; ")}, true
+}
+
+// zeroRounds counts the distinct rounds in which a higher-is-better
+// metric was 0.
+func zeroRounds(s results.Series) int {
+	rounds := map[int]bool{}
+	for _, m := range s.Metrics {
+		if m.Better != results.HigherIsBetter || m.Complement != "" {
+			continue
+		}
+		for i, v := range m.Values {
+			if v == 0 && i < len(m.Rounds) {
+				rounds[m.Rounds[i]] = true
+			}
+		}
+	}
+	return len(rounds)
 }
 
 // gateDecide says which judged comparisons (new against base) are

@@ -123,6 +123,11 @@ type ScaleCrossover struct {
 	// was (paired: the datapaths' rounds interleave at every step).
 	Between [2]int `json:"between,omitempty"`
 	Text    string `json:"text"`
+	// pts are the compared steps, kept until the false-discovery control
+	// has judged their verdicts (the text is then written again); a, b
+	// index the service scale's datapaths.
+	pts  []crossPoint
+	a, b int
 }
 
 // sweepPlacement names a sweep result's section by its step, so the plain
@@ -149,7 +154,9 @@ func buildServiceScale(run *results.Run, opt Options) (*ServiceScale, error) {
 	}
 	for i := range ss.Datapaths {
 		for j := i + 1; j < len(ss.Datapaths); j++ {
-			ss.Crossovers = append(ss.Crossovers, crossover(ss.Datapaths[i], ss.Datapaths[j], opt))
+			c := crossover(ss.Datapaths[i], ss.Datapaths[j], opt)
+			c.a, c.b = i, j
+			ss.Crossovers = append(ss.Crossovers, c)
 		}
 	}
 	ss.Findings = findings(ss)
@@ -300,7 +307,10 @@ func (d ScaleDatapath) track(name string) (xs, ys []float64) {
 // later one (each step's rounds compared pairwise: the datapaths
 // interleave); a flat curve against a noisy one does not "cross".
 func crossover(a, b ScaleDatapath, opt Options) ScaleCrossover {
-	return crossoverText(a, b, crossPoints(a, b, opt))
+	pts := crossPoints(a, b, opt)
+	c := crossoverText(a, b, pts)
+	c.pts = pts
+	return c
 }
 
 // crossPoints pairs the two datapaths' steps and says, per step, which is
@@ -315,9 +325,13 @@ func crossPoints(a, b ScaleDatapath, opt Options) []crossPoint {
 			if sb.Services != sa.Services || ma == nil || mb == nil || ma.Value == nil || mb.Value == nil {
 				continue
 			}
-			p := crossPoint{x: float64(sa.Services), va: float64(ma.Value.Median), vb: float64(mb.Value.Median)}
+			p := crossPoint{x: float64(sa.Services), va: float64(ma.Value.Median), vb: float64(mb.Value.Median), p: math.NaN()}
 			if ma.metric != nil && mb.metric != nil {
-				if v := compare(ma.metric, mb.metric, opt, true); v.Significant {
+				v := compare(ma.metric, mb.metric, opt, true)
+				if k := kindOf(v, opt); k == VerdictSignificant || k == VerdictNoise || k == VerdictInconclusive {
+					p.p = v.P
+				}
+				if v.Significant {
 					p.sign = 1
 					if v.DeltaPct < 0 {
 						p.sign = -1
@@ -334,7 +348,8 @@ func crossPoints(a, b ScaleDatapath, opt Options) []crossPoint {
 type crossPoint struct {
 	x      float64
 	va, vb float64
-	sign   int // +1: b significantly ahead, -1: a, 0: neither
+	sign   int     // +1: b significantly ahead, -1: a, 0: neither
+	p      float64 // its verdict's p-value, NaN without a test
 }
 
 // crossoverText is the claim crossover makes from its points.
@@ -442,7 +457,7 @@ func findings(ss *ServiceScale) []string {
 		if p := d.Program; p != nil {
 			growth := "growth exponent n/a (fewer than 4 steps)"
 			if !math.IsNaN(float64(p.Exponent)) {
-				growth = fmt.Sprintf("growth exponent %.2f, fit of a + b·Services^k with r² %.2f", float64(p.Exponent), float64(p.ExponentR2))
+				growth = fmt.Sprintf("growth exponent %s, fit of a + b·Services^k with r² %.2f", stats.ExponentText(float64(p.Exponent)), float64(p.ExponentR2))
 			}
 			out = append(out, fmt.Sprintf("%s programs %s Services in %s (%s, %.1f µs per Service; rule generation at most %.1f%% of programming time).",
 				d.Scenario, thousands(p.MaxServices), msText(float64(p.MaxMs)), growth, float64(p.UsPerService), float64(p.GenSharePct)))

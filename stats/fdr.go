@@ -1,6 +1,9 @@
 package stats
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // DefaultFDR is the false-discovery rate reports control.
 const DefaultFDR = 0.05
@@ -11,12 +14,16 @@ const DefaultFDR = 0.05
 // A report judges hundreds of metrics; at 5% each, identical code would
 // show dozens of "significant" lines without this. When every hypothesis
 // is null, the chance of any discovery is at most q.
+//
+// A NaN p-value (no test) is no discovery and does not count among the m.
 func BenjaminiHochberg(p []float64, q float64) []bool {
-	m := len(p)
-	idx := make([]int, m)
-	for i := range idx {
-		idx[i] = i
+	var idx []int
+	for i, v := range p {
+		if !math.IsNaN(v) {
+			idx = append(idx, i)
+		}
 	}
+	m := len(idx)
 	sort.SliceStable(idx, func(a, b int) bool { return p[idx[a]] < p[idx[b]] })
 	cut := -1.0
 	for k := m; k >= 1; k-- {
@@ -25,9 +32,9 @@ func BenjaminiHochberg(p []float64, q float64) []bool {
 			break
 		}
 	}
-	out := make([]bool, m)
+	out := make([]bool, len(p))
 	for i, v := range p {
-		out[i] = v <= cut
+		out[i] = v <= cut // false for NaN
 	}
 	return out
 }

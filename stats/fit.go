@@ -2,6 +2,7 @@ package stats
 
 import (
 	"errors"
+	"fmt"
 	"math"
 )
 
@@ -100,14 +101,23 @@ func Crossover(xs, a, b []float64) (x float64, ok bool) {
 // tool's start-up, say) no longer drags the exponent down as it does a
 // log-log slope: y = 2000 + 0.1x is linear (k = 1), where the slope of
 // log y on log x over 1,000..20,000 says 0.25. R2 is the fit's. It needs
-// 4 points, one more than its parameters.
+// 4 points, one more than its parameters. The grid is the range k is
+// known to: a k at its edge means "this far or further" (ExponentText),
+// and data that do not grow at all (every y equal) give k = 0, "flat".
 func OffsetPowerFit(xs, ys []float64) (a, b, k, r2 float64, err error) {
 	if len(xs) != len(ys) || len(xs) < 4 {
 		return 0, 0, 0, 0, errors.New("offset power fit: need at least 4 points")
 	}
+	flat := true
+	for _, y := range ys {
+		flat = flat && y == ys[0]
+	}
+	if flat {
+		return ys[0], 0, 0, 1, nil
+	}
 	best := math.Inf(1)
 	xk := make([]float64, len(xs))
-	for step := 5; step <= 300; step++ {
+	for step := int(MinExponent * 100); step <= int(MaxExponent*100); step++ {
 		kk := float64(step) / 100
 		for i, x := range xs {
 			xk[i] = math.Pow(x, kk)
@@ -129,4 +139,27 @@ func OffsetPowerFit(xs, ys []float64) (a, b, k, r2 float64, err error) {
 		return 0, 0, 0, 0, errors.New("offset power fit: the points do not vary")
 	}
 	return a, b, k, r2, nil
+}
+
+// The range of exponents OffsetPowerFit searches.
+const (
+	MinExponent = 0.05
+	MaxExponent = 3
+)
+
+// ExponentText prints a growth exponent from OffsetPowerFit, saying where
+// it sits at the edge of the searched range instead of printing the edge
+// as if it were the value: "flat", "≥ 3.00", "≤ 0.05", else "1.23".
+func ExponentText(k float64) string {
+	switch {
+	case math.IsNaN(k):
+		return "n/a"
+	case k == 0:
+		return "flat"
+	case k >= MaxExponent:
+		return fmt.Sprintf("≥ %.2f", float64(MaxExponent))
+	case k <= MinExponent:
+		return fmt.Sprintf("≤ %.2f", MinExponent)
+	}
+	return fmt.Sprintf("%.2f", k)
 }

@@ -15,41 +15,57 @@ import (
 // when the log ratios are normal and close to it otherwise, and a single
 // odd round widens it instead of making it significant. The effect is the
 // geometric mean ratio, printed as a percentage with the interval's two
-// bounds. Rounds where either side has no positive finite value are
-// dropped. With fewer than MinSamples pairs (default DefaultMinRounds) no
-// verdict is given.
+// bounds. A round in which one side of a higher-is-better metric
+// delivered nothing (0) has an infinite log ratio: then the rounds are
+// compared by signed ranks instead (CompareSignedRank's method), in which
+// that round simply ranks worst. A round either side lacks (NaN, or a
+// value that cannot be compared) is dropped and counted. With fewer than
+// MinSamples pairs (default DefaultMinRounds) no verdict is given.
 func ComparePaired(a, b []float64, opt CompareOptions) Verdict {
 	e := opt.effect()
 	v := Verdict{A: Describe(a, CIOptions{Level: e.level}), B: Describe(b, CIOptions{Level: e.level}),
 		Method: MethodPaired, Coverage: e.level}
-	var d, pa, pb []float64
+	var d []float64
+	infinite := false
 	for i := range max(len(a), len(b)) {
-		if i >= len(a) || i >= len(b) || !(a[i] > 0) || !(b[i] > 0) || math.IsInf(a[i], 0) || math.IsInf(b[i], 0) {
+		if i >= len(a) || i >= len(b) {
 			v.Dropped++
 			continue
 		}
-		d = append(d, math.Log(b[i]/a[i]))
-		pa, pb = append(pa, a[i]), append(pb, b[i])
+		la, oka := logOf(a[i], opt.HigherIsBetter)
+		lb, okb := logOf(b[i], opt.HigherIsBetter)
+		if !oka || !okb {
+			v.Dropped++
+			continue
+		}
+		x := logDiff(lb, la)
+		infinite = infinite || math.IsInf(x, 0)
+		d = append(d, x)
 	}
 	v.N = len(d)
 	if len(d) < e.minN {
-		v.Text = fmt.Sprintf("not enough rounds for a verdict (%d pairs, need ≥ %d)", len(d), e.minN)
+		v.Text = fmt.Sprintf("not enough rounds for a verdict (%d pairs, need ≥ %d)", len(d), e.minN) + droppedText(v.Dropped)
+		return v
+	}
+	if infinite {
+		signedRank(&v, d, opt, e)
+		v.Text += nothingText(a, b, opt)
 		return v
 	}
 	mean, sd := meanSD(d)
-	lo, hi := mean, mean
-	v.P = 1
+	n := float64(len(d))
+	lo, hi, p := mean, mean, 1.0
 	if sd > 0 {
-		se := sd / math.Sqrt(float64(len(d)))
-		tc := tQuantile(1-(1-e.level)/2, float64(len(d)-1))
+		se := sd / math.Sqrt(n)
+		tc := tQuantile(1-(1-e.level)/2, n-1)
 		lo, hi = mean-tc*se, mean+tc*se
-		v.P = 2 * (1 - tCDF(math.Abs(mean)/se, float64(len(d)-1)))
-	} else if mean != 0 {
+		p = minEffectP(tSF((mean-e.delta())/se, n-1), tSF((-e.delta()-mean)/se, n-1))
+	} else if math.Abs(mean) > e.delta() {
 		// The same ratio in every round (values at a measurement's
-		// resolution): no spread to doubt it by.
-		v.P = 0
+		// resolution), beyond the minimum effect: no spread to doubt it by.
+		p = 0
 	}
-	decide(&v, median(pa), median(pb), lo, hi, opt, e)
+	decide(&v, mean, lo, hi, p, opt, e)
 	return v
 }
 

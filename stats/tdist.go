@@ -104,3 +104,16 @@ func betaCF(a, b, x float64) float64 {
 	}
 	return h
 }
+
+// tSF is P(T > t), computed from the tail itself so that tiny p-values
+// keep their digits (1 − tCDF would round everything below 1e-16 to 0).
+func tSF(t, df float64) float64 {
+	if math.IsNaN(t) {
+		return 1
+	}
+	tail := 0.5 * regIncBeta(df/2, 0.5, df/(df+t*t)) // P(T > |t|)
+	if t >= 0 {
+		return tail
+	}
+	return 1 - tail
+}

@@ -20,10 +20,11 @@ const ExitRegression = 3
 
 func newCompareCmd() *cobra.Command {
 	var (
-		out        string
-		format     string
-		regress    string
-		allMetrics bool
+		out          string
+		format       string
+		regress      string
+		allMetrics   bool
+		allowMissing bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compare DIR1 DIR2 [DIR...]",
@@ -43,13 +44,17 @@ against BASE (scenarios paired by name; two single-scenario runs pair
 whatever their names; a sweep's steps by Service count) on the headline
 metrics (--all-metrics: every judged one), prints one line per metric whose
 interval lies entirely beyond PCT percent worse, and exits with status 3 if
-there is any, 0 otherwise. It exits with 1 when nothing could be judged (a verdict needs
-at least 5 rounds per side): a gate that cannot see must not pass silently.
+there is any, 0 otherwise. NEW losing rounds BASE did not (failed samples, or a
+rate of 0) is a regression too. Everything only BASE has (a scenario, a cell, a
+sweep step NEW never reached, a metric) is named and fails the gate like a
+regression unless --allow-missing. It exits with 1 when nothing could be judged
+(a verdict needs at least 5 rounds per side): a gate that cannot see must not
+pass silently.
 
 Exit status: 0 no regression (or plain comparison), 1 error, 3 regression.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := &compareFlags{out: out, format: format, regress: regress, allMetrics: allMetrics}
+			c := &compareFlags{out: out, format: format, regress: regress, allMetrics: allMetrics, allowMissing: allowMissing}
 			if err := c.parse(cmd, len(args)); err != nil {
 				return err
 			}
@@ -76,6 +81,7 @@ Exit status: 0 no regression (or plain comparison), 1 error, 3 regression.`,
 	f.StringVar(&format, "format", "md", "md, html, json (comma-separated, or all; several need --out); with --out the default is md,html")
 	f.StringVar(&regress, "fail-if-regress", "", "PCT: exit 3 if any headline metric of NEW is worse than BASE by more than PCT percent (the whole interval)")
 	f.BoolVar(&allMetrics, "all-metrics", false, "with --fail-if-regress: judge every metric, not only the headline ones")
+	f.BoolVar(&allowMissing, "allow-missing", false, "with --fail-if-regress: pass although NEW lacks scenarios, cells, sweep steps or metrics that BASE has (they are still listed)")
 	return cmd
 }
 
@@ -126,6 +132,7 @@ func uniqueLabels(in []report.Input) {
 type compareFlags struct {
 	out, format, regress string
 	allMetrics           bool
+	allowMissing         bool
 	formats              []string // with --format or --out
 	pct                  float64  // --fail-if-regress
 }
@@ -147,6 +154,9 @@ func (c *compareFlags) parse(cmd *cobra.Command, runs int) error {
 	}
 	if c.allMetrics && c.regress == "" {
 		return fmt.Errorf("--all-metrics applies to --fail-if-regress only")
+	}
+	if c.allowMissing && c.regress == "" {
+		return fmt.Errorf("--allow-missing applies to --fail-if-regress only")
 	}
 	if c.regress != "" {
 		var err error
@@ -213,8 +223,20 @@ func (c *compareFlags) gate(cmd *cobra.Command, in []report.Input) error {
 	for _, r := range chk.Regressions {
 		fmt.Fprintf(cmd.OutOrStdout(), "REGRESSION %s\n", r)
 	}
-	if len(chk.Regressions) > 0 {
-		fmt.Fprintf(w, "%d of %d judged metrics regressed by more than %g%%\n", len(chk.Regressions), chk.Judged, c.pct)
+	for _, m := range chk.Missing {
+		if c.allowMissing {
+			fmt.Fprintf(w, "note: %s (allowed: --allow-missing)\n", m)
+		} else {
+			fmt.Fprintf(cmd.OutOrStdout(), "MISSING %s\n", m)
+		}
+	}
+	missing := len(chk.Missing) > 0 && !c.allowMissing
+	if len(chk.Regressions) > 0 || missing {
+		msg := fmt.Sprintf("%d of %d judged metrics regressed by more than %g%% (or lost rounds)", len(chk.Regressions), chk.Judged, c.pct)
+		if missing {
+			msg += fmt.Sprintf("; %d things BASE has are missing from NEW (--allow-missing to pass anyway)", len(chk.Missing))
+		}
+		fmt.Fprintln(w, msg)
 		return exitError(ExitRegression)
 	}
 	fmt.Fprintf(w, "no regression beyond %g%% in %d judged metrics\n", c.pct, chk.Judged)

@@ -8,11 +8,12 @@ import (
 )
 
 // The quickstart's profile compares the iptables and eBPF Service
-// datapaths in two labs, rounds interleaved, and answers: the terminal
-// ends with one line per question and report.md starts with them, for the
-// Service placement and for pod-to-pod (what the datapath costs traffic
-// without a Service). Short samples keep it quick; the verdict lines are
-// there whatever they say.
+// datapaths in two labs, rounds interleaved, and answers its questions:
+// the terminal ends with one line per question and the correction they
+// were held to, and report.md starts with their table, for the Service
+// placement and for pod-to-pod (what the datapath costs traffic without a
+// Service). Short samples keep it quick; the verdict lines are there
+// whatever they say.
 func TestDatapathsProfileAnswers(t *testing.T) {
 	l := newLab(t)
 	labs := scenarioLabs(t, l, "ipt", "ebpf")
@@ -28,30 +29,48 @@ func TestDatapathsProfileAnswers(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("the terminal output does not end with answers:\n%s", stdout)
 	}
-	answers := strings.Split(strings.TrimSpace(stdout[i+len("\nAnswers:\n"):]), "\n")
-	for _, want := range []string{"pod-to-service/other-node TCP_RR, rate: ", "pod-to-service/other-node TCP_CRR, rate: ",
-		"pod-to-service/other-node HTTP_RPS_SHORT_C64, request rate: ", "pod-to-pod/other-node TCP_CRR, rate: "} {
+	var answers, notes []string
+	for _, line := range strings.Split(strings.TrimSpace(stdout[i+len("\nAnswers:\n"):]), "\n") {
+		if a, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok {
+			answers = append(answers, a)
+		} else {
+			notes = append(notes, line)
+		}
+	}
+	// The profile's six questions, each in its orientation (ebpf vs
+	// iptables), effect and interval first.
+	for _, want := range []string{
+		"pod-to-service connection rate (TCP_CRR rate, pod-to-service/other-node), ebpf vs iptables: ",
+		"pod-to-service short-connection HTTP (HTTP_RPS_SHORT_C64 request rate, pod-to-service/other-node), ebpf vs iptables: ",
+		"pod-to-service request-response rate (TCP_RR rate, pod-to-service/other-node), ebpf vs iptables: ",
+		"pod-to-pod connection rate (TCP_CRR rate, pod-to-pod/other-node), ebpf vs iptables: ",
+	} {
 		found := false
 		for _, a := range answers {
-			found = found || strings.HasPrefix(strings.TrimSpace(a), "- "+want)
+			found = found || strings.HasPrefix(a, want)
 		}
 		if !found {
 			t.Errorf("no answer line %q in:\n%s", want, strings.Join(answers, "\n"))
 		}
 	}
+	if len(answers) != 6 {
+		t.Errorf("%d answers, want the profile's 6 questions:\n%s", len(answers), strings.Join(answers, "\n"))
+	}
 	for _, a := range answers {
-		if !strings.Contains(a, "iptables") || !strings.Contains(a, "ebpf") {
-			if !strings.Contains(a, "not enough rounds") {
-				t.Errorf("an answer that does not name both scenarios as given: %s", a)
-			}
+		if !strings.Contains(a, "% CI ") && !strings.Contains(a, "not enough rounds") {
+			t.Errorf("an answer without its effect and interval: %s", a)
 		}
+	}
+	if n := strings.Join(notes, "\n"); !strings.Contains(n, "6 questions, held among themselves") {
+		t.Errorf("the terminal does not say how the questions were corrected:\n%s", n)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(md), "\n## Answers\n\n- pod-to-service/other-node") || strings.Index(string(md), "## Answers") > strings.Index(string(md), "## Environment") {
-		t.Errorf("report.md does not start with the answers:\n%.1500s", md)
+	if !strings.HasPrefix(string(md), "# cnibench datapaths: what the eBPF Service datapath changes against kube-proxy-style iptables\n\n## Answers\n\n| Question |") ||
+		!strings.Contains(string(md), "| pod-to-service short-connection HTTP · ebpf vs iptables |") {
+		t.Errorf("report.md does not start with the answers table:\n%.1500s", md)
 	}
 	for _, sl := range append(labs, l) {
 		if left := sl.leftovers(); len(left) > 0 {

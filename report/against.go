@@ -79,8 +79,8 @@ func vsLabel(cols []Column, ci int) string {
 // column it is compared with (what an added part costs; for the others,
 // how they stand against the first), as the verdict says it. A winner
 // among columns that measure different questions is not one of them.
-func overheadAnswers(rep *Report) []string {
-	var out []string
+func overheadAnswers(rep *Report) []Answer {
+	var out []Answer
 	for ci := range rep.Columns {
 		if ci == 0 {
 			continue
@@ -90,9 +90,16 @@ func overheadAnswers(rep *Report) []string {
 				continue
 			}
 			for _, row := range sec.Metrics {
-				if d := row.VsBaseline[ci]; row.Headline && d != nil && d.Verdict != VerdictNA {
-					out = append(out, fmt.Sprintf("%s %s, %s: %s: %s", sec.Placement, sec.Test, row.Metric, vsLabel(rep.Columns, ci), d.Text))
+				d := row.VsBaseline[ci]
+				if !row.Headline || d == nil || d.Verdict == VerdictNA {
+					continue
 				}
+				against := rep.Columns[ci].Against
+				a := Answer{Test: sec.Test, Placement: sec.Placement, Metric: row.Metric, A: rep.Columns[against].Label, B: rep.Columns[ci].Label}
+				fillAnswer(&a, rep, row, against, ci, d, false)
+				a.Words = answerWords(a, row, d)
+				a.Text = fmt.Sprintf("%s %s, %s: %s: ", sec.Placement, sec.Test, row.Metric, vsLabel(rep.Columns, ci)) + answerBody(a, d)
+				out = append(out, a)
 			}
 		}
 	}

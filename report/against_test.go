@@ -58,16 +58,16 @@ func TestOverheadColumnsInReport(t *testing.T) {
 	}
 	found := false
 	for _, a := range rep.Answers {
-		if strings.Contains(a, base+"+policy vs "+base+": ") {
+		if strings.Contains(a.Text, base+"+policy vs "+base+": ") {
 			found = true
 		}
 	}
 	if !found {
-		t.Errorf("no overhead answer line among %q", rep.Answers)
+		t.Errorf("no overhead answer line among %+v", rep.Answers)
 	}
 	for _, a := range rep.Answers {
-		if !strings.Contains(a, " vs "+base+": ") {
-			t.Errorf("a pure overhead comparison still names a winner: %q", a)
+		if !strings.Contains(a.Text, " vs "+base+": ") {
+			t.Errorf("a pure overhead comparison still names a winner: %q", a.Text)
 		}
 	}
 }

@@ -64,20 +64,34 @@ func variedDetails(run *results.Run) []string {
 // answers are the report's one line per question: for each headline
 // metric of each contest (a section that is no control), who is ahead,
 // by how much and how sure, as the Winner says it.
-func answers(rep *Report) []string {
+func answers(rep *Report) []Answer {
 	if len(rep.Columns) < 2 {
-		return []string{"one scenario: nothing was compared (run two side by side, e.g. --scenarios iptables,ebpf, or --profile datapaths)"}
+		return []Answer{{Verdict: VerdictNA, Text: "one scenario: nothing was compared (run two side by side, e.g. --scenarios iptables,ebpf, or --profile datapaths)"}}
 	}
-	var out []string
+	var out []Answer
 	for _, sec := range rep.Sections {
 		if sec.Control != "" {
 			continue
 		}
 		for _, row := range sec.Metrics {
-			if !row.Headline || row.Winner == nil || row.Winner.Verdict == VerdictNA {
+			w := row.Winner
+			if !row.Headline || w == nil || w.Verdict == VerdictNA {
 				continue
 			}
-			out = append(out, fmt.Sprintf("%s %s, %s: %s", sec.Placement, sec.Test, row.Metric, row.Winner.Text))
+			a := Answer{Test: sec.Test, Placement: sec.Placement, Metric: row.Metric, Verdict: w.Verdict}
+			head := fmt.Sprintf("%s %s, %s: ", sec.Placement, sec.Test, row.Metric)
+			if w.pair[0] == w.pair[1] {
+				a.Text = head + w.Text // a winner without its columns (hand-built)
+				out = append(out, a)
+				continue
+			}
+			runnerUp, best := w.pair[0], w.pair[1]
+			a.A, a.B = rep.Columns[runnerUp].Label, rep.Columns[best].Label
+			d := &Delta{Verdict: w.Verdict, DeltaPct: w.DeltaPct, Lo: w.Lo, Hi: w.Hi, Coverage: w.Coverage, P: w.P, Text: w.Text}
+			fillAnswer(&a, rep, row, runnerUp, best, d, false)
+			a.Words = answerWords(a, row, d)
+			a.Text = head + a.B + " vs " + a.A + ": " + answerBody(a, d)
+			out = append(out, a)
 		}
 	}
 	return out
@@ -103,10 +117,18 @@ func markControl(sec *Section, run *results.Run) {
 	}
 }
 
-// WriteAnswers writes a report's answer lines for the terminal.
+// WriteAnswers writes a report's answers for the terminal, once: the
+// lines, how their verdicts were held together, and how many warnings
+// the report has.
 func WriteAnswers(w io.Writer, rep *Report) {
 	fmt.Fprintln(w, "\nAnswers:")
 	for _, a := range rep.Answers {
-		fmt.Fprintf(w, "  - %s\n", a)
+		fmt.Fprintf(w, "  - %s\n", a.Text)
+	}
+	for _, l := range correctionLines(rep) {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	if l := warningsLine(len(rep.Warnings)); l != "" {
+		fmt.Fprintf(w, "  %s\n", strings.Replace(l, "under Warnings below", "in report.md (Warnings)", 1))
 	}
 }

@@ -123,8 +123,9 @@ func chromium(t *testing.T, dir, page string, flags ...string) []byte {
 	return stdout.Bytes()
 }
 
-// The answer lines lead the rendered page: Chromium's DOM of the HTML
-// report has them, in order, before the environment section.
+// The answers lead the rendered page: Chromium's DOM of the HTML report
+// has their table, in order, before the environment section, and at
+// 1400×900 the whole table sits above the fold.
 func TestHTMLAnswersInChromium(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Skipf("%s not found: install Debian's chromium (apt-get install -y chromium) to run the rendering test", chromiumPath)
@@ -140,15 +141,18 @@ func TestHTMLAnswersInChromium(t *testing.T) {
 		t.Fatalf("no answers before the environment in the rendered DOM:\n%.2000s", dom)
 	}
 	last := ans
-	for _, a := range rep.Answers {
-		i := strings.Index(dom, "<li>"+html.EscapeString(a)+"</li>")
+	for _, r := range answerRows(rep) {
+		i := strings.Index(dom, "<td>"+html.EscapeString(r.Question)+"</td>")
 		if i < last || i > env {
-			t.Errorf("answer %q not rendered in order at the top", a)
+			t.Errorf("answer %q not rendered in order at the top", r.Question)
 		}
 		last = i
 	}
 	if len(rep.Answers) < 5 {
 		t.Errorf("the fixture gives %d answers, want ≥ 5", len(rep.Answers))
+	}
+	if bottom := answersBottom(t, dir); bottom > 900 {
+		t.Errorf("the answers table ends at %d px, below the fold of a 1400×900 window", bottom)
 	}
 	// The rendered charts share their scales: every throughput chart's
 	// axis ends at the same label, and every latency chart has the same
@@ -172,4 +176,27 @@ func TestHTMLAnswersInChromium(t *testing.T) {
 	if len(figs) == 0 || len(ends) != 1 || len(lat) != 1 {
 		t.Errorf("rendered charts: %d figures, throughput axis ends %v, latency gridlines %v: want one of each", len(figs), ends, lat)
 	}
+}
+
+// answersBottom renders a copy of the report with a probe script (the
+// report itself has none) at 1400×900 and returns where the answers
+// table ends, in CSS pixels from the top of the page.
+func answersBottom(t *testing.T, dir string) int {
+	t.Helper()
+	page, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := `<script>document.body.setAttribute("data-answers-bottom", Math.ceil(document.querySelector("table.answers").getBoundingClientRect().bottom + window.scrollY))</script></body>`
+	probed := filepath.Join(dir, "probed.html")
+	if err := os.WriteFile(probed, []byte(strings.Replace(string(page), "</body>", probe, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := string(chromium(t, dir, probed, "--dump-dom", "--window-size=1400,900"))
+	m := regexp.MustCompile(`data-answers-bottom="(\d+)"`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the probe found no answers table:\n%.1500s", dom)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }

@@ -99,9 +99,15 @@ func TestWinnerIsWhomTheVerdictFavours(t *testing.T) {
 	if w.Verdict == VerdictSignificant && w.Label != "vxlan" {
 		t.Errorf("significant winner named %q", w.Label)
 	}
-	// The answer line is the winner's text.
-	if !strings.Contains(strings.Join(rep.Answers, "\n"), w.Text) {
-		t.Errorf("answers %q lack %q", rep.Answers, w.Text)
+	// The answer line reads the same: vxlan vs native, the same effect
+	// and interval, vxlan ahead in the rounds it won.
+	if len(rep.Answers) != 1 {
+		t.Fatalf("answers %+v", rep.Answers)
+	}
+	a := rep.Answers[0]
+	if a.B != "vxlan" || a.A != "native" || a.DeltaPct != w.DeltaPct || a.Lo != w.Lo || a.Hi != w.Hi || a.RoundsWon != 5 || a.Rounds != 5 ||
+		!strings.Contains(a.Text, "vxlan vs native: "+effectText(float64(w.DeltaPct), float64(w.Lo), float64(w.Hi), float64(w.Coverage))+", vxlan ahead in 5 of 5 rounds; ") {
+		t.Errorf("answer %+v", a)
 	}
 }
 
@@ -208,7 +214,7 @@ func TestFDRControlsWithNegligibleEffects(t *testing.T) {
 			null = append(null, i >= 100 && i < 200)
 		}
 		rep := &Report{Sections: []Section{{Test: "TCP_RR", Metrics: rows}}}
-		controlFDR(rep)
+		controlFDR(rep, nil)
 		var f, s float64
 		for i, r := range rows {
 			if r.VsBaseline[1].Verdict == VerdictSignificant {
@@ -266,7 +272,7 @@ func TestCrossoverInFamily(t *testing.T) {
 		t.Fatalf("setup: %s", ss.Crossovers[0].Text)
 	}
 	rep := &Report{ServiceScale: ss}
-	controlFDR(rep)
+	controlFDR(rep, nil)
 	if rep.FDR.Comparisons != 32 || rep.FDR.Demoted != 2 || ss.Crossovers[0].Crosses {
 		t.Errorf("fdr %+v, crossover %+v", rep.FDR, ss.Crossovers[0])
 	}

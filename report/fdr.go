@@ -20,6 +20,10 @@ import (
 // change beyond the minimum effect"), so real but negligible differences
 // are not discoveries that would let noise through beside them.
 type FDR struct {
+	// Family is "questions" (the profile's questions, held among
+	// themselves), "exploratory" (every other comparison of a report
+	// with questions) or "" (all of a report without questions).
+	Family      string  `json:"family,omitempty"`
 	Level       float64 `json:"level"`       // the false-discovery rate held (0.05)
 	Comparisons int     `json:"comparisons"` // verdicts with a test in the family
 	Significant int     `json:"significant"` // significant after the control
@@ -35,31 +39,58 @@ func (f *FDR) Sentence() string {
 	if f == nil || f.Comparisons == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("%d comparisons judged; %d significant with the false-discovery rate held at %g%% (Benjamini–Hochberg), so about %.1f of them may be false",
-		f.Comparisons, f.Significant, 100*f.Level, f.ExpectedFalse())
+	what := "comparisons judged"
+	switch f.Family {
+	case familyQuestions:
+		what = "questions, held among themselves"
+	case familyExploratory:
+		what = "other comparisons judged (exploratory, a family of their own)"
+	}
+	s := fmt.Sprintf("%d %s; %d significant with the false-discovery rate held at %g%% (Benjamini–Hochberg), so about %.1f of them may be false",
+		f.Comparisons, what, f.Significant, 100*f.Level, f.ExpectedFalse())
 	if f.Demoted > 0 {
 		s += fmt.Sprintf("; %d more looked significant alone and are not counted", f.Demoted)
 	}
 	return s + "."
 }
 
+// The families of a report with questions.
+const (
+	familyQuestions   = "questions"
+	familyExploratory = "exploratory"
+)
+
 // verdictRef is one comparison of the family, however many places show
 // it (a two-column row's winner is its vs-baseline verdict again).
 type verdictRef struct {
 	p       float64
 	sig     bool
-	demotes []func(m int) // called when a significant verdict is no discovery
+	demotes []func(why string) // called when a significant verdict is no discovery
 }
 
 // family collects a report's tested comparisons, each once.
 type family struct {
+	name  string
 	refs  []*verdictRef
 	byKey map[string]*verdictRef
 }
 
+func newFamily(name string) *family { return &family{name: name, byKey: map[string]*verdictRef{}} }
+
+// why says why a verdict of the family is not significant after all.
+func (f *family) why() string {
+	switch f.name {
+	case familyQuestions:
+		return fmt.Sprintf("not significant after correcting for %d questions", len(f.refs))
+	case familyExploratory:
+		return fmt.Sprintf("not significant once the report's %d exploratory comparisons are held to a 5%% false-discovery rate", len(f.refs))
+	}
+	return fmt.Sprintf("not significant once the report's %d comparisons are held to a 5%% false-discovery rate", len(f.refs))
+}
+
 // add puts a comparison in the family; a second add with the same
 // non-empty key is the same comparison shown elsewhere.
-func (f *family) add(key string, p float64, sig bool, demote func(m int)) {
+func (f *family) add(key string, p float64, sig bool, demote func(why string)) {
 	if math.IsNaN(p) {
 		return
 	}
@@ -69,7 +100,7 @@ func (f *family) add(key string, p float64, sig bool, demote func(m int)) {
 			return
 		}
 	}
-	r := &verdictRef{p: p, sig: sig, demotes: []func(int){demote}}
+	r := &verdictRef{p: p, sig: sig, demotes: []func(string){demote}}
 	f.refs = append(f.refs, r)
 	if key != "" {
 		f.byKey[key] = r
@@ -79,7 +110,7 @@ func (f *family) add(key string, p float64, sig bool, demote func(m int)) {
 // control applies Benjamini–Hochberg at level q to the family, demotes
 // the significant verdicts that are no discovery, and counts.
 func (f *family) control(q float64) *FDR {
-	out := &FDR{Level: q, Comparisons: len(f.refs)}
+	out := &FDR{Family: f.name, Level: q, Comparisons: len(f.refs)}
 	ps := make([]float64, len(f.refs))
 	for i, r := range f.refs {
 		ps[i] = r.p
@@ -91,7 +122,7 @@ func (f *family) control(q float64) *FDR {
 		case r.sig:
 			out.Demoted++
 			for _, d := range r.demotes {
-				d(len(f.refs))
+				d(f.why())
 			}
 		}
 	}
@@ -103,16 +134,28 @@ func pairKey(si, ri, a, b int) string {
 	return fmt.Sprintf("%d/%d/%d-%d", si, ri, min(a, b), max(a, b))
 }
 
-// controlFDR applies Benjamini–Hochberg to every tested verdict of rep.
-func controlFDR(rep *Report) {
-	fam := &family{byKey: map[string]*verdictRef{}}
+// controlFDR applies Benjamini–Hochberg to every tested verdict of rep:
+// the comparisons named by questions (pairKey) in a family of their own,
+// every other in another; without questions, all in one.
+func controlFDR(rep *Report, questions map[string]bool) {
+	all := newFamily("")
+	prim, explo := all, all
+	if len(questions) > 0 {
+		prim, explo = newFamily(familyQuestions), newFamily(familyExploratory)
+	}
+	pick := func(key string) *family {
+		if questions[key] {
+			return prim
+		}
+		return explo
+	}
 	addDelta := func(key string, d *Delta) {
 		if d == nil {
 			return
 		}
-		fam.add(key, float64(d.P), d.Verdict == VerdictSignificant, func(m int) {
+		pick(key).add(key, float64(d.P), d.Verdict == VerdictSignificant, func(why string) {
 			d.Verdict, d.Better, d.Worse = VerdictNoise, false, false
-			d.Text = demotedText(d.Text, m, float64(d.P))
+			d.Text = demotedText(d.Text, why, float64(d.P))
 		})
 	}
 	for si := range rep.Sections {
@@ -130,14 +173,14 @@ func controlFDR(rep *Report) {
 				if w.pair[0] != w.pair[1] {
 					key = pairKey(si, ri, w.pair[0], w.pair[1])
 				}
-				fam.add(key, float64(w.P), w.Verdict == VerdictSignificant, func(m int) {
+				pick(key).add(key, float64(w.P), w.Verdict == VerdictSignificant, func(why string) {
 					prefix := ""
 					if strings.HasPrefix(w.Text, "control: ") {
 						prefix = "control: "
 					}
 					w.Verdict, w.Label = VerdictNoise, ""
 					body := strings.TrimPrefix(strings.TrimPrefix(w.Text, prefix), w.Best+": ")
-					w.Text = prefix + w.Best + " vs " + w.RunnerUp + ": " + w.Best + " " + demotedText(body, m, float64(w.P))
+					w.Text = prefix + w.Best + " vs " + w.RunnerUp + ": " + w.Best + " " + demotedText(body, why, float64(w.P))
 				})
 			}
 		}
@@ -154,11 +197,14 @@ func controlFDR(rep *Report) {
 			c := &ss.Crossovers[ci]
 			for pi := range c.pts {
 				pt := &c.pts[pi]
-				fam.add("", pt.p, pt.sign != 0, func(int) { pt.sign = 0 })
+				explo.add("", pt.p, pt.sign != 0, func(string) { pt.sign = 0 })
 			}
 		}
 	}
-	rep.FDR = fam.control(stats.DefaultFDR)
+	if prim != explo {
+		rep.QuestionsFDR = prim.control(stats.DefaultFDR)
+	}
+	rep.FDR = explo.control(stats.DefaultFDR)
 	if ss := rep.ServiceScale; ss != nil {
 		for ci, c := range ss.Crossovers {
 			if c.pts == nil {
@@ -171,11 +217,12 @@ func controlFDR(rep *Report) {
 	}
 }
 
-// demotedText words a verdict significant alone but not among m: its
-// own words, effect and interval first, then why it is not significant.
-func demotedText(text string, m int, p float64) string {
+// demotedText words a verdict significant alone but not in its family:
+// its own words, effect and interval first, then why it is not
+// significant.
+func demotedText(text, why string, p float64) string {
 	text = strings.Replace(text, "(significant, ", "(", 1)
-	return fmt.Sprintf("%s, not significant once the report's %d comparisons are held to a 5%% false-discovery rate (p = %s)", text, m, pText(p))
+	return fmt.Sprintf("%s, %s (p = %s)", text, why, pText(p))
 }
 
 // pText prints a p-value with two significant digits, however small.

@@ -21,7 +21,7 @@ func TestControlFDR(t *testing.T) {
 		rows = append(rows, Row{Metric: "other", VsBaseline: []*Delta{nil, {Verdict: VerdictNoise, P: 0.5}}})
 	}
 	rep := &Report{Sections: []Section{{Test: "TCP_RR", Metrics: rows}}}
-	controlFDR(rep)
+	controlFDR(rep, nil)
 	f := rep.FDR
 	if f.Comparisons != 19 || f.Significant != 1 || f.Demoted != 3 {
 		t.Fatalf("fdr %+v", f)

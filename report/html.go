@@ -38,9 +38,13 @@ type htmlView struct {
 	PlanRows  []labelled
 	Columns   []colView
 	Multi     bool
-	FDR       string   // the false-discovery sentence
-	Answers   []string // one line per question, at the top
-	Baseline  string
+	FDR       string      // the false-discovery sentence
+	Answers   []answerRow // one row per answer, at the top
+	// Corrections say how the answers were held together; WarningsLine
+	// folds the warnings into one line (listed in full further down).
+	Corrections  []string
+	WarningsLine string
+	Baseline     string
 	// WinnerHead heads the glance table's last column (winnerHead).
 	WinnerHead string
 	Glance     []glanceView
@@ -88,7 +92,8 @@ type rowView struct {
 }
 
 func newHTMLView(rep *Report) htmlView {
-	v := htmlView{Title: rep.Title, Warnings: rep.Warnings, Multi: len(rep.Columns) > 1, Baseline: rep.Baseline, WinnerHead: winnerHead(rep.Columns), FDR: rep.FDR.Sentence(), Answers: rep.Answers,
+	v := htmlView{Title: rep.Title, Warnings: rep.Warnings, Multi: len(rep.Columns) > 1, Baseline: rep.Baseline, WinnerHead: winnerHead(rep.Columns), FDR: rep.FDR.Sentence(), Answers: answerRows(rep),
+		Corrections: correctionLines(rep), WarningsLine: warningsLine(len(rep.Warnings)),
 		Method: methodText + rep.WinnerRule}
 	for _, r := range rep.Runs {
 		v.RunHead = append(v.RunHead, r.Label)

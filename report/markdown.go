@@ -12,18 +12,20 @@ import (
 func Markdown(w io.Writer, rep *Report) error {
 	b := &strings.Builder{}
 	fmt.Fprintf(b, "# %s\n\n", mdText(rep.Title))
-	if len(rep.Answers) > 0 {
+	if rows := answerRows(rep); len(rows) > 0 {
 		b.WriteString("## Answers\n\n")
-		for _, a := range rep.Answers {
-			fmt.Fprintf(b, "- %s\n", mdText(a))
+		mdRow(b, "Question", "Answer", "Effect (CI)", "Rounds won", "Verdict")
+		mdSep(b, 5, 0, 0)
+		for _, r := range rows {
+			mdRow(b, mdText(r.Question), mdText(r.Words), mdText(r.Effect), r.Rounds, mdText(r.Verdict))
 		}
 		b.WriteString("\n")
+		for _, l := range correctionLines(rep) {
+			b.WriteString(mdText(l) + "\n\n")
+		}
 	}
-	if len(rep.Warnings) > 0 {
-		for _, x := range rep.Warnings {
-			fmt.Fprintf(b, "> **Warning:** %s\n>\n", mdText(x))
-		}
-		b.WriteString("\n")
+	if l := warningsLine(len(rep.Warnings)); l != "" {
+		fmt.Fprintf(b, "> **%s**\n\n", strings.Replace(l, "Warnings below", "[Warnings](#warnings) below", 1))
 	}
 
 	b.WriteString("## Environment and provenance\n\n")
@@ -118,6 +120,13 @@ func Markdown(w io.Writer, rep *Report) error {
 		b.WriteString("\nNo test produced a result.\n")
 	}
 	b.WriteString("\n")
+	if len(rep.Warnings) > 0 {
+		b.WriteString("## Warnings\n\n")
+		for _, x := range rep.Warnings {
+			fmt.Fprintf(b, "- %s\n", mdText(x))
+		}
+		b.WriteString("\n")
+	}
 
 	for _, sec := range rep.Sections {
 		fmt.Fprintf(b, "## %s · %s\n\n", mdText(sec.Test), mdText(sec.Placement))

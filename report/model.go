@@ -73,10 +73,15 @@ type Report struct {
 	// FDR is how the report's verdicts are held together to a
 	// false-discovery rate (fdr.go).
 	FDR *FDR `json:"fdr,omitempty"`
-	// Answers is one line per question the report answers (answers.go):
-	// who is ahead on each headline metric of each contest, by how much,
-	// how sure.
-	Answers []string `json:"answers"`
+	// QuestionsFDR is the control of the questions' own family, when the
+	// run's profile asked questions (questions.go); FDR is then the
+	// exploratory rest.
+	QuestionsFDR *FDR `json:"questions_fdr,omitempty"`
+	// Answers is one line per question the report answers: the profile's
+	// questions (questions.go) or, without questions, who is ahead on
+	// each headline metric of each contest, by how much, how sure
+	// (answers.go).
+	Answers []Answer `json:"answers"`
 }
 
 // WinnerRule is the documented way a row's winner is picked.
@@ -327,7 +332,11 @@ func Build(in []Input, opt Options) (*Report, error) {
 		rep.PolicyScale = buildPolicyScale(rep, in[0].Run)
 	}
 	rep.FlameGraphs = buildFlameGraphs(in)
-	controlFDR(rep)
+	var qs []question
+	if len(in) == 1 {
+		qs = locateQuestions(rep, in[0].Run)
+	}
+	controlFDR(rep, questionKeys(qs))
 	overheadVerdicts(rep)
 	if len(in) == 1 {
 		rep.Churn = buildChurn(rep, in[0].Run) // after the false-discovery control: its verdicts as the tables show them
@@ -336,9 +345,12 @@ func Build(in []Input, opt Options) (*Report, error) {
 	if w := inconclusiveWarning(rep); w != "" {
 		rep.Warnings = append(rep.Warnings, w)
 	}
-	if anyAgainst(rep.Columns) {
+	switch {
+	case len(qs) > 0:
+		rep.Answers = questionAnswers(rep, qs)
+	case anyAgainst(rep.Columns):
 		rep.Answers = overheadAnswers(rep)
-	} else {
+	default:
 		rep.Answers = answers(rep)
 	}
 	return rep, nil
@@ -704,7 +716,22 @@ func columnLabel(run *results.Run, sc string) string {
 
 func title(rep *Report) string {
 	if len(rep.Runs) == 1 {
-		return "cnibench run " + rep.Runs[0].RunID
+		r := rep.Runs[0]
+		what := r.Plan.Ask
+		if what == "" {
+			var names []string
+			for _, sc := range r.Scenarios {
+				names = append(names, sc.Name)
+			}
+			what = strings.Join(names, " vs ")
+		}
+		switch {
+		case r.Plan.Profile != "" && what != "":
+			return "cnibench " + r.Plan.Profile + ": " + what
+		case what != "":
+			return "cnibench: " + what
+		}
+		return "cnibench run " + r.RunID
 	}
 	var ls []string
 	for _, r := range rep.Runs {

@@ -310,7 +310,7 @@ func TestTableAndSummary(t *testing.T) {
 	if err := Summary(&s, run); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(s.String(), "# cnibench run 20261201-120000-f1x7") {
+	if !strings.HasPrefix(s.String(), "# cnibench standard: native vs vxlan\n") || !strings.Contains(s.String(), "20261201-120000-f1x7") {
 		t.Errorf("summary = %.200s", s.String())
 	}
 }

@@ -84,7 +84,7 @@ func TestDatapathUsageRendered(t *testing.T) {
 		{"| datapath CPU per request (µs)", "| 2.00"},
 		{"| datapath cores (cores)", "| 0.200"},
 		{"| datapath memory (MiB)", "| 150"},
-		{"**Warning:**", "run 20261201-130000-k8s1: scenario eks: datapath CPU and memory not recorded"},
+		{"- run 20261201-130000-k8s1: scenario eks: datapath CPU and memory not recorded"},
 	} {
 		if !lineWith(md.String(), want...) {
 			t.Errorf("no report.md line with %q:\n%s", want, md.String())

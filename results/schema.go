@@ -149,6 +149,27 @@ type Plan struct {
 	// FlameGraph is the test whose CPU stacks were sampled (--flame-graph),
 	// each Result of it then has a FlameGraph; "" for none.
 	FlameGraph string `json:"flame_graph,omitempty"`
+	// Ask is the profile's question in words, the report's title; ""
+	// for a profile without one.
+	Ask string `json:"ask,omitempty"`
+	// Questions are the comparisons the profile is run to answer
+	// (Question); a report answers them first, holds their verdicts to a
+	// false-discovery rate among themselves, and calls every other
+	// comparison exploratory.
+	Questions []Question `json:"questions,omitempty"`
+}
+
+// Question is one comparison a profile is run to answer: Metric of Test
+// on Placement, scenario B against scenario A, in that orientation
+// ("ebpf vs iptables"). A question whose scenarios the run lacks (other
+// --scenarios) is not asked.
+type Question struct {
+	Ask       string `json:"ask"` // in words: "pod-to-service connection rate"
+	Test      string `json:"test"`
+	Placement string `json:"placement"`
+	Metric    string `json:"metric"`
+	A         string `json:"a"` // the scenario compared against
+	B         string `json:"b"`
 }
 
 // Placement is one cell of the placement matrix, as in cilium connectivity

@@ -51,6 +51,10 @@ func (o Options) Resolve() (*Plan, error) {
 		Warmup:   engine.Duration(prof.Warmup),
 		Streams:  prof.Streams,
 		Mode:     engine.Blocking,
+		Ask:      prof.Ask,
+		// Every question of the profile: the report asks those whose
+		// scenarios the run has.
+		Questions: prof.Questions,
 	}}
 	if err := o.resolveNumbers(p); err != nil {
 		return nil, err

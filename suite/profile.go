@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/cnibench/cnibench/results"
 )
 
 // Profile is a named default plan.
@@ -19,7 +21,50 @@ type Profile struct {
 	// is not given (the lab target; a cluster is its one scenario).
 	Scenarios []string
 	Streams   int
+	// Ask is the profile's question in words (the report's title), and
+	// Questions the comparisons that answer it (results.Plan.Questions).
+	Ask       string
+	Questions []results.Question
 }
+
+// datapathQuestions are the datapaths profile's: what eBPF changes
+// against iptables for connections, short HTTP and request-response,
+// through a Service and between pods.
+func datapathQuestions() []results.Question {
+	var qs []results.Question
+	for _, pl := range []struct{ name, words string }{{PodToServiceOtherNode, "pod-to-service"}, {PodToPodOtherNode, "pod-to-pod"}} {
+		for _, t := range []struct{ test, metric, words string }{
+			{"TCP_CRR", "rate", "connection rate"},
+			{"HTTP_RPS_SHORT_C64", "request rate", "short-connection HTTP"},
+			{"TCP_RR", "rate", "request-response rate"},
+		} {
+			qs = append(qs, results.Question{Ask: pl.words + " " + t.words, Test: t.test, Placement: pl.name, Metric: t.metric, A: "iptables", B: "ebpf"})
+		}
+	}
+	return qs
+}
+
+// addedPartQuestions ask what each scenario that adds a part to a base
+// costs on one metric: "base+part" against "base".
+func addedPartQuestions(scenarios []string, test, placement, metric, words string) []results.Question {
+	var qs []results.Question
+	for _, b := range scenarios {
+		for _, a := range scenarios {
+			if strings.HasPrefix(b, a+"+") && !strings.Contains(strings.TrimPrefix(b, a+"+"), "+") {
+				part := strings.TrimPrefix(b, a+"+")
+				qs = append(qs, results.Question{Ask: fmt.Sprintf("%s: %s %s", a, part, words), Test: test, Placement: placement, Metric: metric, A: a, B: b})
+			}
+		}
+	}
+	return qs
+}
+
+var (
+	securityScenarios = []string{"iptables+node-rps", "iptables+node-rps+policy", "iptables+node-rps+l7-node", "iptables+node-rps+l7-egress",
+		"iptables+node-rps+l7-sidecar", "iptables+node-rps+flows", "ebpf+node-rps", "ebpf+node-rps+policy", "ebpf+node-rps+l7-node",
+		"ebpf+node-rps+l7-egress", "ebpf+node-rps+l7-sidecar", "ebpf+node-rps+flows"}
+	encryptionScenarios = []string{"native", "native+wireguard", "vxlan", "vxlan+wireguard"}
+)
 
 // Profiles: quick answers in under 3 minutes on 2 cores; standard repeats
 // rounds so the statistics have something to work with.
@@ -46,6 +91,8 @@ var Profiles = []Profile{
 		Rounds:     5,
 		Streams:    4,
 		Scenarios:  []string{"iptables", "ebpf"},
+		Ask:        "what the eBPF Service datapath changes against kube-proxy-style iptables",
+		Questions:  datapathQuestions(),
 	},
 	{
 		Name: "security",
@@ -59,9 +106,9 @@ var Profiles = []Profile{
 		Warmup:     500 * time.Millisecond,
 		Rounds:     5,
 		Streams:    4,
-		Scenarios: []string{"iptables+node-rps", "iptables+node-rps+policy", "iptables+node-rps+l7-node", "iptables+node-rps+l7-egress",
-			"iptables+node-rps+l7-sidecar", "iptables+node-rps+flows", "ebpf+node-rps", "ebpf+node-rps+policy", "ebpf+node-rps+l7-node",
-			"ebpf+node-rps+l7-egress", "ebpf+node-rps+l7-sidecar", "ebpf+node-rps+flows"},
+		Scenarios:  securityScenarios,
+		Ask:        "what NetworkPolicy, L7 proxies and flow observability cost each datapath",
+		Questions:  addedPartQuestions(securityScenarios, "HTTP_RPS_SHORT_C64", PodToServiceOtherNode, "request rate", "cost on short-connection HTTP"),
 	},
 	{
 		Name: "encryption",
@@ -75,7 +122,10 @@ var Profiles = []Profile{
 		Warmup:     500 * time.Millisecond,
 		Rounds:     5,
 		Streams:    4,
-		Scenarios:  []string{"native", "native+wireguard", "vxlan", "vxlan+wireguard"},
+		Scenarios:  encryptionScenarios,
+		Ask:        "what WireGuard between the nodes costs, natively routed and under VXLAN",
+		Questions: append(addedPartQuestions(encryptionScenarios, "TCP_STREAM", PodToPodOtherNode, "throughput", "cost on throughput"),
+			addedPartQuestions(encryptionScenarios, "TCP_RR", PodToPodOtherNode, "rate", "cost on request-response rate")...),
 	},
 	{
 		Name: "tuning",

@@ -93,3 +93,16 @@ func warningsLine(n int) string {
 	}
 	return fmt.Sprintf("%d warnings, listed under Warnings below.", n)
 }
+
+// glanceLead opens the at-a-glance table: what a cell is, at the level
+// the report's intervals have (stricter than 95% for --rounds auto).
+func glanceLead(rep *Report) string {
+	s := fmt.Sprintf("Median over rounds (%.3g%% CI).", 100*rep.Options.Level)
+	if len(rep.Runs) == 1 {
+		if a := rep.Runs[0].Plan.Auto; a != nil {
+			s += fmt.Sprintf(" Rounds until the questions were clear (--rounds auto:%d): %s; every interval and verdict is at the %.3g%% level of each look, "+
+				"so that looking after every round keeps the chance of a false verdict at 5%%.", a.Max, a.Stopped, 100*a.Level)
+		}
+	}
+	return s
+}

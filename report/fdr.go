@@ -231,9 +231,17 @@ func pText(p float64) string {
 }
 
 // tested is a verdict's p-value when it had a test, else NaN (JSON null).
+//
+// Under --rounds auto the verdicts test at the stricter per-look level
+// 1 − α'; their p-values are put on the 5% scale (p · 0.05/α', at most 1)
+// so that the false-discovery control and the reader compare them with
+// 5% as everywhere else: p < α' exactly when the scaled p < 0.05.
 func tested(v stats.Verdict, opt Options) Num {
 	switch kindOf(v, opt) {
 	case VerdictSignificant, VerdictNoise, VerdictInconclusive:
+		if opt.sequential {
+			return Num(math.Min(1, v.P*(1-stats.DefaultLevel)/(1-opt.Level)))
+		}
 		return Num(v.P)
 	}
 	return Num(math.NaN())

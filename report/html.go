@@ -51,6 +51,7 @@ type htmlView struct {
 	Charts     []chart
 	Sections   []sectionView
 	Method     string
+	GlanceLead string // what a cell is (glanceLead)
 	// ServiceScale is the rendered Service-scale section (servicescale_render.go).
 	ServiceScale template.HTML
 	// PolicyScale is the rendered policy-scale section (policyscale.go).
@@ -94,7 +95,7 @@ type rowView struct {
 func newHTMLView(rep *Report) htmlView {
 	v := htmlView{Title: rep.Title, Warnings: rep.Warnings, Multi: len(rep.Columns) > 1, Baseline: rep.Baseline, WinnerHead: winnerHead(rep.Columns), FDR: rep.FDR.Sentence(), Answers: answerRows(rep),
 		Corrections: correctionLines(rep), WarningsLine: warningsLine(len(rep.Warnings)),
-		Method: methodText + rep.WinnerRule}
+		Method: methodText + rep.WinnerRule, GlanceLead: glanceLead(rep)}
 	for _, r := range rep.Runs {
 		v.RunHead = append(v.RunHead, r.Label)
 		for _, sc := range r.Scenarios {

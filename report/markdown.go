@@ -90,9 +90,9 @@ func Markdown(w io.Writer, rep *Report) error {
 	b.WriteString("\n## At a glance\n\n")
 	multi := len(rep.Columns) > 1
 	if multi {
-		fmt.Fprintf(b, "Median over rounds (95%% CI). Baseline: **%s**. Winner: the best median against the runner-up, named only when the difference is significant. ↑ higher is better, ↓ lower is better.\n\n", mdText(rep.Baseline))
+		fmt.Fprintf(b, "%s Baseline: **%s**. Winner: the best median against the runner-up, named only when the difference is significant. ↑ higher is better, ↓ lower is better.\n\n", glanceLead(rep), mdText(rep.Baseline))
 	} else {
-		b.WriteString("Median over rounds (95% CI). ↑ higher is better, ↓ lower is better.\n\n")
+		fmt.Fprintf(b, "%s ↑ higher is better, ↓ lower is better.\n\n", glanceLead(rep))
 	}
 	if s := rep.FDR.Sentence(); s != "" {
 		b.WriteString(mdText(s) + "\n\n")

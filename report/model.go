@@ -31,6 +31,10 @@ type Options struct {
 	// AllMetrics makes the regression gate judge every metric, not only
 	// the headline ones (rates, throughput, p99).
 	AllMetrics bool `json:"all_metrics,omitempty"`
+	// Sequential: Level is the per-look level of a run whose rounds
+	// stopped when its questions were clear (--rounds auto); p-values are
+	// then scaled to 5% (tested).
+	sequential bool
 }
 
 func (o Options) withDefaults() Options {
@@ -292,6 +296,11 @@ func Build(in []Input, opt Options) (*Report, error) {
 	if len(in) == 0 {
 		return nil, fmt.Errorf("report: no results to report")
 	}
+	if len(in) == 1 && in[0].Run.Plan.Auto != nil && opt.Level == 0 {
+		// The rounds stopped when the questions looked clear: every verdict
+		// is judged at the level each look was (stats.SequentialLevel).
+		opt.Level, opt.sequential = in[0].Run.Plan.Auto.Level, true
+	}
 	opt = opt.withDefaults()
 	rep := &Report{Options: opt, WinnerRule: WinnerRule}
 	colResults, order := buildColumns(rep, in)
@@ -347,7 +356,7 @@ func Build(in []Input, opt Options) (*Report, error) {
 	}
 	switch {
 	case len(qs) > 0:
-		rep.Answers = questionAnswers(rep, qs)
+		rep.Answers = questionAnswers(rep, qs, in[0].Run.Plan.Auto)
 	case anyAgainst(rep.Columns):
 		rep.Answers = overheadAnswers(rep)
 	default:

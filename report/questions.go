@@ -40,9 +40,13 @@ type Answer struct {
 	P        Num    `json:"p"`
 	// RoundsWon is in how many of Rounds paired rounds B did better
 	// than A (0 and 0 for separate runs).
-	RoundsWon int    `json:"rounds_won"`
-	Rounds    int    `json:"rounds"`
-	Verdict   string `json:"verdict"`
+	RoundsWon int `json:"rounds_won"`
+	Rounds    int `json:"rounds"`
+	// RoundsNeeded is, for a run with --rounds auto, the round after
+	// which the question was first conclusive (0: never, within Max).
+	RoundsNeeded int    `json:"rounds_needed,omitempty"`
+	AutoMax      int    `json:"auto_max,omitempty"`
+	Verdict      string `json:"verdict"`
 	// Primary: a declared question, in the primary family.
 	Primary bool   `json:"primary"`
 	Text    string `json:"text"` // the whole line
@@ -51,6 +55,7 @@ type Answer struct {
 // question is a declared question located in the report.
 type question struct {
 	q        results.Question
+	index    int // in the plan's Questions
 	sec, row int
 	a, b     int // column indices
 }
@@ -68,7 +73,7 @@ func locateQuestions(rep *Report, run *results.Run) []question {
 		}
 		return -1
 	}
-	for _, q := range run.Plan.Questions {
+	for qi, q := range run.Plan.Questions {
 		a, b := col(q.A), col(q.B)
 		if a < 0 || b < 0 {
 			continue
@@ -79,7 +84,7 @@ func locateQuestions(rep *Report, run *results.Run) []question {
 			}
 			for ri, row := range sec.Metrics {
 				if row.Metric == q.Metric {
-					out = append(out, question{q: q, sec: si, row: ri, a: a, b: b})
+					out = append(out, question{q: q, index: qi, sec: si, row: ri, a: a, b: b})
 				}
 			}
 		}
@@ -99,7 +104,7 @@ func questionKeys(qs []question) map[string]bool {
 
 // questionAnswers answers the located questions from the verdicts as the
 // false-discovery control left them.
-func questionAnswers(rep *Report, qs []question) []Answer {
+func questionAnswers(rep *Report, qs []question, auto *results.AutoRounds) []Answer {
 	var out []Answer
 	for _, q := range qs {
 		sec := rep.Sections[q.sec]
@@ -117,6 +122,10 @@ func questionAnswers(rep *Report, qs []question) []Answer {
 		fillAnswer(&a, rep, row, q.a, q.b, d, flipped)
 		a.Words = answerWords(a, row, d)
 		a.Text = fmt.Sprintf("%s (%s %s, %s), %s vs %s: ", a.Question, a.Test, a.Metric, a.Placement, a.B, a.A) + answerBody(a, d)
+		if auto != nil && q.index < len(auto.ConclusiveAt) {
+			a.RoundsNeeded, a.AutoMax = auto.ConclusiveAt[q.index], auto.Max
+			a.Text += "; " + roundsNeededText(a)
+		}
 		out = append(out, a)
 	}
 	return out
@@ -231,4 +240,13 @@ func verdictWords(d *Delta) string {
 		return d.Verdict
 	}
 	return fmt.Sprintf("no difference beyond noise (p = %s)", pText(p))
+}
+
+// roundsNeededText says after how many rounds a question of a --rounds
+// auto run was clear.
+func roundsNeededText(a Answer) string {
+	if a.RoundsNeeded == 0 {
+		return fmt.Sprintf("not conclusive within %d rounds", a.AutoMax)
+	}
+	return fmt.Sprintf("conclusive after %d rounds", a.RoundsNeeded)
 }

@@ -157,6 +157,24 @@ type Plan struct {
 	// false-discovery rate among themselves, and calls every other
 	// comparison exploratory.
 	Questions []Question `json:"questions,omitempty"`
+	// Auto is set when the rounds ran until the questions were clear
+	// (--rounds auto[:MAX]); Rounds is then the rounds taken.
+	Auto *AutoRounds `json:"auto_rounds,omitempty"`
+}
+
+// AutoRounds records a run that added rounds after the fifth until every
+// question it could answer was conclusive, or MAX rounds.
+type AutoRounds struct {
+	Max int `json:"max"`
+	// Level is the confidence level of each look (stats.SequentialLevel):
+	// stricter than 95% so that looking after every round keeps the chance
+	// of a false verdict at 5%. The questions' verdicts use it.
+	Level float64 `json:"level"`
+	// ConclusiveAt[i] is the round after which Questions[i] was first
+	// conclusive; 0: never, or not asked of this run.
+	ConclusiveAt []int `json:"conclusive_at"`
+	// Stopped says why the rounds ended.
+	Stopped string `json:"stopped"`
 }
 
 // Question is one comparison a profile is run to answer: Metric of Test

@@ -81,6 +81,9 @@ type Verdict struct {
 	N            int
 	P            float64
 	Inconclusive bool
+	// Tested: the comparison computed an interval and a p-value (false
+	// when there were too few rounds).
+	Tested bool
 }
 
 // Compare says whether b differs from a on a metric, and by how much.

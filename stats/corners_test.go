@@ -2,9 +2,12 @@ package stats
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x5eed)) }
 
 // The corners of issue 28, each with the input that reproduced it; every
 // test here failed on c416370.
@@ -179,5 +182,45 @@ func TestBenjaminiHochbergNaN(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("BH(%v) = %v, want %v", p, got, want)
 		}
+	}
+}
+
+// The per-look levels of --rounds auto hold: 40,000 simulated null runs
+// of normal log ratios, looked at after every round from 5 to MAX, call
+// the effect significant in 5% of runs (within the simulation's error),
+// for MAX 5, 10, 15 and 40.
+func TestSequentialAlphaTable(t *testing.T) {
+	const paths = 40000
+	for _, max := range []int{5, 10, 15, 40} {
+		level, err := SequentialLevel(max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits := 0
+		rng := newRand(uint64(max))
+		for range paths {
+			var sum, sq float64
+			for n := 1; n <= max; n++ {
+				x := rng.NormFloat64()
+				sum, sq = sum+x, sq+x*x
+				if n < MinAutoRounds {
+					continue
+				}
+				mean := sum / float64(n)
+				sd := math.Sqrt((sq - float64(n)*mean*mean) / float64(n-1))
+				if 2*tSF(math.Abs(mean)/(sd/math.Sqrt(float64(n))), float64(n-1)) < 1-level {
+					hits++
+					break
+				}
+			}
+		}
+		rate := float64(hits) / paths
+		t.Logf("auto:%d: per-look level %.4f, any-look false rate %.4f", max, 1-level, rate)
+		if math.Abs(rate-0.05) > 0.0045 { // ±4 standard errors
+			t.Errorf("auto:%d: false rate %.4f, want 0.05", max, rate)
+		}
+	}
+	if _, err := SequentialLevel(41); err == nil {
+		t.Error("auto:41 accepted")
 	}
 }

@@ -89,6 +89,7 @@ func (e effectOptions) delta() float64 { return math.Log1p(e.minEffect / 100) }
 // interval and the p-value of the minimum-effect test: percentages of the
 // ratio, significance, direction and text.
 func decide(v *Verdict, est, lo, hi, p float64, opt CompareOptions, e effectOptions) {
+	v.Tested = true
 	v.DeltaPct = pctOfLog(est)
 	v.Lo, v.Hi = pctOfLog(lo), pctOfLog(hi)
 	v.NoisePct = (v.Hi - v.Lo) / 2

@@ -10,6 +10,7 @@ import (
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/stats"
 )
 
 // Options is what the user asked for; zero values mean "the profile's".
@@ -20,8 +21,11 @@ type Options struct {
 	Duration   time.Duration `json:"duration,omitempty"`
 	Warmup     time.Duration `json:"warmup,omitempty"`
 	Rounds     int           `json:"rounds,omitempty"`
-	Streams    int           `json:"streams,omitempty"`
-	Mode       engine.Mode   `json:"mode,omitempty"`
+	// AutoRounds is the MAX of --rounds auto[:MAX]: rounds are added after
+	// the fifth until every question is conclusive, MAX at most (0: off).
+	AutoRounds int         `json:"auto_rounds,omitempty"`
+	Streams    int         `json:"streams,omitempty"`
+	Mode       engine.Mode `json:"mode,omitempty"`
 	// FlameGraph names a test of the plan whose CPU stacks are sampled in
 	// one extra, unmeasured sample per scenario and placement after the
 	// rounds (flamegraph.go); "" for none.
@@ -78,8 +82,17 @@ func (o Options) resolveNumbers(p *Plan) error {
 	switch {
 	case o.Rounds < 0:
 		return fmt.Errorf("--rounds must be at least 1, got %d", o.Rounds)
+	case o.Rounds > 0 && o.AutoRounds > 0:
+		return fmt.Errorf("--rounds: a number or auto[:MAX], not both")
 	case o.Rounds > 0:
 		p.Rounds = o.Rounds
+	case o.AutoRounds > 0:
+		level, err := stats.SequentialLevel(o.AutoRounds)
+		if err != nil {
+			return fmt.Errorf("--rounds auto:%d: the most rounds must be %d to %d", o.AutoRounds, stats.MinAutoRounds, stats.MaxAutoRounds)
+		}
+		p.Rounds = o.AutoRounds // at most; the schedule stops earlier once the questions are clear
+		p.Auto = &results.AutoRounds{Max: o.AutoRounds, Level: level}
 	}
 	switch {
 	case o.Streams < 0:

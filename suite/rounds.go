@@ -40,6 +40,9 @@ func (*Rounds) Order() string {
 // or test a target cannot host is recorded as skipped.
 func (s *Rounds) Prepare(_ context.Context, r *Runner) (int, error) {
 	s.index = nil
+	if err := checkAuto(r); err != nil {
+		return 0, err
+	}
 	total := 0
 	for _, spec := range r.Plan.Specs {
 		for _, name := range r.Plan.Placements {
@@ -68,7 +71,8 @@ func (s *Rounds) Prepare(_ context.Context, r *Runner) (int, error) {
 	return total, nil
 }
 
-// Measure implements Schedule.
+// Measure implements Schedule. With --rounds auto it stops after the
+// first round (fifth or later) at which every question is conclusive.
 func (s *Rounds) Measure(ctx context.Context, r *Runner) error {
 	for round := 1; round <= r.Plan.Rounds; round++ {
 		i := 0
@@ -89,6 +93,9 @@ func (s *Rounds) Measure(ctx context.Context, r *Runner) error {
 					}
 				}
 			}
+		}
+		if autoDone(r, round) {
+			break // --rounds auto: the questions are clear
 		}
 	}
 	return nil

@@ -88,7 +88,7 @@ func newMeasureCmd(g *globals, schedule string, cmd *cobra.Command) *cobra.Comma
 	}
 	f := cmd.Flags()
 	f.StringVar(&mf.target, "target", defaultTarget, "where to run: "+strings.Join(targetNames(), ", ")+" (lab: the local lab; k8s: a cluster through kubeconfig, see docs/k8s.md)")
-	profileHelp, roundsHelp := strings.Join(suite.ProfileNames(), ", ")+": the tests, placements, durations, rounds and lab scenarios (see Profiles above)", "rounds of the whole plan (default: the profile's)"
+	profileHelp, roundsHelp := strings.Join(suite.ProfileNames(), ", ")+": the tests, placements, durations, rounds and lab scenarios (see Profiles above)", "rounds of the whole plan (default: the profile's); auto[:MAX]: add rounds after the fifth until every question of the profile is conclusive, at most MAX (default 15)"
 	if schedule == scheduleSweep {
 		profileHelp, roundsHelp = "quick or standard: the sample durations", "rounds at every step (default 5, the fewest a verdict needs)"
 	}
@@ -103,7 +103,7 @@ func newMeasureCmd(g *globals, schedule string, cmd *cobra.Command) *cobra.Comma
 	}
 	f.DurationVar(&mf.o.Duration, "duration", 0, "measured time per sample (default: the profile's)")
 	f.DurationVar(&mf.o.Warmup, "warmup", 0, "unmeasured time before each sample (default: the profile's)")
-	f.IntVar(&mf.o.Rounds, "rounds", 0, roundsHelp)
+	f.Var(roundsFlag{&mf.o.Rounds, &mf.o.AutoRounds}, "rounds", roundsHelp)
 	f.IntVar(&mf.o.Streams, "streams", 0, "flows of the *_MULTI tests (default 4)")
 	f.StringVar(&mf.mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
 	f.StringVar(&mf.out, "out", "", "results directory (default cnibench-results/<run id>)")
@@ -133,7 +133,7 @@ func newMeasureCmd(g *globals, schedule string, cmd *cobra.Command) *cobra.Comma
 // schedule, close the targets and write the reports.
 func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule string) (err error) {
 	flags := cmd.Flags()
-	for _, name := range []string{"rounds", "streams"} {
+	for _, name := range []string{"streams"} {
 		if v, _ := flags.GetInt(name); flags.Changed(name) && v < 1 {
 			return fmt.Errorf("--%s must be at least 1, got %d", name, v)
 		}
@@ -150,6 +150,9 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 	}
 	if mf.cf.asked(req.opts.Tests) && schedule == scheduleRounds {
 		schedule = scheduleChurn // run --tests churn
+	}
+	if mf.o.AutoRounds > 0 && schedule != scheduleRounds {
+		return fmt.Errorf("--rounds auto: only for interleaved rounds (run), not the Service-scale sweep or the churn: give a number")
 	}
 	if err := checkApplies(flags, mf.target, schedule); err != nil {
 		return err

@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -320,15 +322,15 @@ func TestWriteFormats(t *testing.T) {
 		t.Errorf("bad format: %v", err)
 	}
 	f, err := ParseFormats("all,md")
-	if err != nil || strings.Join(f, ",") != "md,html,json" {
+	if err != nil || strings.Join(f, ",") != "md,html,json,short,csv" {
 		t.Errorf("all = %v, %v", f, err)
 	}
 	dir := t.TempDir()
 	paths, err := Write(dir, buildFixture(t), f)
-	if err != nil || len(paths) != 3 {
+	if err != nil || len(paths) != 5 {
 		t.Fatalf("write: %v %v", paths, err)
 	}
-	for _, name := range []string{MarkdownFile, HTMLFile, JSONFile} {
+	for _, name := range []string{MarkdownFile, HTMLFile, JSONFile, ShortFile, CSVFile} {
 		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.Size() < 1000 {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -336,6 +338,46 @@ func TestWriteFormats(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(dir, ".*"))
 	if len(left) > 0 {
 		t.Errorf("temp files left: %v", left)
+	}
+}
+
+// The short report fits a pull-request comment whatever the run, keeps
+// the answers first, and says what it cut; the CSV has one row per cell
+// with the verdict the tables show.
+func TestShortAndCSV(t *testing.T) {
+	rep := buildFixture(t)
+	var b strings.Builder
+	if err := Short(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	short := b.String()
+	if !strings.HasPrefix(short, "### cnibench standard: native vs vxlan\n\n| Question |") || !strings.Contains(short, "2 warnings</summary>") || len(short) > ShortLimit {
+		t.Errorf("short report (%d chars):\n%s", len(short), short)
+	}
+	for i := range 400 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("warning %d: %s", i, strings.Repeat("x", 80)))
+	}
+	b.Reset()
+	if err := Short(&b, rep); err != nil || b.Len() > ShortLimit || !strings.Contains(b.String(), "more in report.md") {
+		t.Errorf("a long short report: %d chars, %v", b.Len(), err)
+	}
+	b.Reset()
+	if err := CSV(&b, buildFixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tp []string
+	for _, r := range recs {
+		if r[1] == "vxlan" && r[2] == "TCP_STREAM" && r[4] == "throughput" {
+			tp = r
+		}
+	}
+	if len(recs) < 50 || strings.Join(recs[0], ",") != strings.Join(csvHead, ",") || tp == nil || tp[14] != "native" || tp[19] != VerdictSignificant ||
+		!strings.HasPrefix(tp[15], "-5.") {
+		t.Errorf("csv: %d rows, head %v, vxlan TCP_STREAM throughput %v", len(recs), recs[0], tp)
 	}
 }
 

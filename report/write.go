@@ -15,6 +15,8 @@ const (
 	MarkdownFile = "report.md"
 	HTMLFile     = "report.html"
 	JSONFile     = "report.json"
+	ShortFile    = "report-short.md"
+	CSVFile      = "cells.csv"
 )
 
 // Formats a report can be written in.
@@ -22,13 +24,37 @@ const (
 	FormatMarkdown = "md"
 	FormatHTML     = "html"
 	FormatJSON     = "json"
+	FormatShort    = "short" // the answers and warnings for a pull-request comment
+	FormatCSV      = "csv"   // one row per scenario × test × placement × metric
 )
+
+// formats are the known formats, in the order "all" writes them, with
+// their file and renderer.
+var formats = []struct {
+	name, file string
+	render     func(io.Writer, *Report) error
+}{
+	{FormatMarkdown, MarkdownFile, Markdown},
+	{FormatHTML, HTMLFile, HTML},
+	{FormatJSON, JSONFile, JSON},
+	{FormatShort, ShortFile, Short},
+	{FormatCSV, CSVFile, CSV},
+}
 
 // DefaultFormats are written when none are asked for.
 var DefaultFormats = []string{FormatMarkdown, FormatHTML}
 
-// ParseFormats reads a --format value: a comma-separated list of md, html,
-// json, or all.
+// formatNames lists the known formats for messages.
+func formatNames() string {
+	var n []string
+	for _, f := range formats {
+		n = append(n, f.name)
+	}
+	return strings.Join(n, ", ") + ", all"
+}
+
+// ParseFormats reads a --format value: a comma-separated list of known
+// formats (md, html, json, short, csv), or all.
 func ParseFormats(s string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
@@ -39,13 +65,16 @@ func ParseFormats(s string) ([]string, error) {
 		case "":
 			continue
 		case "all":
-			add = []string{FormatMarkdown, FormatHTML, FormatJSON}
+			for _, k := range formats {
+				add = append(add, k.name)
+			}
 		case "markdown":
 			add = []string{FormatMarkdown}
-		case FormatMarkdown, FormatHTML, FormatJSON:
-			add = []string{f}
 		default:
-			return nil, fmt.Errorf("--format %q: unknown format %q (known: md, html, json, all)", s, f)
+			if Renderer(f) == nil {
+				return nil, fmt.Errorf("--format %q: unknown format %q (known: %s)", s, f, formatNames())
+			}
+			add = []string{f}
 		}
 		for _, a := range add {
 			if !seen[a] {
@@ -55,9 +84,19 @@ func ParseFormats(s string) ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--format %q: no format given (known: md, html, json, all)", s)
+		return nil, fmt.Errorf("--format %q: no format given (known: %s)", s, formatNames())
 	}
 	return out, nil
+}
+
+// Renderer is the function that writes a format, nil for an unknown one.
+func Renderer(format string) func(io.Writer, *Report) error {
+	for _, f := range formats {
+		if f.name == format {
+			return f.render
+		}
+	}
+	return nil
 }
 
 // JSON writes the report data (tables, verdicts) for machines.
@@ -72,11 +111,10 @@ func JSON(w io.Writer, rep *Report) error {
 
 // FileName is the file a format is written to.
 func FileName(format string) string {
-	switch format {
-	case FormatHTML:
-		return HTMLFile
-	case FormatJSON:
-		return JSONFile
+	for _, f := range formats {
+		if f.name == format {
+			return f.file
+		}
 	}
 	return MarkdownFile
 }
@@ -86,14 +124,8 @@ func FileName(format string) string {
 func Write(dir string, rep *Report, formats []string) ([]string, error) {
 	var paths []string
 	for _, f := range formats {
-		render := Markdown
-		switch f {
-		case FormatHTML:
-			render = HTML
-		case FormatJSON:
-			render = JSON
-		case FormatMarkdown:
-		default:
+		render := Renderer(f)
+		if render == nil {
 			return paths, fmt.Errorf("report: unknown format %q", f)
 		}
 		p := filepath.Join(dir, FileName(f))

@@ -78,7 +78,7 @@ Exit status: 0 no regression (or plain comparison), 1 error, 3 regression.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "directory to write the reports into (default: print to stdout)")
-	f.StringVar(&format, "format", "md", "md, html, json (comma-separated, or all; several need --out); with --out the default is md,html")
+	f.StringVar(&format, "format", "md", "md, html, json, short (answers and warnings for a pull-request comment), csv (one row per cell) (comma-separated, or all; several need --out); with --out the default is md,html")
 	f.StringVar(&regress, "fail-if-regress", "", "PCT: exit 3 if any headline metric of NEW is worse than BASE by more than PCT percent (the whole interval)")
 	f.BoolVar(&allMetrics, "all-metrics", false, "with --fail-if-regress: judge every metric, not only the headline ones")
 	f.BoolVar(&allowMissing, "allow-missing", false, "with --fail-if-regress: pass although NEW lacks scenarios, cells, sweep steps or metrics that BASE has (they are still listed)")
@@ -191,12 +191,7 @@ func (c *compareFlags) render(cmd *cobra.Command, in []report.Input) error {
 	case c.regress == "":
 		render := report.Markdown
 		if len(c.formats) == 1 {
-			switch c.formats[0] {
-			case report.FormatHTML:
-				render = report.HTML
-			case report.FormatJSON:
-				render = report.JSON
-			}
+			render = report.Renderer(c.formats[0])
 		}
 		return render(cmd.OutOrStdout(), rep)
 	}

@@ -24,7 +24,9 @@ reports into DIR, computed from the results alone.
                no external reference)
   report.json  the same data for machines (tables, CIs, verdicts)
 
---format takes a comma-separated list of md, html, json, or all; the default
+--format takes a comma-separated list of md, html, json, short (report-short.md:
+the answers and warnings, under 10,000 characters, for a pull-request comment),
+csv (cells.csv: one row per scenario, test, placement and metric), or all; the default
 is md,html. summary.md (the Markdown report under its old name) is rewritten
 too. See docs/report.md for how intervals and verdicts are computed.`,
 		Args: cobra.ExactArgs(1),
@@ -58,6 +60,6 @@ too. See docs/report.md for how intervals and verdicts are computed.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "md,html", "reports to write into DIR: md, html, json (comma-separated) or all")
+	cmd.Flags().StringVar(&format, "format", "md,html", "reports to write into DIR: md, html, json, short, csv (comma-separated) or all")
 	return cmd
 }

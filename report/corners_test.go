@@ -278,3 +278,29 @@ func TestCrossoverInFamily(t *testing.T) {
 	}
 	_ = stats.DefaultFDR
 }
+
+// The load warning tells the benchmark's own load from other work.
+func TestLoadWarningTellsOwnFromOther(t *testing.T) {
+	for _, c := range []struct {
+		own, busy float64
+		want      string
+	}{
+		{1.8, 1.9, "kept a median of 1.80 cores busy and everything else 0.10: mostly the benchmark's own processes"},
+		{0.9, 1.95, "kept a median of 0.90 cores busy and everything else 1.05: other work ran beside the benchmark"},
+	} {
+		run := fixtureRun(t)
+		run.Environment.CPUCount = 2
+		for i := range run.Results {
+			for j := range run.Results[i].Samples {
+				run.Results[i].Samples[j].Host = &results.HostLoad{Load1: 5, BusyCores: c.busy, OwnCores: c.own}
+			}
+		}
+		rep, err := Build([]Input{{Run: run, Label: "r"}}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all := strings.Join(rep.Warnings, "\n"); !strings.Contains(all, c.want) {
+			t.Errorf("warnings lack %q:\n%s", c.want, all)
+		}
+	}
+}

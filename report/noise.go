@@ -17,7 +17,7 @@ import (
 func hostWarnings(rep *Report, in []Input) []string {
 	var out []string
 	for ri, input := range in {
-		var steals, loads []float64
+		var steals, loads, own, other []float64
 		stolen, loaded := 0, 0
 		for _, r := range input.Run.Results {
 			for _, s := range r.Samples {
@@ -30,6 +30,9 @@ func hostWarnings(rep *Report, in []Input) []string {
 				}
 				if cpus := input.Run.Environment.CPUCount; cpus > 0 && s.Host.Load1 > 2*float64(cpus) {
 					loaded++
+					if s.Host.BusyCores > 0 {
+						own, other = append(own, s.Host.OwnCores), append(other, s.Host.OtherCores())
+					}
 				}
 			}
 		}
@@ -39,8 +42,7 @@ func hostWarnings(rep *Report, in []Input) []string {
 				label, stolen, len(steals), maxOf(steals)))
 		}
 		if loaded > 0 {
-			out = append(out, fmt.Sprintf("run %s: the load average exceeded twice the %d CPUs in %d of %d samples (median %.1f): other work ran beside the benchmark",
-				label, input.Run.Environment.CPUCount, loaded, len(loads), results.Median(loads)))
+			out = append(out, loadWarning(label, input.Run.Environment.CPUCount, loaded, len(loads), results.Median(loads), own, other))
 		}
 	}
 	return out
@@ -74,4 +76,21 @@ func inconclusiveWarning(rep *Report) string {
 	}
 	return fmt.Sprintf("%d of the %d comparisons against the baseline are inconclusive (their intervals reach beyond ±10%% without excluding no change): more rounds, or a quieter machine, would sharpen them",
 		n, total)
+}
+
+// loadWarning says how often the load average was high and whose load it
+// was: the benchmark's own processes (its agents, proxies, daemons,
+// consumers: nothing to fix) or other work beside it (a noisier run), as
+// the samples' busy and own cores tell (results.HostLoad).
+func loadWarning(label string, cpus, loaded, samples int, load float64, own, other []float64) string {
+	head := fmt.Sprintf("run %s: the load average exceeded twice the %d CPUs in %d of %d samples (median %.1f)", label, cpus, loaded, samples, load)
+	if len(own) == 0 {
+		return head + ": other work ran beside the benchmark, or the benchmark's own processes queued (not recorded in these results)"
+	}
+	o, x := results.Median(own), results.Median(other)
+	whose := "mostly the benchmark's own processes (its agents, proxies, daemons and consumers), not other work"
+	if x >= 0.25*float64(cpus) || x > o {
+		whose = "other work ran beside the benchmark: its numbers are noisier than the machine's; prefer a quiet host"
+	}
+	return fmt.Sprintf("%s; in those samples the benchmark's own processes kept a median of %.2f cores busy and everything else %.2f: %s", head, o, x, whose)
 }

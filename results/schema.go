@@ -303,7 +303,20 @@ type HostLoad struct {
 	StealPct float64 `json:"steal_pct"`
 	// Load1 is the 1-minute load average at the sample's end.
 	Load1 float64 `json:"load1"`
+	// BusyCores is how many CPUs the whole machine kept busy on average
+	// during the sample (/proc/stat), and OwnCores how many of them the
+	// benchmark's own processes used (the agents' cgroups and the
+	// datapath processes the lab runs: proxies, daemons, flow consumers),
+	// so that a loaded machine can be told from other work beside the
+	// benchmark. Both 0 in results before they were recorded.
+	BusyCores float64 `json:"busy_cores,omitempty"`
+	OwnCores  float64 `json:"own_cores,omitempty"`
 }
+
+// OtherCores is the machine's busy cores that the benchmark's own
+// processes did not use (never below 0): other work beside it, and kernel
+// work charged to no process of ours.
+func (h HostLoad) OtherCores() float64 { return max(0, h.BusyCores-h.OwnCores) }
 
 // Measured is the sample's result, whichever engine kind produced it (nil
 // for a failed sample): what package kinds reads metrics from.

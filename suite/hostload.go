@@ -18,12 +18,21 @@ type CPUPinner interface {
 	PinnedCPUs() (client, server []int)
 }
 
-// hostLoad is the machine's load between two /proc/stat readings.
-func hostLoad(before, after procstat.Stat) *results.HostLoad {
+// hostLoad is the machine's load between two /proc/stat readings around
+// sample s, with the share of it that was the benchmark's own.
+func hostLoad(before, after procstat.Stat, s results.Sample) *results.HostLoad {
 	h := &results.HostLoad{}
 	d := after.All.Sub(before.All)
 	if total := d.Total() + d.Steal; total > 0 {
 		h.StealPct = 100 * d.Steal / total
+	}
+	if wall := s.End.Sub(s.Start).Seconds(); wall > 0 {
+		h.BusyCores = d.Busy() / wall
+		own := s.ClientCPUSec + s.ServerCPUSec
+		if s.DatapathUsage != nil {
+			own += s.DatapathUsage.CPUSec
+		}
+		h.OwnCores = own / wall
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 0 {

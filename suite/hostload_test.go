@@ -3,8 +3,10 @@ package suite
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/cnibench/cnibench/internal/procstat"
+	"github.com/cnibench/cnibench/results"
 )
 
 func mustStat(t *testing.T, text string) procstat.Stat {
@@ -21,8 +23,23 @@ func mustStat(t *testing.T, text string) procstat.Stat {
 func TestHostLoadSteal(t *testing.T) {
 	a := mustStat(t, "cpu  100 0 50 800 0 0 0 50 30 0\n")
 	b := mustStat(t, "cpu  200 0 100 1600 0 0 0 100 60 0\n")
-	if h := hostLoad(a, b); math.Abs(h.StealPct-5) > 1e-9 {
+	if h := hostLoad(a, b, results.Sample{}); math.Abs(h.StealPct-5) > 1e-9 {
 		t.Errorf("steal %.2f%%, want 5%%", h.StealPct)
+	}
+}
+
+// The machine's busy cores during a sample are told apart into the
+// benchmark's own (its agents' cgroups and the datapath processes it
+// runs) and everything else.
+func TestHostLoadOwnAndOther(t *testing.T) {
+	a := mustStat(t, "cpu  100 0 50 800 0 0 0 0 0 0\n")
+	b := mustStat(t, "cpu  250 0 100 850 0 0 50 0 0 0\n") // busy 1.5 + 0.5 + 0.5 s
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	s := results.Sample{Start: start, End: start.Add(2 * time.Second), ClientCPUSec: 1.0, ServerCPUSec: 0.6,
+		DatapathUsage: &results.DatapathUsage{CPUSec: 0.4}}
+	h := hostLoad(a, b, s)
+	if math.Abs(h.BusyCores-1.25) > 1e-9 || math.Abs(h.OwnCores-1.0) > 1e-9 || math.Abs(h.OtherCores()-0.25) > 1e-9 {
+		t.Errorf("busy %.3f own %.3f other %.3f, want 1.25, 1.0, 0.25", h.BusyCores, h.OwnCores, h.OtherCores())
 	}
 }
 

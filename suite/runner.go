@@ -129,7 +129,7 @@ func (r *Runner) takeDuring(ctx context.Context, sc Scenario, i, round int, labe
 		stop(&sample)
 	}
 	if after, err := procstat.Read(); err == nil && berr == nil && sc.Target.Kind() == "lab" {
-		sample.Host = hostLoad(before, after)
+		sample.Host = hostLoad(before, after, sample)
 	}
 	if ctx.Err() != nil {
 		r.progress("interrupted\n")

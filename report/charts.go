@@ -180,9 +180,13 @@ func (a latencyAxis) ticks() []float64 {
 	return out
 }
 
-// latencyChart draws grouped bars of the percentiles (median over rounds
-// of each round's) per column on the report's shared axis, each bar
-// labelled with its value. It returns false when no column has latency.
+// latencyChart draws the percentiles (median over rounds of each round's)
+// per column on the report's shared axis, each with its confidence
+// interval as a whisker: bars from zero on a linear axis, and on a log
+// axis markers (a bar's length from an arbitrary decade would misstate
+// how much larger one latency is). A value is written above its mark only
+// where its column is wide enough for the text; every mark has its value
+// as a tooltip. It returns false when no column has latency.
 func latencyChart(title string, sec Section, cols []Column, axis latencyAxis) (chart, bool) {
 	byName := map[string]Row{}
 	for _, r := range sec.Metrics {
@@ -195,7 +199,7 @@ func latencyChart(title string, sec Section, cols []Column, axis latencyAxis) (c
 	c := chart{Kind: "latency", Title: title, Width: chartWidth, Height: height}
 	plotH := height - top - bottom
 	y := func(v float64) int {
-		return top + plotH - int(math.Round(math.Min(axis.frac(v), 1)*float64(plotH)))
+		return top + plotH - int(math.Round(math.Max(0, math.Min(axis.frac(v), 1))*float64(plotH)))
 	}
 	for _, v := range axis.ticks() {
 		yy := y(math.Max(v, 1e-9))
@@ -211,17 +215,39 @@ func latencyChart(title string, sec Section, cols []Column, axis latencyAxis) (c
 			if i >= len(row.Values) || row.Values[i] == nil || row.Values[i].Display <= 0 {
 				continue
 			}
-			v := float64(row.Values[i].Display)
-			yv := y(v)
-			c.Rects = append(c.Rects, rect{X: gx + i*bw, Y: yv, W: bw - 1, H: top + plotH - yv, Fill: colour(i),
-				Tip: col.Label + " " + name + ": " + fmtNum(v) + " µs"})
-			c.Texts = append(c.Texts, text{X: gx + i*bw + bw/2, Y: yv - 3, Anchor: "middle", Class: "val", S: fmtNum(v)})
+			val := row.Values[i]
+			v := float64(val.Display)
+			yv, cx := y(v), gx+i*bw+bw/2
+			tip := col.Label + " " + name + ": " + fmtNum(v) + " µs"
+			if axis.log {
+				m := min(bw-1, 8)
+				c.Rects = append(c.Rects, rect{X: cx - m/2, Y: yv - 3, W: m, H: 6, Fill: colour(i), Tip: tip})
+			} else {
+				c.Rects = append(c.Rects, rect{X: gx + i*bw, Y: yv, W: bw - 1, H: top + plotH - yv, Fill: colour(i), Tip: tip})
+			}
+			if lo, hi := float64(val.Lo), float64(val.Hi); val.N > 1 && lo > 0 && hi > lo {
+				c.Lines = append(c.Lines, line{cx, y(lo), cx, y(hi), "whisker"},
+					line{cx - 2, y(lo), cx + 2, y(lo), "whisker"}, line{cx - 2, y(hi), cx + 2, y(hi), "whisker"})
+			}
+			if label := fmtNum(v); labelFits(label, bw) {
+				top := yv - 5
+				if hi := float64(val.Hi); val.N > 1 && hi > v {
+					top = min(top, y(hi)-3)
+				}
+				c.Texts = append(c.Texts, text{X: cx, Y: max(top, 10), Anchor: "middle", Class: "val", S: label})
+			}
 		}
 		c.Texts = append(c.Texts, text{X: left + g*groupW + groupW/2, Y: height - 6, Anchor: "middle", Class: "tick",
 			S: name[:len(name)-len(" latency")]})
 	}
 	c.Lines = append(c.Lines, line{left, top + plotH, chartWidth - right, top + plotH, "axis"})
 	return c, true
+}
+
+// labelFits says whether a value label fits over a column bw pixels wide
+// (11 px text: about 6.5 px a character), so neighbours never overlap.
+func labelFits(label string, bw int) bool {
+	return float64(len([]rune(label)))*6.5+2 <= float64(bw)
 }
 
 // usText prints a decade of microseconds: 10 µs, 1 ms, 1 s.

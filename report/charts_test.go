@@ -23,7 +23,7 @@ func TestChartsShareScales(t *testing.T) {
 				vals = append(vals, x.S)
 			}
 		}
-		if len(vals) != len(c.Rects) {
+		if c.Kind == "bar" && len(vals) != len(c.Rects) {
 			t.Errorf("%s: %d bars, %d value labels", c.Title, len(c.Rects), len(vals))
 		}
 		switch c.Kind {
@@ -37,6 +37,7 @@ func TestChartsShareScales(t *testing.T) {
 			axisEnd[metric] = end
 		case "latency":
 			lats++
+			checkLatencyChart(t, c)
 			if got := strings.Join(ticks[:len(ticks)-4], ","); latTicks == "" {
 				latTicks = got
 			} else if got != latTicks {
@@ -46,5 +47,44 @@ func TestChartsShareScales(t *testing.T) {
 	}
 	if bars < 4 || lats < 3 || len(axisEnd) >= bars {
 		t.Errorf("%d bar charts over %d metrics, %d latency charts: the fixture should give groups to compare", bars, len(axisEnd), lats)
+	}
+}
+
+// A latency chart on a log axis draws markers, not bars; every mark has
+// its value (label or tooltip) and its interval; no two value labels
+// overlap.
+func checkLatencyChart(t *testing.T, c chart) {
+	t.Helper()
+	logScale := strings.Contains(c.Title, "log scale")
+	whiskers := 0
+	for _, l := range c.Lines {
+		if l.Class == "whisker" {
+			whiskers++
+		}
+	}
+	for _, r := range c.Rects {
+		if logScale && r.H > 6 {
+			t.Errorf("%s: a bar %d px tall on a log axis", c.Title, r.H)
+		}
+		if !strings.HasSuffix(r.Tip, " µs") {
+			t.Errorf("%s: a mark without its value: %q", c.Title, r.Tip)
+		}
+	}
+	if whiskers < len(c.Rects) {
+		t.Errorf("%s: %d whisker lines for %d marks", c.Title, whiskers, len(c.Rects))
+	}
+	var labels []text
+	for _, x := range c.Texts {
+		if x.Class == "val" {
+			labels = append(labels, x)
+		}
+	}
+	for i, a := range labels {
+		for _, b := range labels[i+1:] {
+			wa, wb := 3.25*float64(len([]rune(a.S))), 3.25*float64(len([]rune(b.S)))
+			if dx := float64(a.X - b.X); dx*dx < (wa+wb)*(wa+wb) && (a.Y-b.Y)*(a.Y-b.Y) < 11*11 {
+				t.Errorf("%s: labels %q and %q overlap", c.Title, a.S, b.S)
+			}
+		}
 	}
 }

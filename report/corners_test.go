@@ -304,3 +304,25 @@ func TestLoadWarningTellsOwnFromOther(t *testing.T) {
 		}
 	}
 }
+
+// Every verdict reads the same wherever it is shown: the gate's
+// regression between two runs carries the very effect and interval that
+// `compare` of the same two runs shows in its cell.
+func TestGateReadsLikeTheCompareCell(t *testing.T) {
+	base := twoScenarioRun("TCP_STREAM", gbitSamples([]float64{9.4, 9.5, 9.45, 9.42, 9.48}), gbitSamples([]float64{9.4, 9.5, 9.45, 9.42, 9.48}))
+	cur := twoScenarioRun("TCP_STREAM", gbitSamples([]float64{8.0, 8.1, 8.05, 8.02, 8.08}), gbitSamples([]float64{9.4, 9.5, 9.45, 9.42, 9.48}))
+	base.RunID, cur.RunID = "base", "new"
+	chk, err := Regressions(base, cur, 5, Options{})
+	if err != nil || len(chk.Regressions) != 1 {
+		t.Fatalf("gate %+v, %v", chk, err)
+	}
+	reg := chk.Regressions[0]
+	rep, err := Build([]Input{{Run: base, Label: "base"}, {Run: cur, Label: "new"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := rowOf(t, rep, "TCP_STREAM", "throughput").VsBaseline[2] // new/native vs base/native
+	if d == nil || math.Abs(float64(d.DeltaPct)-reg.DeltaPct) > 1e-3 || !strings.Contains(reg.Text, stats.BoundsText(float64(d.Lo), float64(d.Hi))) {
+		t.Errorf("gate %q (%.4f%%) vs compare cell %+v", reg.Text, reg.DeltaPct, d)
+	}
+}

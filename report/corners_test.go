@@ -326,3 +326,36 @@ func TestGateReadsLikeTheCompareCell(t *testing.T) {
 		t.Errorf("gate %q (%.4f%%) vs compare cell %+v", reg.Text, reg.DeltaPct, d)
 	}
 }
+
+// A question is read one way everywhere: "ebpf vs iptables" as asked, in
+// the answer, the winner cell (even where iptables is ahead) and the
+// vs-baseline cell, with one sign and one interval.
+func TestQuestionOrientation(t *testing.T) {
+	run := twoScenarioRun("TCP_RR", gbitSamples([]float64{9.5, 9.6, 9.4, 9.55, 9.45}), gbitSamples([]float64{9.0, 9.1, 8.9, 9.05, 8.95}))
+	run.Scenarios[0].Name, run.Scenarios[1].Name = "iptables", "ebpf"
+	run.Results[0].Scenario, run.Results[1].Scenario = "iptables", "ebpf"
+	run.Results[0].Test, run.Results[1].Test = "TCP_STREAM", "TCP_STREAM"
+	run.Plan.Profile, run.Plan.Ask = "datapaths", "what eBPF changes"
+	run.Plan.Questions = []results.Question{{Ask: "throughput", Test: "TCP_STREAM", Placement: "pod-to-pod/other-node", Metric: "throughput", A: "iptables", B: "ebpf"}}
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := rowOf(t, rep, "TCP_STREAM", "throughput")
+	w, d, a := row.Winner, row.VsBaseline[1], rep.Answers[0]
+	if !a.Primary || a.B != "ebpf" || a.A != "iptables" || float64(a.DeltaPct) >= 0 {
+		t.Fatalf("answer %+v", a)
+	}
+	if !w.AsAsked || !strings.HasPrefix(w.Text, "ebpf vs iptables: ") || w.DeltaPct != a.DeltaPct || w.Lo != a.Lo || w.Hi != a.Hi || w.Label != "iptables" {
+		t.Errorf("winner %+v, answer %+v", w, a)
+	}
+	if d.DeltaPct != a.DeltaPct || d.Lo != a.Lo || d.Hi != a.Hi {
+		t.Errorf("vs baseline %+v, answer %+v", d, a)
+	}
+	if rep.QuestionsFDR == nil || rep.QuestionsFDR.Comparisons != 1 || rep.FDR.Family != "exploratory" {
+		t.Errorf("families %+v %+v", rep.QuestionsFDR, rep.FDR)
+	}
+	if !strings.HasPrefix(rep.Title, "cnibench datapaths: what eBPF changes") {
+		t.Errorf("title %q", rep.Title)
+	}
+}

@@ -272,7 +272,11 @@ type Winner struct {
 	Coverage Num    `json:"ci_coverage"`
 	P        Num    `json:"p"` // two-sided p-value; null without a test
 	Text     string `json:"text"`
-	// pair is the two columns compared (runner-up, best).
+	// AsAsked: the row compares the columns of a question, and Best and
+	// RunnerUp are the question's b and a, DeltaPct b against a, whichever
+	// median is better.
+	AsAsked bool `json:"as_asked,omitempty"`
+	// pair is the two columns compared (runner-up, best; a, b as asked).
 	pair [2]int
 }
 
@@ -357,6 +361,7 @@ func Build(in []Input, opt Options) (*Report, error) {
 	switch {
 	case len(qs) > 0:
 		rep.Answers = questionAnswers(rep, qs, in[0].Run.Plan.Auto)
+		orientWinners(rep, qs)
 	case anyAgainst(rep.Columns):
 		rep.Answers = overheadAnswers(rep)
 	default:

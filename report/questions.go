@@ -250,3 +250,40 @@ func roundsNeededText(a Answer) string {
 	}
 	return fmt.Sprintf("conclusive after %d rounds", a.RoundsNeeded)
 }
+
+// orientWinners turns the winner cells that compare a question's two
+// columns round to the question's orientation (b vs a as asked, "ebpf vs
+// iptables" even where iptables had the better median), in every row, so
+// the glance table, the sections and the terminal read the run's
+// comparison one way, as the answers do. The winner's label (the
+// significantly better column) stays.
+func orientWinners(rep *Report, qs []question) {
+	asked := map[[2]int]bool{}
+	for _, q := range qs {
+		asked[[2]int{q.a, q.b}] = true
+	}
+	for si := range rep.Sections {
+		for ri := range rep.Sections[si].Metrics {
+			row := rep.Sections[si].Metrics[ri]
+			w := row.Winner
+			if w == nil || w.Verdict == VerdictNA || w.Verdict == VerdictTooFew {
+				continue
+			}
+			a, b := w.pair[1], w.pair[0] // as asked when the question is (best, runner-up)
+			if !asked[[2]int{a, b}] {
+				if a, b = w.pair[0], w.pair[1]; !asked[[2]int{a, b}] {
+					continue
+				}
+			}
+			d, flipped := orientedDelta(rep, row, a, b)
+			if d == nil {
+				continue
+			}
+			an := Answer{A: rep.Columns[a].Label, B: rep.Columns[b].Label}
+			fillAnswer(&an, rep, row, a, b, d, flipped)
+			w.DeltaPct, w.Lo, w.Hi, w.Coverage = an.DeltaPct, an.Lo, an.Hi, an.Coverage
+			w.Best, w.RunnerUp, w.AsAsked, w.pair = an.B, an.A, true, [2]int{a, b}
+			w.Text = an.B + " vs " + an.A + ": " + answerBody(an, d)
+		}
+	}
+}

@@ -100,8 +100,12 @@ func glanceLead(rep *Report) string {
 	s := fmt.Sprintf("Median over rounds (%.3g%% CI).", 100*rep.Options.Level)
 	if len(rep.Runs) == 1 {
 		if a := rep.Runs[0].Plan.Auto; a != nil {
+			stopped := a.Stopped
+			if stopped == "" {
+				stopped = "stopped before the questions were clear (the run did not complete)"
+			}
 			s += fmt.Sprintf(" Rounds until the questions were clear (--rounds auto:%d): %s; every interval and verdict is at the %.3g%% level of each look, "+
-				"so that looking after every round keeps the chance of a false verdict at 5%%.", a.Max, a.Stopped, 100*a.Level)
+				"so that looking after every round keeps the chance of a false verdict at 5%%.", a.Max, stopped, 100*a.Level)
 		}
 	}
 	return s

@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"slices"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -130,6 +131,12 @@ func TestZeroRoundsInReportAndGate(t *testing.T) {
 	if d := rowOf(t, rep, "UDP_STREAM", "throughput").VsBaseline[1]; !strings.Contains(d.Text, "vxlan delivered nothing in 2 of 7 rounds") {
 		t.Errorf("throughput does not name the empty rounds: %s", d.Text)
 	}
+	// The answer names the empty rounds once, after its verdict.
+	for _, a := range rep.Answers {
+		if a.Test == "UDP_STREAM" && a.Metric == "throughput" && (strings.Count(a.Text, "vxlan delivered nothing in 2 of 7 rounds") != 1 || strings.Contains(a.Text, ")); ")) {
+			t.Errorf("answer %q", a.Text)
+		}
+	}
 	base, cur := twoScenarioRun("UDP_STREAM", nat, nat), twoScenarioRun("UDP_STREAM", nat, vx)
 	chk, err := Regressions(base, cur, 5, Options{AllMetrics: true})
 	if err != nil {
@@ -138,8 +145,43 @@ func TestZeroRoundsInReportAndGate(t *testing.T) {
 	if len(chk.Regressions) == 0 {
 		t.Fatalf("gate: %+v", chk)
 	}
-	if s := chk.Regressions[0].String(); !strings.Contains(s, "vxlan UDP_STREAM pod-to-pod/other-node: 2 rounds delivered nothing (base: 0)") {
+	if s := chk.Regressions[0].String(); !strings.Contains(s, "vxlan UDP_STREAM pod-to-pod/other-node: 2 of 7 rounds delivered nothing (base: 0 of 7)") {
 		t.Errorf("regression line %q", s)
+	}
+}
+
+// Lost rounds are judged as shares: one zero round in 15 after none in 5
+// is not more than none; a failed sample is listed with what only BASE
+// has (--allow-missing passes it), not as a regression.
+func TestGateLostRoundsAsShares(t *testing.T) {
+	mk := func(n int, zeros, failed []int) []results.Sample {
+		var out []results.Sample
+		for i := 1; i <= n; i++ {
+			g := 9.0 + 0.01*float64(i%3)
+			if slices.Contains(zeros, i) {
+				g = 0
+			}
+			if slices.Contains(failed, i) {
+				g = -1
+			}
+			out = append(out, gbitSamples([]float64{g})[0])
+			out[len(out)-1].Round = i
+		}
+		return out
+	}
+	base := twoScenarioRun("TCP_STREAM", mk(10, []int{3}, nil), mk(10, nil, nil))
+	cur := twoScenarioRun("TCP_STREAM", mk(15, []int{7}, []int{2}), mk(15, nil, nil))
+	chk, err := Regressions(base, cur, 5, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range chk.Regressions {
+		if r.Metric == "rounds" {
+			t.Errorf("1 empty round of 14 after 1 of 10 is a regression: %s", r)
+		}
+	}
+	if m := strings.Join(chk.Missing, "\n"); !strings.Contains(m, "native TCP_STREAM pod-to-pod/other-node: 1 of 15 samples failed in the new run (base: 0 of 10") {
+		t.Errorf("missing %q", m)
 	}
 }
 

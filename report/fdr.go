@@ -197,7 +197,8 @@ func controlFDR(rep *Report, questions map[string]bool) {
 			c := &ss.Crossovers[ci]
 			for pi := range c.pts {
 				pt := &c.pts[pi]
-				explo.add("", pt.p, pt.sign != 0, func(string) { pt.sign = 0 })
+				key := crossKey(rep, ss, c, pt.x)
+				pick(key).add(key, pt.p, pt.sign != 0, func(string) { pt.sign = 0 })
 			}
 		}
 	}
@@ -245,4 +246,36 @@ func tested(v stats.Verdict, opt Options) Num {
 		return Num(v.P)
 	}
 	return Num(math.NaN())
+}
+
+// crossKey names a crossover's step as the comparison of the step's own
+// section (the two datapaths' short-connection RPS at that Service
+// count), so the step is counted once in the family; "" when the report
+// has no such section.
+func crossKey(rep *Report, ss *ServiceScale, c *ScaleCrossover, services float64) string {
+	a, b := ss.Datapaths[c.a], ss.Datapaths[c.b]
+	where := fmt.Sprintf("%s @ %s Services", a.Placement, thousands(int(services)))
+	col := func(name string) int {
+		for i, cl := range rep.Columns {
+			if cl.Scenario == name {
+				return i
+			}
+		}
+		return -1
+	}
+	ca, cb := col(a.Scenario), col(b.Scenario)
+	if ca < 0 || cb < 0 {
+		return ""
+	}
+	for si, sec := range rep.Sections {
+		if sec.Test != crossTest || sec.Placement != where {
+			continue
+		}
+		for ri, row := range sec.Metrics {
+			if row.Metric == crossMetric {
+				return pairKey(si, ri, ca, cb)
+			}
+		}
+	}
+	return ""
 }

@@ -239,8 +239,8 @@ func envRows(runs []RunInfo) (labels []string, vals [][]string) {
 
 const methodText = "Each value is the median over rounds (one sample per round; for latency, each round's own percentile) with a " +
 	"distribution-free 95% confidence interval for the median (order statistics; † marks a sample range whose true coverage is below 95%, " +
-	"fewer than 6 rounds). Columns of one interleaved run are shown and compared on the rounds every column of the run completed " +
-	"(‡ marks a cell that left some of its rounds out for that). " +
+	"fewer than 6 rounds). Two columns of one interleaved run are shown and compared on the rounds both completed " +
+	"(‡ marks a cell that left some of its rounds out for that); with more columns, each verdict pairs the rounds its two columns completed. " +
 	"A verdict compares two columns on the log scale, so the effect is a ratio: columns of one run round by round (the geometric mean of " +
 	"the per-round ratios with its t-interval; when a round delivered nothing, the Wilcoxon signed-rank test with the Hodges–Lehmann ratio, " +
 	"in which that round ranks worst), columns of separate runs by ranks (Mann–Whitney with the Hodges–Lehmann shift, exact coverage printed " +

@@ -315,7 +315,6 @@ func Build(in []Input, opt Options) (*Report, error) {
 	if setAgainst(rep.Columns); anyAgainst(rep.Columns) {
 		rep.Baseline += " (a scenario that adds parts to another, as iptables+policy to iptables, is compared with that one)"
 	}
-	rep.Title = title(rep)
 	rep.Warnings = runWarnings(rep, opt)
 
 	for _, k := range order {
@@ -349,6 +348,7 @@ func Build(in []Input, opt Options) (*Report, error) {
 	if len(in) == 1 {
 		qs = locateQuestions(rep, in[0].Run)
 	}
+	rep.Title = title(rep, len(qs) > 0)
 	controlFDR(rep, questionKeys(qs))
 	overheadVerdicts(rep)
 	if len(in) == 1 {
@@ -728,10 +728,16 @@ func columnLabel(run *results.Run, sc string) string {
 	return "run"
 }
 
-func title(rep *Report) string {
+// title names the profile and its question, where the run answers it
+// (asked: some of the profile's questions were found in the run), else
+// the scenarios it compared.
+func title(rep *Report, asked bool) string {
 	if len(rep.Runs) == 1 {
 		r := rep.Runs[0]
-		what := r.Plan.Ask
+		what := ""
+		if asked {
+			what = r.Plan.Ask
+		}
 		if what == "" {
 			var names []string
 			for _, sc := range r.Scenarios {
@@ -906,13 +912,16 @@ func suspectSamples(sec Section, cols []Column) []string {
 	return out
 }
 
-// onCommonRounds restricts the metrics of columns of one interleaved run
-// to the rounds every such column has, so that a row's cells (the median
-// of those rounds), its paired verdicts and its winner all read the same
-// rounds: with native at 7 rounds and vxlan at 5 (rounds 6 and 7 failed),
-// native's cell is not the median of 7 rounds beside a verdict on 5.
-// Columns of other runs, and a run with a single column in the row, keep
-// every value. left names, per column, the rounds left out.
+// onCommonRounds restricts the metrics of the two columns of one
+// interleaved run in a row to the rounds both have, so that their cells
+// (the median of those rounds), their paired verdict and the winner all
+// read the same rounds: with native at 7 rounds and vxlan at 5 (rounds 6
+// and 7 failed), native's cell is not the median of 7 rounds beside a
+// verdict on 5. With three or more columns of a run, each verdict pairs
+// the rounds its own two columns have (compare), and the cells keep every
+// value: one flaky column must not take rounds from every other
+// comparison. Columns of other runs keep every value too. left names, per
+// column, the rounds left out.
 func onCommonRounds(ms []*results.Metric, cols []Column) (out []*results.Metric, left []string) {
 	out, left = append([]*results.Metric(nil), ms...), make([]string, len(ms))
 	byRun := map[int][]int{}
@@ -922,7 +931,7 @@ func onCommonRounds(ms []*results.Metric, cols []Column) (out []*results.Metric,
 		}
 	}
 	for _, cis := range byRun {
-		if len(cis) < 2 {
+		if len(cis) != 2 {
 			continue
 		}
 		common := map[int]int{}
@@ -951,9 +960,9 @@ func onCommonRounds(ms []*results.Metric, cols []Column) (out []*results.Metric,
 			c := *m
 			c.Values, c.Rounds, c.Display = vals, rounds, results.Median(vals)
 			out[ci] = &c
-			left[ci] = fmt.Sprintf("round %s left out: another column of the run lacks it", joinInts(dropped))
+			left[ci] = fmt.Sprintf("round %s left out: the other column lacks it", joinInts(dropped))
 			if len(dropped) > 1 {
-				left[ci] = fmt.Sprintf("rounds %s left out: other columns of the run lack them", joinInts(dropped))
+				left[ci] = fmt.Sprintf("rounds %s left out: the other column lacks them", joinInts(dropped))
 			}
 		}
 	}

@@ -89,8 +89,8 @@ func loadWarning(label string, cpus, loaded, samples int, load float64, own, oth
 	}
 	o, x := results.Median(own), results.Median(other)
 	whose := "mostly the benchmark's own processes (its agents, proxies, daemons and consumers), not other work"
-	if x >= 0.25*float64(cpus) || x > o {
-		whose = "other work ran beside the benchmark: its numbers are noisier than the machine's; prefer a quiet host"
+	if x >= 0.25*float64(cpus) {
+		whose = "other work ran beside the benchmark (or kernel work its processes were not charged for): its numbers are noisier than the machine's; prefer a quiet host"
 	}
 	return fmt.Sprintf("%s; in those samples the benchmark's own processes kept a median of %.2f cores busy and everything else %.2f: %s", head, o, x, whose)
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 
 	"github.com/cnibench/cnibench/results"
@@ -124,6 +125,10 @@ func questionAnswers(rep *Report, qs []question, auto *results.AutoRounds) []Ans
 		a.Text = fmt.Sprintf("%s (%s %s, %s), %s vs %s: ", a.Question, a.Test, a.Metric, a.Placement, a.B, a.A) + answerBody(a, d)
 		if auto != nil && q.index < len(auto.ConclusiveAt) {
 			a.RoundsNeeded, a.AutoMax = auto.ConclusiveAt[q.index], auto.Max
+			min := rep.Options.MinEffectPct
+			if !(d.Verdict == VerdictSignificant || (float64(a.Lo) >= -min && float64(a.Hi) <= min)) {
+				a.RoundsNeeded = 0 // clear at a look, not as the report judges it in the end
+			}
 			a.Text += "; " + roundsNeededText(a)
 		}
 		out = append(out, a)
@@ -191,6 +196,10 @@ func answerWords(a Answer, row Row, d *Delta) string {
 		return "inconclusive: more rounds needed"
 	case d.Verdict == VerdictNoise && strings.Contains(d.Text, "not significant"):
 		return "not shown after the correction"
+	case strings.HasPrefix(d.Text, "no meaningful difference"):
+		return "no change that matters"
+	case strings.HasPrefix(d.Text, "a small difference"):
+		return "a small difference"
 	case d.Verdict == VerdictNoise:
 		return "no difference beyond noise"
 	}
@@ -208,11 +217,15 @@ func answerBody(a Answer, d *Delta) string {
 		s += fmt.Sprintf(", %s ahead in %d of %d rounds", a.B, a.RoundsWon, a.Rounds)
 	}
 	s += "; " + verdictWords(d)
-	if i := strings.Index(d.Text, "; "); i >= 0 && strings.Contains(d.Text[i:], "delivered nothing") {
-		s += d.Text[i:] // the rounds that delivered nothing, named
+	for _, m := range deliveredNothing.FindAllStringSubmatch(d.Text, -1) {
+		s += "; " + m[1] // the rounds that delivered nothing, named
 	}
 	return s
 }
+
+// deliveredNothing finds the verdict's notes on rounds that delivered
+// nothing ("vxlan delivered nothing in 2 of 7 rounds").
+var deliveredNothing = regexp.MustCompile(`(?:; |, )([^;,()]+ delivered nothing in \d+ of \d+ rounds)`)
 
 // effectText is "+38.8% (95% CI +3.9%..+82.5%)".
 func effectText(pct, lo, hi, coverage float64) string {
@@ -234,7 +247,9 @@ func verdictWords(d *Delta) string {
 	case d.Verdict == VerdictInconclusive:
 		return fmt.Sprintf("inconclusive, more rounds needed (p = %s)", pText(p))
 	case strings.HasPrefix(d.Text, "no meaningful difference"):
-		return fmt.Sprintf("not shown beyond the minimum effect (p = %s)", pText(p))
+		return fmt.Sprintf("within the minimum effect: no change that matters (p = %s)", pText(p))
+	case strings.HasPrefix(d.Text, "a small difference"):
+		return fmt.Sprintf("a small difference, not shown beyond the minimum effect (p = %s)", pText(p))
 	}
 	if math.IsNaN(p) {
 		return d.Verdict

@@ -122,6 +122,9 @@ func Regressions(base, cur *results.Run, pct float64, opt Options) (RegressCheck
 		if reg, ok := lostRounds(columnLabel(cur, r.Scenario), bser, r, cser); ok {
 			chk.Regressions = append(chk.Regressions, reg)
 		}
+		if f := failedMore(cell, bser, cser); f != "" {
+			chk.Missing = append(chk.Missing, f)
+		}
 		for i := range bser.Metrics {
 			bm := &bser.Metrics[i]
 			if bm.Judged() && len(bm.Values) > 0 && (opt.AllMetrics || bm.Headline) {
@@ -187,28 +190,28 @@ func missingInNew(base *results.Run, baseScenarios []string, pairs map[string]st
 	return out
 }
 
-// lostRounds is a regression when the new run lost more rounds than the
-// base: samples that failed, or rounds in which a rate or throughput was
-// 0 (nothing delivered: the worst value, which no interval of the rest
-// may hide).
+// lostRounds is a regression when a larger share of the new run's rounds
+// delivered nothing (a rate or throughput of 0: the worst value, which no
+// interval of the other rounds may hide) than of the base run's.
 func lostRounds(scenario string, bser results.Series, r results.Result, cser results.Series) (Regression, bool) {
-	bl, bz := bser.Failed, zeroRounds(bser)
-	nl, nz := cser.Failed, zeroRounds(cser)
-	if nl+nz <= bl+bz {
+	bz, nz := zeroRounds(bser), zeroRounds(cser)
+	bn, nn := max(bser.Samples-bser.Failed, 1), max(cser.Samples-cser.Failed, 1)
+	if nz == 0 || float64(nz)/float64(nn) <= float64(bz)/float64(bn) {
 		return Regression{}, false
 	}
-	var what []string
-	if nl > bl {
-		what = append(what, fmt.Sprintf("%d of %d samples failed (base: %d of %d)", nl, cser.Samples, bl, bser.Samples))
-	}
-	if nz > bz {
-		what = append(what, fmt.Sprintf("%d rounds delivered nothing (base: %d)", nz, bz))
-	}
-	if len(what) == 0 {
-		what = append(what, fmt.Sprintf("%d rounds lost (failed or delivered nothing; base: %d)", nl+nz, bl+bz))
-	}
 	return Regression{Scenario: scenario, Test: r.Test, Placement: r.Placement.Name(), Services: r.Services, Metric: "rounds",
-		Base: float64(bl + bz), New: float64(nl + nz), Text: strings.Join(what, "; ")}, true
+		Base: float64(bz), New: float64(nz), Text: fmt.Sprintf("%d of %d rounds delivered nothing (base: %d of %d)", nz, nn, bz, bn)}, true
+}
+
+// failedMore says so when a larger share of the new run's samples failed
+// than of the base run's: something NEW could not measure, listed with
+// what only BASE has (an error is not a measured regression, and
+// --allow-missing passes it).
+func failedMore(cell string, bser, cser results.Series) string {
+	if cser.Failed == 0 || cser.Samples == 0 || (bser.Samples > 0 && float64(cser.Failed)/float64(cser.Samples) <= float64(bser.Failed)/float64(bser.Samples)) {
+		return ""
+	}
+	return fmt.Sprintf("%s: %d of %d samples failed in the new run (base: %d of %d; first: %s)", cell, cser.Failed, cser.Samples, bser.Failed, bser.Samples, squash(cser.FirstError))
 }
 
 // zeroRounds counts the distinct rounds in which a higher-is-better

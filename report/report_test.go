@@ -98,7 +98,7 @@ func TestFixtureVerdicts(t *testing.T) {
 		t.Errorf("TCP_STREAM vxlan vs native = %+v", d)
 	}
 	rr := glance(t, rep, "TCP_RR", "rate")
-	if w := rr.Winner; w.Verdict != VerdictNoise || w.Label != "" || !strings.HasPrefix(w.Text, "control: native vs vxlan: no difference beyond noise (+0.0%, 95% CI +0.0%..+0.0%)") {
+	if w := rr.Winner; w.Verdict != VerdictNoise || w.Label != "" || !strings.HasPrefix(w.Text, "control: native vs vxlan: no meaningful difference (+0.0%, 95% CI +0.0%..+0.0%: within the 1% minimum effect)") {
 		t.Errorf("TCP_RR identical: winner = %+v", w)
 	}
 	crr := glance(t, rep, "TCP_CRR", "rate")

@@ -80,7 +80,7 @@ type ScaleTrack struct {
 // scaleTracks are the degradation table's traffic columns.
 var scaleTracks = []ScaleTrack{
 	{"keep-alive RPS", "HTTP_RPS_C64", results.MetricRPS},
-	{"short-connection RPS", "HTTP_RPS_SHORT_C64", results.MetricRPS},
+	{"short-connection RPS", crossTest, crossMetric},
 	{"CRR rate", "TCP_CRR", results.MetricRate},
 	{"CRR p50", "TCP_CRR", results.MetricP50},
 	{"CRR p99", "TCP_CRR", results.MetricP99},
@@ -343,6 +343,13 @@ func crossPoints(a, b ScaleDatapath, opt Options) []crossPoint {
 	}
 	return pts
 }
+
+// The test and metric of the short-connection RPS track, the one the
+// crossovers compare.
+const (
+	crossTest   = "HTTP_RPS_SHORT_C64"
+	crossMetric = results.MetricRPS
+)
 
 // crossPoint is one shared step of two datapaths' short-connection RPS.
 type crossPoint struct {

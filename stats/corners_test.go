@@ -34,6 +34,14 @@ func TestZeroRoundsAreWorst(t *testing.T) {
 	if v := ComparePaired(native, vxlan, opt); v.Method != MethodSignedRank {
 		t.Errorf("paired with an infinite ratio: method %q", v.Method)
 	}
+	// At 5 rounds (every profile's default) signed ranks cannot reach 95%:
+	// no verdict, never "no difference" or "no meaningful difference", and
+	// the empty round is named.
+	five := ComparePaired([]float64{9, 9, 9, 9, 9}, []float64{4.5, 4.5, 4.5, 4.5, 0}, opt)
+	if five.Significant || five.Tested || !strings.HasPrefix(five.Text, "not enough rounds for a verdict by signed ranks (5 pairs") ||
+		!strings.Contains(five.Text, "b delivered nothing in 1 of 5 rounds") {
+		t.Errorf("5 rounds, one empty: %+v", five)
+	}
 	// Loss is judged on the delivered share: 100% loss is a share of 0.
 	share := func(loss []float64) []float64 {
 		out := make([]float64, len(loss))

@@ -98,8 +98,9 @@ func decide(v *Verdict, est, lo, hi, p float64, opt CompareOptions, e effectOpti
 	}
 	v.P = p
 	excludesZero := lo > 0 || hi < 0
-	v.Significant = p < 1-e.level && (lo > 0 || hi < 0)
-	v.Inconclusive = !excludesZero && (v.Lo < -e.inconclusive || v.Hi > e.inconclusive)
+	inBand := v.Lo >= -e.minEffect && v.Hi <= e.minEffect // no change that matters, shown
+	v.Significant = p < 1-e.level && excludesZero
+	v.Inconclusive = !v.Significant && (v.Lo < -e.inconclusive || v.Hi > e.inconclusive)
 	if v.Significant {
 		if (est > 0) == opt.HigherIsBetter {
 			v.Better = "b"
@@ -108,14 +109,20 @@ func decide(v *Verdict, est, lo, hi, p float64, opt CompareOptions, e effectOpti
 		}
 	}
 	ci := fmt.Sprintf("%s CI %s", levelText(v.Coverage), BoundsText(v.Lo, v.Hi))
+	moved := fmt.Sprintf("b is %s %s", absPctText(v.DeltaPct, e.minEffect), direction(opt, est > 0))
 	switch {
 	case v.Significant:
-		v.Text = fmt.Sprintf("b is %s %s (significant, %s)", absPctText(v.DeltaPct, e.minEffect), direction(opt, est > 0), ci)
+		v.Text = fmt.Sprintf("%s (significant, %s)", moved, ci)
+	case excludesZero && v.Inconclusive:
+		v.Text = fmt.Sprintf("inconclusive (%s, %s, not shown beyond the %g%% minimum effect): more rounds needed", moved, ci, e.minEffect)
+	case excludesZero && inBand:
+		v.Text = fmt.Sprintf("no meaningful difference (%s, %s: within the %g%% minimum effect)", moved, ci, e.minEffect)
 	case excludesZero:
-		v.Text = fmt.Sprintf("no meaningful difference (b is %s %s, not shown beyond the %g%% minimum effect; %s)",
-			absPctText(v.DeltaPct, e.minEffect), direction(opt, est > 0), e.minEffect, ci)
+		v.Text = fmt.Sprintf("a small difference (%s, %s, not shown beyond the %g%% minimum effect)", moved, ci, e.minEffect)
 	case v.Inconclusive:
 		v.Text = fmt.Sprintf("inconclusive (%s, %s): more rounds needed", SignedPct(v.DeltaPct), ci)
+	case inBand:
+		v.Text = fmt.Sprintf("no meaningful difference (%s, %s: within the %g%% minimum effect)", SignedPct(v.DeltaPct), ci, e.minEffect)
 	default:
 		v.Text = fmt.Sprintf("no difference beyond noise (%s, %s)", SignedPct(v.DeltaPct), ci)
 	}

@@ -186,15 +186,21 @@ func TestMannWhitneyExact(t *testing.T) {
 }
 
 // A wide interval across 0 is "inconclusive", a narrow one bounds the
-// difference.
+// difference; one that excludes no change but not the minimum effect, and
+// reaches far, is inconclusive too, never "no meaningful difference".
 func TestEffectInconclusive(t *testing.T) {
 	a := []float64{1000, 1000, 1000, 1000, 1000}
 	wild := []float64{700, 1500, 900, 1300, 800}
 	if v := ComparePaired(a, wild, CompareOptions{HigherIsBetter: true}); !v.Inconclusive || !strings.HasPrefix(v.Text, "inconclusive") {
 		t.Errorf("wide: %s", v.Text)
 	}
+	if v := ComparePaired([]float64{100, 100, 100, 100, 100}, []float64{104, 130, 104, 128, 113}, CompareOptions{HigherIsBetter: true}); v.Significant ||
+		!v.Inconclusive || !strings.HasPrefix(v.Text, "inconclusive (b is 15.3% faster") {
+		t.Errorf("beyond 0, not beyond 1%%, wide: %s", v.Text)
+	}
 	calm := []float64{1001, 999, 1002, 998, 1000}
-	if v := ComparePaired(a, calm, CompareOptions{HigherIsBetter: true}); v.Inconclusive || v.Significant || !strings.HasPrefix(v.Text, "no difference beyond noise") {
+	// Inside ±1% it is shown to be no change that matters.
+	if v := ComparePaired(a, calm, CompareOptions{HigherIsBetter: true}); v.Inconclusive || v.Significant || !strings.HasPrefix(v.Text, "no meaningful difference") {
 		t.Errorf("narrow: %s", v.Text)
 	}
 }

@@ -71,13 +71,22 @@ func signedRank(v *Verdict, d []float64, opt CompareOptions, e effectOptions) {
 		cum += counts[2*k]
 		k++
 	}
-	if k == 0 {
+	// Even the whole range of the Walsh averages may cover less than the
+	// asked level (2 of 2^5 sign patterns lie outside it at 5 pairs): the
+	// estimate and that range are still computed, but no verdict given,
+	// since none could be significant.
+	tooFew := k == 0
+	if tooFew {
 		k, cum = 1, counts[0]
 	}
 	v.Coverage = 1 - 2*cum/total
 	lo, hi := walsh[k-1], walsh[len(walsh)-k]
 	p := invertedP(walsh, e.delta(), func(c int) float64 { return cumulative(counts, 2*c) / total })
 	decide(v, sortedMedianInf(walsh), lo, hi, p, opt, e)
+	if tooFew {
+		v.Significant, v.Better, v.Inconclusive, v.Tested = false, "", false, false
+		v.Text = fmt.Sprintf("not enough rounds for a verdict by signed ranks (%d pairs; a %s interval needs ≥ %d)", n, levelText(e.level), minSignedRankPairs(e.level))
+	}
 }
 
 // walshAverage is (x+y)/2 where −∞ and +∞ together count as no change.
@@ -198,4 +207,15 @@ func signedRankCounts(ranks2 []int) (counts []float64, total float64) {
 // carry no sign): the point-null test, for checks against other tools.
 func SignedRankP(d []float64) float64 {
 	return math.Min(1, 2*math.Min(signedRankTail(d, true), signedRankTail(d, false)))
+}
+
+// minSignedRankPairs is the fewest pairs whose signed-rank interval can
+// reach the level (6 at 95%).
+func minSignedRankPairs(level float64) int {
+	for n := 2; n < 64; n++ {
+		if 2/math.Pow(2, float64(n)) <= 1-level {
+			return n
+		}
+	}
+	return 64
 }

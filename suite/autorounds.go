@@ -2,6 +2,7 @@ package suite
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/cnibench/cnibench/results"
@@ -29,11 +30,26 @@ func autoQuestions(r *Runner) []int {
 	}
 	var out []int
 	for i, q := range r.Plan.Questions {
-		if slices.Contains(names, q.A) && slices.Contains(names, q.B) && slices.Contains(tests, q.Test) && slices.Contains(r.Plan.Placements, q.Placement) {
+		if slices.Contains(names, q.A) && slices.Contains(names, q.B) && slices.Contains(tests, q.Test) && slices.Contains(r.Plan.Placements, q.Placement) &&
+			!skipped(r.run, q.A, q) && !skipped(r.run, q.B, q) {
 			out = append(out, i)
 		}
 	}
 	return out
+}
+
+// skipped tells whether the run's result of a question's cell in one
+// scenario was skipped by its target (no verdict can come of it).
+func skipped(run *results.Run, scenario string, q results.Question) bool {
+	if run == nil {
+		return false
+	}
+	for _, res := range run.Results {
+		if res.Scenario == scenario && res.Test == q.Test && res.Placement.Name() == q.Placement {
+			return res.Skipped != ""
+		}
+	}
+	return false
 }
 
 // checkAuto refuses --rounds auto on a run that asks no question it can
@@ -51,17 +67,38 @@ func checkAuto(r *Runner) error {
 }
 
 // autoDone records which questions are conclusive after round and says
-// whether the rounds can stop.
+// whether the rounds can stop. A question is conclusive as the report
+// will judge it: its interval at the sequential level wholly inside the
+// minimum effect, or beyond it and a discovery among the questions
+// (Benjamini–Hochberg over their p-values scaled to 5%, as the report's
+// questions family). ConclusiveAt keeps the round from which a question
+// has stayed conclusive (0 while it is not).
 func autoDone(r *Runner, round int) bool {
 	auto := r.run.Plan.Auto
 	if auto == nil || round < stats.MinAutoRounds {
 		return false
 	}
-	all := true
-	for _, qi := range autoQuestions(r) {
+	qis := autoQuestions(r)
+	verdicts := make([]stats.Verdict, len(qis))
+	var ps []float64
+	for i, qi := range qis {
 		v, ok := questionVerdict(r.run, r.Plan.Questions[qi], auto.Level)
-		conclusive := ok && stats.Conclusive(v, 0)
-		if conclusive && auto.ConclusiveAt[qi] == 0 {
+		verdicts[i] = v
+		p := math.NaN()
+		if ok && v.Tested {
+			p = math.Min(1, v.P*(1-stats.DefaultLevel)/(1-auto.Level))
+		}
+		ps = append(ps, p)
+	}
+	disc := stats.BenjaminiHochberg(ps, stats.DefaultFDR)
+	all := true
+	for i, qi := range qis {
+		v := verdicts[i]
+		conclusive := stats.Conclusive(v, 0) && (!v.Significant || disc[i])
+		switch {
+		case !conclusive:
+			auto.ConclusiveAt[qi] = 0
+		case auto.ConclusiveAt[qi] == 0:
 			auto.ConclusiveAt[qi] = round
 		}
 		all = all && conclusive
@@ -69,12 +106,10 @@ func autoDone(r *Runner, round int) bool {
 	switch {
 	case all:
 		auto.Stopped = fmt.Sprintf("every question conclusive after %d rounds", round)
-	case round >= auto.Max:
-		auto.Stopped = fmt.Sprintf("%d rounds, the most asked, with not every question conclusive", round)
-	}
-	if all {
 		r.run.Plan.Rounds = round
 		r.progress("rounds auto: every question is conclusive after %d rounds (at most %d): stopping\n", round, auto.Max)
+	case round >= auto.Max:
+		auto.Stopped = fmt.Sprintf("%d rounds, the most asked, with not every question conclusive", round)
 	}
 	return all
 }

@@ -40,9 +40,6 @@ func (*Rounds) Order() string {
 // or test a target cannot host is recorded as skipped.
 func (s *Rounds) Prepare(_ context.Context, r *Runner) (int, error) {
 	s.index = nil
-	if err := checkAuto(r); err != nil {
-		return 0, err
-	}
 	total := 0
 	for _, spec := range r.Plan.Specs {
 		for _, name := range r.Plan.Placements {
@@ -67,6 +64,11 @@ func (s *Rounds) Prepare(_ context.Context, r *Runner) (int, error) {
 				}
 			}
 		}
+	}
+	// --rounds auto: after the cells are known (a skipped one answers no
+	// question).
+	if err := checkAuto(r); err != nil {
+		return 0, err
 	}
 	return total, nil
 }

@@ -2,8 +2,8 @@ package report
 
 import (
 	"math"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"

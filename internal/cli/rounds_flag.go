@@ -16,6 +16,7 @@ const defaultAutoMax = 15
 // after the fifth until the run's questions are conclusive, MAX at most).
 type roundsFlag struct {
 	n, auto *int
+	autoOK  bool // run's rounds take auto; the sweep's steps do not
 }
 
 func (f roundsFlag) String() string {
@@ -28,11 +29,19 @@ func (f roundsFlag) String() string {
 	return "0"
 }
 
-func (roundsFlag) Type() string { return "N|auto[:MAX]" }
+func (f roundsFlag) Type() string {
+	if f.autoOK {
+		return "N|auto[:MAX]"
+	}
+	return "N"
+}
 
 func (f roundsFlag) Set(s string) error {
 	s = strings.TrimSpace(s)
 	if rest, ok := strings.CutPrefix(s, "auto"); ok {
+		if !f.autoOK {
+			return fmt.Errorf("auto is for run's interleaved rounds, not the steps of a sweep: give a number")
+		}
 		max := defaultAutoMax
 		if rest != "" {
 			m, err := strconv.Atoi(strings.TrimPrefix(rest, ":"))

@@ -103,7 +103,7 @@ func newMeasureCmd(g *globals, schedule string, cmd *cobra.Command) *cobra.Comma
 	}
 	f.DurationVar(&mf.o.Duration, "duration", 0, "measured time per sample (default: the profile's)")
 	f.DurationVar(&mf.o.Warmup, "warmup", 0, "unmeasured time before each sample (default: the profile's)")
-	f.Var(roundsFlag{&mf.o.Rounds, &mf.o.AutoRounds}, "rounds", roundsHelp)
+	f.Var(roundsFlag{&mf.o.Rounds, &mf.o.AutoRounds, schedule == scheduleRounds}, "rounds", roundsHelp)
 	f.IntVar(&mf.o.Streams, "streams", 0, "flows of the *_MULTI tests (default 4)")
 	f.StringVar(&mf.mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
 	f.StringVar(&mf.out, "out", "", "results directory (default cnibench-results/<run id>)")

@@ -1,7 +1,7 @@
 # The cilium mode of the test cluster (CNB_CLUSTER_CNI=cilium): Cilium's
 # agent as the CNI and kube-proxy replacement on each node, no kube-proxy,
 # no operator, no kvstore. Two agents share one kernel as on kind: each
-# runs in its node's network namespace and in a private mount namespace of
+# runs in its node's network namespace and in a mount namespace of
 # its own (scripts/cluster/cilium-ns.sh: its own bpffs, the node's cgroup2
 # subtree as its cgroup root, the node's directory over /run/cilium).
 # Routing: CNB_CLUSTER_CILIUM_ROUTING=native (default; the nodes' routes
@@ -41,7 +41,7 @@ cilium_healthy() { cdbg "$1" status --brief >/dev/null; }
 # cilium_up: podCIDRs on the Nodes (no controller allocates them here), the
 # CRDs, then one agent per node; done when each agent reports healthy.
 cilium_up() {
-  local i ns run lib cg routing=()
+  local i ns run lib cg netns routing=()
   case $CILIUM_ROUTING in
     native) routing=(--routing-mode=native --ipv4-native-routing-cidr="$CLUSTER_CIDR" --auto-direct-node-routes=false) ;;
     vxlan) routing=(--routing-mode=tunnel --tunnel-protocol=vxlan) ;;
@@ -58,11 +58,17 @@ cilium_up() {
   for i in "${!NODES[@]}"; do
     ns=${NODES[$i]} run=$(cilium_run "${NODES[$i]}") lib=$VAR_DIR/${NODES[$i]}/cilium-lib cg=$(cilium_cgroup "${NODES[$i]}")
     mkdir -p "$run" "$lib" "$cg"
+    # containerd's pod netns dir, made a shared mount (down unmounts it) so
+    # the agent's mount namespace sees the pods' netns as they come.
+    netns=$RUN_DIR/$ns/containerd/io.containerd.grpc.v1.cri/netns
+    mkdir -p "$netns"
+    mount --bind "$netns" "$netns"
+    mount --make-shared "$netns"
     rm -rf "$lib/bpf"
     cp -r "$CIL/bpf" "$lib/bpf"
     start "cilium-$ns" "$ns" env PATH="/usr/lib/llvm-19/bin:$CIL/bin:$PATH" K8S_NODE_NAME="$ns" \
       CILIUM_K8S_NAMESPACE=kube-system \
-      unshare --mount --propagation private -- "$CLUSTER_DIR/cilium-ns.sh" "$run" "$cg" \
+      unshare --mount --propagation slave -- "$CLUSTER_DIR/cilium-ns.sh" "$run" "$cg" "$netns" \
       "$CIL/bin/cilium-agent" \
       --k8s-kubeconfig-path="$VAR_DIR/pki/admin.kubeconfig" \
       --cluster-name=cnbk --identity-allocation-mode=crd --ipam=kubernetes \

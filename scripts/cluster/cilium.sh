@@ -163,6 +163,14 @@ YAML
   kctl exec cnbk-check-cli -- /cnibench client TCP_RR "$svc_ip" --duration 2s --warmup 0s >&2 || die "pod to ClusterIP failed"
   kctl exec cnbk-check-cli -- /cnibench client TCP_CRR "$svc_ip" --duration 2s --warmup 0s >&2 || die "pod to ClusterIP (TCP_CRR) failed"
   kctl exec cnbk-check-cli -- /cnibench client HTTP_RPS_SHORT_C64 "$svc_ip" --port 80 --duration 2s --warmup 0s >&2 || die "pod to ClusterIP (HTTP) failed"
+  # Socket LB translated the ClusterIP at connect(): node0's connection
+  # tracking saw the backend's address only, never the Service's (the tc
+  # datapath's per-packet LB would have tracked the ClusterIP).
+  local ct
+  ct=$(cdbg "${NODES[0]}" bpf ct list global)
+  if grep -qF " $svc_ip:" <<<"$ct"; then die "node0 tracked the ClusterIP: not translated by socket LB"; fi
+  grep -qF " $srv_ip:520" <<<"$ct" || die "node0 tracked no connection to the backend $srv_ip"
+  log "check: socket LB: node0 tracked connections to the backend $srv_ip, none to the ClusterIP"
   # Socket LB: the client's cgroup2 path is under its node's subtree.
   for pid in $(pgrep -f '^/cnibench server'); do
     log "pid $pid: $(grep '^0::' /proc/$pid/cgroup)"
@@ -176,6 +184,6 @@ YAML
 cilium_svc_programmed() {
   local ns
   for ns in "${NODES[@]}"; do
-    cdbg "$ns" service list 2>/dev/null | grep -A1 "$1:5203" | grep -q '198\.19\.' || return 1
+    grep -A1 -F "$1:5203" <<<"$(cdbg "$ns" service list 2>/dev/null)" | grep -q " 198\.19\." || return 1
   done
 }

@@ -45,7 +45,10 @@ preflight() {
   local p need=()
   # cilium mode: the agent compiles its datapath with clang at start (≥ 18.1;
   # 19 is the LLVM of Cilium's own image); bpftool for the checks.
-  if [ "$CNI_MODE" = cilium ]; then cluster_packages+=(clang-19 bpftool); fi
+  if [ "$CNI_MODE" = cilium ]; then
+    cluster_packages+=(clang-19 bpftool)
+    case $CILIUM_ROUTING in native | vxlan) ;; *) die "CNB_CLUSTER_CILIUM_ROUTING: native or vxlan, not '$CILIUM_ROUTING'" ;; esac
+  fi
   for p in "${cluster_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
   done

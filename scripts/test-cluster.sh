@@ -9,7 +9,13 @@
 #   sudo ./scripts/test-cluster.sh up              bring it up and leave it running
 #   sudo ./scripts/test-cluster.sh proxy-mode iptables|nftables
 #   sudo ./scripts/test-cluster.sh env             how to use it by hand
+#   sudo ./scripts/test-cluster.sh cilium-check    cilium mode: pod to pod, ClusterIP, BPF only on the nodes' cgroups
 #   sudo ./scripts/test-cluster.sh down            tear down; fails if anything of ours is left
+#
+# CNB_CLUSTER_CNI=cilium (at up or test): Cilium as the CNI and kube-proxy
+# replacement instead of the bridge CNI + kube-proxy (scripts/cluster/cilium.sh;
+# CNB_CLUSTER_CILIUM_ROUTING=native|vxlan). Its first run compiles Cilium
+# (~10 min on 2 cores) into the same cache.
 #
 # Extra arguments of `test` go to the test binary (e.g. -test.run Quick).
 # The first run compiles Kubernetes and etcd (12-20 min on 2 cores) into
@@ -23,6 +29,7 @@ source scripts/cluster/node.sh
 source scripts/cluster/control.sh
 source scripts/cluster/rootns.sh
 source scripts/cluster/down.sh
+source scripts/cluster/cilium.sh
 
 usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
@@ -33,8 +40,15 @@ cluster_packages=(containernetworking-plugins socat openssl curl)
 
 preflight() {
   [ "$(id -u)" = 0 ] || die "run as root (network namespaces, containerd, kubelet): sudo $0 $*"
+  case $CNI_MODE in bridge | cilium) ;; *) die "CNB_CLUSTER_CNI: bridge or cilium, not '$CNI_MODE'" ;; esac
   source scripts/setup.sh # Debian packages and the Go release go.mod names
   local p need=()
+  # cilium mode: the agent compiles its datapath with clang at start (≥ 18.1;
+  # 19 is the LLVM of Cilium's own image); bpftool for the checks.
+  if [ "$CNI_MODE" = cilium ]; then
+    cluster_packages+=(clang-19 bpftool)
+    case $CILIUM_ROUTING in native | vxlan) ;; *) die "CNB_CLUSTER_CILIUM_ROUTING: native or vxlan, not '$CILIUM_ROUTING'" ;; esac
+  fi
   for p in "${cluster_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
   done
@@ -96,6 +110,9 @@ cluster_up() {
     die "a test cluster is up or left over ($VAR_DIR, netns cnbk-*): run $0 down"
   fi
   BIN=$(bin_dir)
+  if [ "$CNI_MODE" = cilium ]; then
+    CIL=$(cilium_dir)
+  fi
   mkdir -p "$VAR_DIR" "$RUN_DIR"
   rootns_snapshot "$VAR_DIR/rootns-before"
   for i in "${HOST_PATHS[@]}"; do [ -e "$i" ] && echo "$i"; done >"$VAR_DIR/host-paths.before" || true
@@ -118,9 +135,18 @@ cluster_up() {
   for ns in "${NODES[@]}"; do
     wait_for "node $ns to register" 60 kctl get node "$ns"
   done
+  if [ "$CNI_MODE" = cilium ]; then
+    log "up: Cilium $CILIUM_VERSION agents ($CILIUM_ROUTING routing, kube-proxy replacement, no kube-proxy)"
+    cilium_up
+    echo cilium >"$VAR_DIR/cni-mode"
+  fi
   kctl wait --for=condition=Ready node --all --timeout 90s >/dev/null || die "nodes not Ready in 90 s"
-  log "up: kube-proxy (iptables mode)"
-  proxy_apply iptables
+  if [ "$CNI_MODE" = cilium ]; then
+    echo none >"$VAR_DIR/proxy-mode"
+  else
+    log "up: kube-proxy (iptables mode)"
+    proxy_apply iptables
+  fi
   log "up: cluster ready in $((SECONDS - t1)) s (+$((t1 - t0)) s build check)"
 }
 
@@ -206,17 +232,32 @@ case $cmd in
     [ $# -eq 1 ] || usage
     case $1 in iptables | nftables) ;; *) die "proxy-mode: iptables or nftables, not '$1'" ;; esac
     [ -f "$VAR_DIR/proxy-mode" ] || die "no test cluster is up (run: $0 up)"
+    [ ! -f "$VAR_DIR/cni-mode" ] || die "proxy-mode: the cluster runs $(cat "$VAR_DIR/cni-mode") (no kube-proxy)"
     preflight proxy-mode
     PHASE="proxy-mode $1"
     proxy_mode "$1"
     PHASE=
     ;;
   env) preflight env; print_env ;;
+  cilium-check)
+    [ "$(cat "$VAR_DIR/cni-mode" 2>/dev/null)" = cilium ] || die "no cilium-mode test cluster is up (run: CNB_CLUSTER_CNI=cilium $0 up)"
+    CNI_MODE=cilium
+    preflight cilium-check
+    BIN=$(bin_dir) CIL=$(cilium_dir)
+    cilium_check
+    ;;
   test)
     preflight test
     DOWN_ON_EXIT=1
     PHASE="bring-up"
     cluster_up
+    if [ "$CNI_MODE" = cilium ]; then
+      t=$SECONDS PHASE="cluster tests (Cilium, no kube-proxy)"
+      run_tests "$@"
+      log "tests (Cilium) in $((SECONDS - t)) s"
+      PHASE=
+      exit 0
+    fi
     t=$SECONDS PHASE="cluster tests (kube-proxy iptables mode)"
     run_tests "$@"
     log "tests (iptables mode) in $((SECONDS - t)) s"

@@ -56,6 +56,9 @@ cluster_down() {
     kill -KILL $p 2>/dev/null || true
     sleep 0.25
   done
+  # Cilium agents (cilium mode): their bpffs, pins and links go with their
+  # mount namespaces; the node's cgroup programs with its cgroups below.
+  stop cilium-"${NODES[0]}" cilium-"${NODES[1]}"
   stop containerd-"${NODES[0]}" containerd-"${NODES[1]}" scheduler controller-manager apiserver etcd
   p=$(our_procs)
   if [ -n "$p" ]; then
@@ -97,6 +100,14 @@ cluster_down() {
 
   if [ -f "$VAR_DIR/sysctls.saved" ]; then
     while read -r k v; do sysctl -qw "$k=$v" || log "could not restore $k=$v"; done <"$VAR_DIR/sysctls.saved"
+  fi
+  # Cilium's programs (cilium mode) go with the namespaces and cgroups
+  # removed above, which the kernel frees asynchronously.
+  if command -v bpftool >/dev/null; then
+    for ((i = 0; i < 60; i++)); do
+      [ "$(bpftool prog show 2>/dev/null | grep -c 'name cil_')" = 0 ] && break
+      sleep 0.5
+    done
   fi
   rm -rf "$RUN_DIR" "$VAR_DIR"
 }

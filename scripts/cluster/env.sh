@@ -5,6 +5,11 @@
 
 K8S_VERSION=v1.34.4     # kubelet 1.35+ refuses cgroup v1, which this kind of machine has
 ETCD_VERSION=v3.6.4     # the etcd Kubernetes 1.34.4 is tested with
+CILIUM_VERSION=v1.20.2  # the cilium mode's (Kubernetes 1.33-1.36); scripts/cluster/cilium
+
+# The pod network: bridge (Debian's bridge CNI + kube-proxy, the default) or
+# cilium (Cilium's CNI, kube-proxy replacement, no kube-proxy).
+CNI_MODE=${CNB_CLUSTER_CNI:-bridge}
 
 CLUSTER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) # scripts/cluster
 REPO_DIR=$(cd "$CLUSTER_DIR/../.." && pwd)
@@ -34,10 +39,16 @@ AGENT_IMAGE=localhost/cnbk/cnibench:test
 # The cgroup v1 hierarchies the kubelet and runc write (one root per node).
 cgroup_roots() { local n; for n in "${NODES[@]}"; do echo "/$n"; done; }
 
+# The cgroup2 hierarchy (beside the v1 ones here, or the only one).
+cgroup2_root() { if [ -e /sys/fs/cgroup/unified/cgroup.procs ]; then echo /sys/fs/cgroup/unified; else echo /sys/fs/cgroup; fi; }
+
 # Kernel-wide sysctls a kubelet writes (protectKernelDefaults=false): saved
 # before bring-up and restored after teardown.
+# The last three the Cilium agent writes (kernel.unprivileged_bpf_disabled
+# it cannot: read-only in its mount namespace, as 1 could not be undone).
 GLOBAL_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
-  kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+  kernel.keys.root_maxkeys kernel.keys.root_maxbytes
+  kernel.unprivileged_bpf_disabled kernel.timer_migration net.core.bpf_jit_enable)
 
 log() { printf '%s cluster: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }

@@ -15,7 +15,14 @@ containerd_up() {
   local ns=$1 i=$2 var run
   var=$(node_var "$ns") run=$(node_run "$ns")
   mkdir -p "$var/cni" "$run"
-  cni_conf "$ns" "$i" >"$var/cni/10-cnbk.conflist"
+  # cilium mode: the agent writes the CNI config once it is ready, and
+  # cilium-cni finds the node's agent through CILIUM_SOCK.
+  local cni_bin=/usr/lib/cni env=()
+  if [ "$CNI_MODE" = cilium ]; then
+    cni_bin=$(cilium_cni_bin "$ns") env=(env "CILIUM_SOCK=$(cilium_sock "$ns")")
+  else
+    cni_conf "$ns" "$i" >"$var/cni/10-cnbk.conflist"
+  fi
   cat >"$var/containerd.toml" <<EOF
 version = 2
 root = "$var/containerd"
@@ -45,11 +52,11 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         SystemdCgroup = false
         Root = "$run/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = "$cni_bin"
     conf_dir = "$var/cni"
     max_conf_num = 1
 EOF
-  start "containerd-$ns" "$ns" containerd --config "$var/containerd.toml"
+  start "containerd-$ns" "$ns" "${env[@]}" containerd --config "$var/containerd.toml"
   WAIT_DAEMON=containerd-$ns wait_for "containerd of $ns" 30 ctr --address "$(ctr_sock "$ns")" version
 }
 

@@ -7,7 +7,8 @@
 OURS='cnbk|192\.0\.2\.|198\.1[89]\.|KUBE-|kube-proxy'
 # Host paths a kubelet, containerd or CNI plugin writes to by default.
 HOST_PATHS=(/var/lib/kubelet /var/log/pods /var/log/containers /var/lib/cni /run/containerd
-  /etc/cni /opt/cni /opt/containerd /etc/kubernetes /usr/libexec/kubernetes /run/xtables.lock)
+  /etc/cni /opt/cni /opt/containerd /etc/kubernetes /usr/libexec/kubernetes /run/xtables.lock
+  /run/cilium /var/lib/cilium)
 
 rootns_snapshot() {
   local d=$1 s h p
@@ -23,6 +24,13 @@ rootns_snapshot() {
     echo "$s = $(sysctl -n "$s" 2>/dev/null || echo absent)"
   done >"$d/sysctls"
   find /sys/fs/cgroup -maxdepth 2 -name 'cnbk*' >"$d/cgroups" 2>/dev/null || true
+  # BPF (cilium mode): nothing of Cilium's on the root cgroup2 or the root
+  # namespace's devices, and no Cilium program left loaded anywhere.
+  : >"$d/bpf"
+  if command -v bpftool >/dev/null; then
+    { bpftool cgroup tree "$(cgroup2_root)"; bpftool net show; } 2>/dev/null | grep -E 'cil_|cnbk' >"$d/bpf" || true
+    echo "Cilium programs loaded: $(bpftool prog show 2>/dev/null | grep -c 'name cil_')" >>"$d/bpf"
+  fi
   for p in $(our_procs); do ps -o args= -p "$p" || true; done >"$d/processes"
   # Shim sockets of other containerds come and go in /run/containerd/s;
   # teardown removes ours by name.
@@ -34,7 +42,7 @@ rootns_snapshot() {
 # rootns_compare BEFORE AFTER: prints what differs; fails if anything does.
 rootns_compare() {
   local before=$1 after=$2 f rc=0
-  for f in net firewall mounts netns sysctls cgroups processes paths; do
+  for f in net firewall mounts netns sysctls cgroups bpf processes paths; do
     if ! diff -u "$before/$f" "$after/$f" >"$after/$f.diff" 2>&1; then
       log "root namespace / host changed: $f"
       cat "$after/$f.diff" >&2

@@ -1,0 +1,189 @@
+# The cilium mode of the test cluster (CNB_CLUSTER_CNI=cilium): Cilium's
+# agent as the CNI and kube-proxy replacement on each node, no kube-proxy,
+# no operator, no kvstore. Two agents share one kernel as on kind: each
+# runs in its node's network namespace and in a mount namespace of
+# its own (scripts/cluster/cilium-ns.sh: its own bpffs, the node's cgroup2
+# subtree as its cgroup root, the node's directory over /run/cilium).
+# Routing: CNB_CLUSTER_CILIUM_ROUTING=native (default; the nodes' routes
+# to each other's pod CIDR are net_up's) or vxlan. Sourced (cilium_up;
+# cluster_down stops the agents whatever the mode).
+
+CILIUM_ROUTING=${CNB_CLUSTER_CILIUM_ROUTING:-native}
+CILIUM_HOST_DIR=/run/cilium # the agent's bind target; created (empty) if missing, removed by down
+
+cilium_run() { echo "$RUN_DIR/$1/cilium"; }
+cilium_sock() { echo "$(cilium_run "$1")/cilium.sock"; }
+cilium_cgroup() { echo "$(cgroup2_root)/$1"; }
+
+# cilium_dir: the compiled agent, CNI plugin, bpf sources and CRDs (built on first use).
+cilium_dir() { "$CLUSTER_DIR/cilium-build.sh"; }
+
+# cilium_cni_bin NODE: the node's CNI bin dir: Debian's plugins (containerd
+# runs loopback) beside cilium-cni. Prints it.
+cilium_cni_bin() {
+  local d=$VAR_DIR/$1/cni-bin p
+  mkdir -p "$d"
+  for p in /usr/lib/cni/*; do ln -sf "$p" "$d/"; done
+  ln -sf "$CIL/bin/cilium-cni" "$d/cilium-cni"
+  echo "$d"
+}
+
+# cdbg NODE ARGS...: cilium-dbg inside the node's agent (its netns and mount
+# namespace: pinned maps are only there).
+cdbg() {
+  local ns=$1 pid; shift
+  pid=$(cat "$PID_DIR/cilium-$ns.pid")
+  nsenter -t "$pid" -n -m -- "$CIL/bin/cilium-dbg" "$@"
+}
+
+cilium_healthy() { cdbg "$1" status --brief >/dev/null; }
+
+# cilium_up: podCIDRs on the Nodes (no controller allocates them here), the
+# CRDs, then one agent per node; done when each agent reports healthy.
+cilium_up() {
+  local i ns run lib cg netns routing=()
+  case $CILIUM_ROUTING in
+    native) routing=(--routing-mode=native --ipv4-native-routing-cidr="$CLUSTER_CIDR" --auto-direct-node-routes=false) ;;
+    vxlan) routing=(--routing-mode=tunnel --tunnel-protocol=vxlan) ;;
+    *) die "CNB_CLUSTER_CILIUM_ROUTING: native or vxlan, not '$CILIUM_ROUTING'" ;;
+  esac
+  for i in "${!NODES[@]}"; do
+    kctl patch node "${NODES[$i]}" --type merge -p "{\"spec\":{\"podCIDR\":\"${POD_CIDRS[$i]}\",\"podCIDRs\":[\"${POD_CIDRS[$i]}\"]}}" >/dev/null
+  done
+  kctl apply --server-side -f "$CIL/crds/" >/dev/null
+  for f in "$CIL"/crds/*.yaml; do
+    kctl wait --for condition=established --timeout 60s -f "$f" >/dev/null
+  done
+  [ -d "$CILIUM_HOST_DIR" ] || mkdir "$CILIUM_HOST_DIR"
+  for i in "${!NODES[@]}"; do
+    ns=${NODES[$i]} run=$(cilium_run "${NODES[$i]}") lib=$VAR_DIR/${NODES[$i]}/cilium-lib cg=$(cilium_cgroup "${NODES[$i]}")
+    mkdir -p "$run" "$lib" "$cg"
+    # containerd's pod netns dir, made a shared mount (down unmounts it) so
+    # the agent's mount namespace sees the pods' netns as they come.
+    netns=$RUN_DIR/$ns/containerd/io.containerd.grpc.v1.cri/netns
+    mkdir -p "$netns"
+    mount --bind "$netns" "$netns"
+    mount --make-shared "$netns"
+    rm -rf "$lib/bpf"
+    cp -r "$CIL/bpf" "$lib/bpf"
+    start "cilium-$ns" "$ns" env PATH="/usr/lib/llvm-19/bin:$CIL/bin:$PATH" K8S_NODE_NAME="$ns" \
+      CILIUM_K8S_NAMESPACE=kube-system \
+      unshare --mount --propagation slave -- "$CLUSTER_DIR/cilium-ns.sh" "$run" "$cg" "$netns" \
+      "$CIL/bin/cilium-agent" \
+      --k8s-kubeconfig-path="$VAR_DIR/pki/admin.kubeconfig" \
+      --cluster-name=cnbk --identity-allocation-mode=crd --ipam=kubernetes \
+      --enable-ipv4=true --enable-ipv6=false --k8s-require-ipv4-pod-cidr=true \
+      --kube-proxy-replacement=true --devices=eth0 --enable-l7-proxy=false \
+      --enable-ipv4-masquerade=false "${routing[@]}" \
+      --lib-dir="$lib" --bpf-root=/sys/fs/bpf --cgroup-root=/run/cilium/cgroupv2 \
+      --write-cni-conf-when-ready="$VAR_DIR/$ns/cilium-cni.conflist" \
+      --cni-log-file="$LOG_DIR/cilium-cni-$ns.log" \
+      --enable-hubble=true --enable-gops=false
+  done
+  for ns in "${NODES[@]}"; do
+    WAIT_DAEMON=cilium-$ns wait_for "the Cilium agent of $ns healthy" 300 cilium_healthy "$ns"
+    # The agent writes its CNI config when ready, by create + rename, which
+    # containerd 1.6 ignores (it reloads on write, rename-from and remove
+    # events only): copy it into the node's CNI dir by a write instead.
+    wait_for "the CNI config of $ns's agent" 60 test -s "$VAR_DIR/$ns/cilium-cni.conflist"
+    cat "$VAR_DIR/$ns/cilium-cni.conflist" >"$VAR_DIR/$ns/cni/05-cilium.conflist"
+  done
+}
+
+# cilium_bpf_check: every Cilium cgroup program sits on a node's own
+# cgroup2 subtree (each node has some), none on the root cgroup or another
+# path, and nothing of Cilium's is attached to the root namespace's devices.
+cilium_bpf_check() {
+  local root rc=0 tree ns
+  root=$(cgroup2_root)
+  tree=$(bpftool cgroup tree "$root") || die "bpftool cgroup tree $root failed"
+  # Lines: a cgroup path, then its programs indented.
+  echo "$tree" | awk -v root="$root" '
+    /^\// { path = $1; next }
+    / cil_/ { n = split(path, _, "/"); print path, $NF }' >"$VAR_DIR/cilium-cgroup-progs"
+  if grep -v -E "^$root/cnbk-node[01](/| )" "$VAR_DIR/cilium-cgroup-progs" | grep .; then
+    log "Cilium cgroup programs outside the nodes' subtrees (above)"
+    rc=1
+  fi
+  for ns in "${NODES[@]}"; do
+    if ! grep -q "^$root/$ns " "$VAR_DIR/cilium-cgroup-progs"; then
+      log "no Cilium cgroup program on $root/$ns"
+      rc=1
+    else
+      log "$root/$ns: $(grep "^$root/$ns " "$VAR_DIR/cilium-cgroup-progs" | cut -d' ' -f2 | sort | tr '\n' ' ')"
+    fi
+  done
+  if bpftool net show | grep -E 'cil_'; then
+    log "Cilium programs on the root namespace's devices (above)"
+    rc=1
+  fi
+  return $rc
+}
+
+# cilium_check: the cilium mode works: agents healthy, no kube-proxy rules,
+# a pod on node0 reaches a pod on node1 and a ClusterIP Service (Cilium's
+# socket LB: the client runs in its pod's cgroup), BPF only where it may be.
+cilium_check() {
+  local ns srv_ip svc_ip pid
+  for ns in "${NODES[@]}"; do
+    cdbg "$ns" status --brief || die "agent of $ns not healthy"
+    cdbg "$ns" status --verbose | grep -E '^(KubeProxyReplacement|Routing|Cluster health|Hubble|Masquerading|Cilium):|^  (Socket LB|Socket LB Tracing|Mode|Backend Selection):' | sed "s/^/  $ns: /" >&2
+    if in_ns "$ns" iptables-save 2>/dev/null | grep -q 'KUBE-SVC'; then die "kube-proxy rules in $ns"; fi
+  done
+  kctl delete pod,svc -l app=cnbk-check --wait=true >/dev/null 2>&1 || true
+  kctl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: cnbk-check-srv, namespace: default, labels: {app: cnbk-check, role: srv}}
+spec:
+  nodeName: ${NODES[1]}
+  containers: [{name: s, image: $AGENT_IMAGE, imagePullPolicy: Never, command: [/cnibench, server]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: cnbk-check-cli, namespace: default, labels: {app: cnbk-check, role: cli}}
+spec:
+  nodeName: ${NODES[0]}
+  containers: [{name: c, image: $AGENT_IMAGE, imagePullPolicy: Never, command: [/cnibench, server]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: cnbk-check, namespace: default, labels: {app: cnbk-check}}
+spec:
+  selector: {role: srv}
+  ports: [{name: rr, port: 5203}, {name: crr, port: 5205}, {name: http, port: 80, targetPort: 8080}]
+YAML
+  kctl wait --for=condition=Ready pod -l app=cnbk-check --timeout 120s >/dev/null || die "check pods not Ready"
+  srv_ip=$(kctl get pod cnbk-check-srv -o jsonpath='{.status.podIP}')
+  svc_ip=$(kctl get svc cnbk-check -o jsonpath='{.spec.clusterIP}')
+  log "check: pod ${NODES[0]} -> pod ${NODES[1]} ($srv_ip)"
+  kctl exec cnbk-check-cli -- /cnibench client TCP_RR "$srv_ip" --duration 2s --warmup 0s >&2 || die "pod to pod failed"
+  wait_for "the Service in both agents' LB maps" 60 cilium_svc_programmed "$svc_ip"
+  log "check: pod ${NODES[0]} -> ClusterIP $svc_ip:5203 (TCP_RR), :5205 (TCP_CRR), :80 (HTTP)"
+  kctl exec cnbk-check-cli -- /cnibench client TCP_RR "$svc_ip" --duration 2s --warmup 0s >&2 || die "pod to ClusterIP failed"
+  kctl exec cnbk-check-cli -- /cnibench client TCP_CRR "$svc_ip" --duration 2s --warmup 0s >&2 || die "pod to ClusterIP (TCP_CRR) failed"
+  kctl exec cnbk-check-cli -- /cnibench client HTTP_RPS_SHORT_C64 "$svc_ip" --port 80 --duration 2s --warmup 0s >&2 || die "pod to ClusterIP (HTTP) failed"
+  # Socket LB translated the ClusterIP at connect(): node0's connection
+  # tracking saw the backend's address only, never the Service's (the tc
+  # datapath's per-packet LB would have tracked the ClusterIP).
+  local ct
+  ct=$(cdbg "${NODES[0]}" bpf ct list global)
+  if grep -qF " $svc_ip:" <<<"$ct"; then die "node0 tracked the ClusterIP: not translated by socket LB"; fi
+  grep -qF " $srv_ip:520" <<<"$ct" || die "node0 tracked no connection to the backend $srv_ip"
+  log "check: socket LB: node0 tracked connections to the backend $srv_ip, none to the ClusterIP"
+  # Socket LB: the client's cgroup2 path is under its node's subtree.
+  for pid in $(pgrep -f '^/cnibench server'); do
+    log "pid $pid: $(grep '^0::' /proc/$pid/cgroup)"
+  done
+  kctl delete pod,svc -l app=cnbk-check --wait=true >/dev/null
+  cilium_bpf_check || die "BPF attachments outside the nodes"
+  log "cilium check passed"
+}
+
+# cilium_svc_programmed IP: both agents have the ClusterIP with a backend.
+cilium_svc_programmed() {
+  local ns
+  for ns in "${NODES[@]}"; do
+    grep -A1 -F "$1:5203" <<<"$(cdbg "$ns" service list 2>/dev/null)" | grep -q " 198\.19\." || return 1
+  done
+}

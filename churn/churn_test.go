@@ -123,9 +123,22 @@ func TestAchievedRateIsTheRequested(t *testing.T) {
 	if len(r.ChangesAtMs) != r.Held || r.Start.IsZero() {
 		t.Fatalf("%d change times for %d changes held, start %v", len(r.ChangesAtMs), r.Held, r.Start)
 	}
+	// Never early; late only as much as the scheduler delays a timer: on
+	// a busy host one wake-up may come tens of ms late (seen: 21 ms at load
+	// average 10), but the schedule holds (lateness does not add up, the
+	// median change is on time).
+	var late []float64
 	for k, at := range r.ChangesAtMs {
-		if want := float64(k+1) * 25; at < want-1 || at > want+20 {
+		want := float64(k+1) * 25
+		if at < want-1 || at > want+100 {
 			t.Errorf("change %d made at %.1f ms into the window, want about %.0f", k+1, at, want)
+		}
+		late = append(late, at-want)
+	}
+	if len(late) > 0 {
+		slices.Sort(late)
+		if m := late[len(late)/2]; m > 5 {
+			t.Errorf("the median change was %.1f ms late: the schedule drifts", m)
 		}
 	}
 	if !f.partial || !r.Partial {

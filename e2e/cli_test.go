@@ -24,7 +24,8 @@ func TestBadInputOneLineErrors(t *testing.T) {
 	}{
 		{[]string{"run", "--tests", "TCP_FOO"}, `unknown test "TCP_FOO"`},
 		{[]string{"run", "--profile", "huge"}, `unknown profile "huge"`},
-		{[]string{"run", "--rounds", "0"}, "--rounds must be at least 1"},
+		{[]string{"run", "--rounds", "0"}, `for "--rounds" flag: must be at least 1`},
+		{[]string{"run", "--rounds", "auto:99"}, `for "--rounds" flag: auto:99: the most rounds must be 5 to 40`},
 		{[]string{"run", "--streams", "0"}, "--streams must be at least 1"},
 		{[]string{"run", "--duration", "-1s"}, "--duration must be positive"},
 		{[]string{"run", "--placements", "pod-to-moon"}, `unknown placement "pod-to-moon"`},

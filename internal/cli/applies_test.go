@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/cnibench/cnibench/suite"
 )
 
 // A flag that does not apply to the target or schedule is an error that
@@ -107,5 +109,27 @@ func TestHelpGroupsFlags(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Every profile with --target k8s --dry-run: the ones a cluster can run
+// print manifests; those that compare lab scenarios are refused in one
+// line saying why, as --flame-graph is; none is quietly run as another.
+func TestEveryProfileOnK8s(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	for _, p := range suite.Profiles {
+		out, _, err := cnibench(t, "run", "--target", "k8s", "--dry-run", "--profile", p.Name)
+		switch {
+		case len(p.Scenarios) > 0:
+			if err == nil || !strings.Contains(err.Error(), "--profile "+p.Name+" compares lab scenarios side by side") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("profile %s on k8s: %v", p.Name, err)
+			}
+		case err != nil || !strings.Contains(out, "kind: Pod"):
+			t.Errorf("profile %s on k8s: %v\n%.300s", p.Name, err, out)
+		}
+	}
+	if _, _, err := cnibench(t, "run", "--target", "k8s", "--dry-run", "--flame-graph", "TCP_RR", "--tests", "TCP_RR"); err == nil ||
+		!strings.Contains(err.Error(), "--flame-graph samples the lab's agents' CPUs") {
+		t.Errorf("--flame-graph on k8s: %v", err)
 	}
 }

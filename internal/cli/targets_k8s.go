@@ -48,6 +48,9 @@ func (k *k8sKind) register(fs *pflag.FlagSet) {
 // connects, checks the results directory and opens the target.
 func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, error) {
 	f, plan := &k.kf, req.plan
+	if err := k8sApplies(req); err != nil {
+		return nil, err
+	}
 	if err := k8starget.ValidateUsageMode(f.datapathUsage); err != nil {
 		return nil, err
 	}
@@ -244,4 +247,29 @@ func (f *k8sFlags) connect(cfg k8starget.Config, w io.Writer) (*k8starget.Cluste
 		access = &k8starget.PortForward{Config: cl.Config, Clientset: cl.Clientset, Log: w}
 	}
 	return cl, access, nil
+}
+
+// k8sApplies refuses, in one line, what a cluster run cannot do rather
+// than run something else: a profile whose questions are lab scenarios
+// side by side (a cluster is measured as it is, one scenario), and flame
+// graphs (perf on this machine's CPUs, where the lab's agents run).
+func k8sApplies(req *runRequest) error {
+	if req.reprograms() {
+		return nil
+	}
+	if prof, err := suite.LookupProfile(req.plan.Profile); err == nil && len(prof.Scenarios) > 0 {
+		return fmt.Errorf("--profile %s compares lab scenarios side by side (%s): it does not apply to --target k8s, which measures the cluster as it is (use --profile quick or standard there)",
+			prof.Name, strings.Join(prof.Scenarios[:min(len(prof.Scenarios), 3)], ", ")+ellipsis(len(prof.Scenarios) > 3))
+	}
+	if req.plan.FlameGraph != "" {
+		return fmt.Errorf("--flame-graph samples the lab's agents' CPUs with perf on this machine: it does not apply to --target k8s")
+	}
+	return nil
+}
+
+func ellipsis(more bool) string {
+	if more {
+		return ", …"
+	}
+	return ""
 }

@@ -159,3 +159,31 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("bad format: %v", err)
 	}
 }
+
+// What only BASE has fails the gate, named on stdout, unless
+// --allow-missing, which passes and keeps it as notes.
+func TestCompareFailIfRegressMissing(t *testing.T) {
+	base := saveRun(t, "base", fixture(t))
+	less := fixture(t)
+	less.Scenarios = less.Scenarios[:1] // native only
+	var kept []results.Result
+	for _, r := range less.Results {
+		if r.Scenario == "native" && r.Test != "HTTP_QPS_1000" {
+			kept = append(kept, r)
+		}
+	}
+	less.Results = kept
+	cur := saveRun(t, "new", less)
+	stdout, stderr, err := cnibench(t, "compare", "--fail-if-regress", "5", base, cur)
+	if code := exitCode(err); code != ExitRegression || !strings.Contains(stdout, "MISSING scenario vxlan is only in the base run\n") ||
+		!strings.Contains(stdout, "MISSING native HTTP_QPS_1000 pod-to-pod/other-node is only in the base run\n") || !strings.Contains(stderr, "--allow-missing to pass anyway") {
+		t.Errorf("exit %d (%v)\nstdout: %s\nstderr: %s", code, err, stdout, stderr)
+	}
+	stdout, stderr, err = cnibench(t, "compare", "--fail-if-regress", "5", "--allow-missing", base, cur)
+	if code := exitCode(err); code != 0 || strings.Contains(stdout, "MISSING") || !strings.Contains(stderr, "note: scenario vxlan is only in the base run (allowed: --allow-missing)") {
+		t.Errorf("--allow-missing: exit %d (%v)\nstdout: %s\nstderr: %s", code, err, stdout, stderr)
+	}
+	if _, _, err := cnibench(t, "compare", "--allow-missing", base, cur); err == nil || !strings.Contains(err.Error(), "--allow-missing applies to --fail-if-regress only") {
+		t.Errorf("--allow-missing alone: %v", err)
+	}
+}

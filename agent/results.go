@@ -194,13 +194,19 @@ func (h *handler) runContext() context.Context {
 }
 
 // launch runs run(o) under id, detached from the request, holding busy
-// until its answer is stored. Busy must be held by the caller.
+// until run returns (the answer is stored just after). Busy must be held
+// by the caller.
 func launch[O, R any](h *handler, id string, e *runEntry, budget time.Duration, run func(context.Context, O) (*R, error), o O) {
 	go func() {
-		defer h.busy.Unlock() // after finish: a client that finds the agent free finds the answer too
 		ctx, cancel := context.WithTimeout(h.runContext(), budget)
 		defer cancel()
 		a := func() (a answer) {
+			// The measurement is over when run returns: free the agent
+			// before the answer goes out, or a client that sends its next
+			// run as soon as it reads this answer finds the agent still
+			// "busy" (409) for the instant between the two. A repeat of
+			// this id meanwhile finds its entry and waits for the answer.
+			defer h.busy.Unlock()
 			defer func() {
 				if p := recover(); p != nil {
 					a = textAnswer(http.StatusInternalServerError, fmt.Sprintf("run panicked: %v", p))

@@ -115,9 +115,9 @@ func TestCRRTimeWaitOnServer(t *testing.T) {
 // Running out of ports shows as errors or flags, or as connect() scanning
 // for a free port: the client's CPU per connection balloons (9.8 s of
 // system CPU in 10 s, before the server closed first). A series whose rate
-// fell while the CPU per connection did not grow lost CPU to something else
-// on a busy machine (one fell to 0.72× while a compile ran beside it): it
-// is run once more, and the second series must hold.
+// fell may have lost CPU to something else on a busy machine (one fell to
+// 0.72× while a compile ran beside it): it is run once more, and the
+// second series must hold.
 func TestCRRKernelDefaultSysctls(t *testing.T) {
 	l := crrLab(t, "--sysctl", "net.ipv4.ip_local_port_range=32768 60999", "--sysctl", "net.ipv4.tcp_tw_reuse=2")
 	for series := 1; ; series++ {
@@ -134,11 +134,16 @@ func TestCRRKernelDefaultSysctls(t *testing.T) {
 		if last >= 0.8*first {
 			return
 		}
-		if grew := cpu[len(cpu)-1] / cpu[0]; grew > 1.3 || series == 2 {
+		grew := cpu[len(cpu)-1] / cpu[0]
+		if series == 2 {
 			t.Fatalf("series %d: last run %.0f/s < 0.8 × first %.0f/s (%.0f), client CPU per connection ×%.2f (%.1f µs)",
 				series, last, first, rates, grew, cpu)
 		}
-		t.Logf("series %d: the rate fell, the CPU per connection did not grow: a busy machine; once more", series)
+		// Once more, whatever the CPU did: other work on the same two
+		// cores also raises the CPU per connection (one series fell from
+		// 5,801 to 2,601/s at ×1.48 while tests ran beside it). Ports that
+		// really run out stay out: the second series falls as well.
+		t.Logf("series %d: the rate fell (client CPU per connection ×%.2f): once more", series, grew)
 	}
 }
 

@@ -59,8 +59,9 @@ preflight() {
   fi
 }
 
-# images: the pause and kube-proxy images (static binaries, packed by
-# cnibench itself) and the agent image, as tarballs for ctr import.
+# images: the pause, kube-proxy and (cilium mode) cilium-agent images
+# (static binaries, packed by cnibench itself) and the agent image, as
+# tarballs for ctr import.
 build_images() {
   local d=$VAR_DIR/images
   mkdir -p "$d"
@@ -68,6 +69,9 @@ build_images() {
   cp bin/cnibench-image.tar "$d/cnibench.tar"
   ./bin/cnibench k8s image --binary "$BIN/pause" --tag "$PAUSE_IMAGE" --out "$d/pause.tar" >/dev/null
   ./bin/cnibench k8s image --binary "$BIN/kube-proxy" --tag "$PROXY_IMAGE" --out "$d/kube-proxy.tar" >/dev/null
+  if [ "$CNI_MODE" = cilium ]; then
+    ./bin/cnibench k8s image --binary "$CIL/bin/cilium-agent" --tag "$CILIUM_IMAGE" --out "$d/cilium.tar" >/dev/null
+  fi
 }
 
 # proxy_ready: the DaemonSet's current generation has a Ready pod on each node.
@@ -124,7 +128,12 @@ cluster_up() {
   "$CLUSTER_DIR/certs.sh" user cnb-alice >/dev/null
   log "up: node namespaces ${NODES[*]}"
   net_up
+  # Bind targets of the nodes' mount namespaces (created empty if missing,
+  # removed by down as HOST_PATHS it did not find).
+  mkdir -p /etc/cni/net.d
+  if [ "$CNI_MODE" = cilium ]; then mkdir -p "$CILIUM_HOST_DIR"; fi
   for i in "${!NODES[@]}"; do
+    node_mnt_up "${NODES[$i]}"
     containerd_up "${NODES[$i]}" "$i"
     import_images "${NODES[$i]}" "$VAR_DIR"/images/*.tar
   done

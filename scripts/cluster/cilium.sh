@@ -1,25 +1,24 @@
 # The cilium mode of the test cluster (CNB_CLUSTER_CNI=cilium): Cilium's
 # agent as the CNI and kube-proxy replacement on each node, no kube-proxy,
-# no operator, no kvstore. Two agents share one kernel as on kind: each
-# runs in its node's network namespace and in a mount namespace of
-# its own (scripts/cluster/cilium-ns.sh: its own bpffs, the node's cgroup2
-# subtree as its cgroup root, the node's directory over /run/cilium).
-# Routing: CNB_CLUSTER_CILIUM_ROUTING=native (default; the nodes' routes
-# to each other's pod CIDR are net_up's) or vxlan. Sourced (cilium_up;
-# cluster_down stops the agents whatever the mode).
+# no operator, no kvstore. The agent runs as the DaemonSet `cilium` in
+# kube-system, configured by the ConfigMap cilium-config, as its Helm chart
+# lays it out (scripts/cluster/cilium.yaml). Two agents share one kernel as
+# on kind: each node has its own mount namespace (node-mnt.sh: its own
+# bpffs, its cgroup2 subtree as the agent's cgroup root, its /run/cilium).
+# Routing: CNB_CLUSTER_CILIUM_ROUTING=native (default; the nodes' routes to
+# each other's pod CIDR are net_up's) or vxlan. Sourced (cilium_up).
 
 CILIUM_ROUTING=${CNB_CLUSTER_CILIUM_ROUTING:-native}
-CILIUM_HOST_DIR=/run/cilium # the agent's bind target; created (empty) if missing, removed by down
+CILIUM_HOST_DIR=/run/cilium # the nodes' bind target; created (empty) if missing, removed by down
 
-cilium_run() { echo "$RUN_DIR/$1/cilium"; }
-cilium_sock() { echo "$(cilium_run "$1")/cilium.sock"; }
 cilium_cgroup() { echo "$(cgroup2_root)/$1"; }
 
 # cilium_dir: the compiled agent, CNI plugin, bpf sources and CRDs (built on first use).
 cilium_dir() { "$CLUSTER_DIR/cilium-build.sh"; }
 
 # cilium_cni_bin NODE: the node's CNI bin dir: Debian's plugins (containerd
-# runs loopback) beside cilium-cni. Prints it.
+# runs loopback) beside cilium-cni (the chart's init container copies it to
+# the host; here it is linked from the build). Prints it.
 cilium_cni_bin() {
   local d=$VAR_DIR/$1/cni-bin p
   mkdir -p "$d"
@@ -28,25 +27,73 @@ cilium_cni_bin() {
   echo "$d"
 }
 
-# cdbg NODE ARGS...: cilium-dbg inside the node's agent (its netns and mount
-# namespace: pinned maps are only there).
-cdbg() {
-  local ns=$1 pid; shift
-  pid=$(cat "$PID_DIR/cilium-$ns.pid")
-  nsenter -t "$pid" -n -m -- "$CIL/bin/cilium-dbg" "$@"
+# cilium_pod NODE: the name of the agent pod on NODE.
+cilium_pod() {
+  kctl -n kube-system get pod -l k8s-app=cilium --field-selector "spec.nodeName=$1" \
+    -o jsonpath='{.items[0].metadata.name}'
 }
 
-cilium_healthy() { cdbg "$1" status --brief >/dev/null; }
+# cdbg NODE ARGS...: cilium-dbg in the node's agent pod (as cilium-cli's
+# `cilium status` does: pinned maps are only in the node's bpffs).
+cdbg() {
+  local ns=$1 pod; shift
+  pod=$(cilium_pod "$ns") || return 1
+  [ -n "$pod" ] || return 1
+  kctl -n kube-system exec "$pod" -c cilium-agent -- cilium-dbg "$@"
+}
 
-# cilium_up: podCIDRs on the Nodes (no controller allocates them here), the
-# CRDs, then one agent per node; done when each agent reports healthy.
-cilium_up() {
-  local i ns run lib cg netns routing=()
+# cilium_config: the ConfigMap cilium-config (keys are the agent's flags).
+cilium_config() {
+  local routing
   case $CILIUM_ROUTING in
-    native) routing=(--routing-mode=native --ipv4-native-routing-cidr="$CLUSTER_CIDR" --auto-direct-node-routes=false) ;;
-    vxlan) routing=(--routing-mode=tunnel --tunnel-protocol=vxlan) ;;
+    native) routing="  routing-mode: native
+  ipv4-native-routing-cidr: $CLUSTER_CIDR
+  auto-direct-node-routes: \"false\"" ;;
+    vxlan) routing="  routing-mode: tunnel
+  tunnel-protocol: vxlan" ;;
     *) die "CNB_CLUSTER_CILIUM_ROUTING: native or vxlan, not '$CILIUM_ROUTING'" ;;
   esac
+  cat <<EOF
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cilium-config
+  namespace: kube-system
+data:
+  cluster-name: cnbk
+  identity-allocation-mode: crd
+  ipam: kubernetes
+  enable-ipv4: "true"
+  enable-ipv6: "false"
+  k8s-require-ipv4-pod-cidr: "true"
+  kube-proxy-replacement: "true"
+  devices: eth0
+  enable-l7-proxy: "false"
+  enable-ipv4-masquerade: "false"
+$routing
+  bpf-root: /sys/fs/bpf
+  cgroup-root: /var/run/cilium/cgroupv2
+  lib-dir: /var/lib/cilium
+  write-cni-conf-when-ready: /var/run/cilium/cilium-cni.conflist
+  cni-log-file: /var/run/cilium/cilium-cni.log
+  enable-hubble: "true"
+  enable-gops: "false"
+EOF
+}
+
+# cilium_ready: the DaemonSet's current generation has a Ready pod on each node.
+cilium_ready() {
+  local st
+  st=$(kctl -n kube-system get ds cilium \
+    -o jsonpath='{.metadata.generation} {.status.observedGeneration} {.status.numberReady} {.status.updatedNumberScheduled}')
+  [ "$st" = "$(echo "$st" | cut -d' ' -f1) $(echo "$st" | cut -d' ' -f1) ${#NODES[@]} ${#NODES[@]}" ]
+}
+
+# cilium_up: podCIDRs on the Nodes (no controller allocates them here), the
+# CRDs, the ConfigMap, RBAC and DaemonSet; done when each agent is Ready
+# and its CNI config is in its node's CNI dir.
+cilium_up() {
+  local i ns f
   for i in "${!NODES[@]}"; do
     kctl patch node "${NODES[$i]}" --type merge -p "{\"spec\":{\"podCIDR\":\"${POD_CIDRS[$i]}\",\"podCIDRs\":[\"${POD_CIDRS[$i]}\"]}}" >/dev/null
   done
@@ -54,39 +101,16 @@ cilium_up() {
   for f in "$CIL"/crds/*.yaml; do
     kctl wait --for condition=established --timeout 60s -f "$f" >/dev/null
   done
-  [ -d "$CILIUM_HOST_DIR" ] || mkdir "$CILIUM_HOST_DIR"
-  for i in "${!NODES[@]}"; do
-    ns=${NODES[$i]} run=$(cilium_run "${NODES[$i]}") lib=$VAR_DIR/${NODES[$i]}/cilium-lib cg=$(cilium_cgroup "${NODES[$i]}")
-    mkdir -p "$run" "$lib" "$cg"
-    # containerd's pod netns dir, made a shared mount (down unmounts it) so
-    # the agent's mount namespace sees the pods' netns as they come.
-    netns=$RUN_DIR/$ns/containerd/io.containerd.grpc.v1.cri/netns
-    mkdir -p "$netns"
-    mount --bind "$netns" "$netns"
-    mount --make-shared "$netns"
-    rm -rf "$lib/bpf"
-    cp -r "$CIL/bpf" "$lib/bpf"
-    start "cilium-$ns" "$ns" env PATH="/usr/lib/llvm-19/bin:$CIL/bin:$PATH" K8S_NODE_NAME="$ns" \
-      CILIUM_K8S_NAMESPACE=kube-system \
-      unshare --mount --propagation slave -- "$CLUSTER_DIR/cilium-ns.sh" "$run" "$cg" "$netns" \
-      "$CIL/bin/cilium-agent" \
-      --k8s-kubeconfig-path="$VAR_DIR/pki/admin.kubeconfig" \
-      --cluster-name=cnbk --identity-allocation-mode=crd --ipam=kubernetes \
-      --enable-ipv4=true --enable-ipv6=false --k8s-require-ipv4-pod-cidr=true \
-      --kube-proxy-replacement=true --devices=eth0 --enable-l7-proxy=false \
-      --enable-ipv4-masquerade=false "${routing[@]}" \
-      --lib-dir="$lib" --bpf-root=/sys/fs/bpf --cgroup-root=/run/cilium/cgroupv2 \
-      --write-cni-conf-when-ready="$VAR_DIR/$ns/cilium-cni.conflist" \
-      --cni-log-file="$LOG_DIR/cilium-cni-$ns.log" \
-      --enable-hubble=true --enable-gops=false
-  done
+  cilium_config | kctl apply -f - >/dev/null
+  sed -e "s|@IMAGE@|$CILIUM_IMAGE|; s|@CIL@|$CIL|g; s|@API_IP@|$API_IP|; s|@API_PORT@|$API_PORT|" \
+    "$CLUSTER_DIR/cilium.yaml" | kctl apply -f - >/dev/null
+  wait_for "the Cilium agents Ready on every node" 300 cilium_ready
   for ns in "${NODES[@]}"; do
-    WAIT_DAEMON=cilium-$ns wait_for "the Cilium agent of $ns healthy" 300 cilium_healthy "$ns"
     # The agent writes its CNI config when ready, by create + rename, which
     # containerd 1.6 ignores (it reloads on write, rename-from and remove
     # events only): copy it into the node's CNI dir by a write instead.
-    wait_for "the CNI config of $ns's agent" 60 test -s "$VAR_DIR/$ns/cilium-cni.conflist"
-    cat "$VAR_DIR/$ns/cilium-cni.conflist" >"$VAR_DIR/$ns/cni/05-cilium.conflist"
+    wait_for "the CNI config of $ns's agent" 60 test -s "$RUN_DIR/$ns/cilium/cilium-cni.conflist"
+    cat "$RUN_DIR/$ns/cilium/cilium-cni.conflist" >"$VAR_DIR/$ns/cni/05-cilium.conflist"
   done
 }
 

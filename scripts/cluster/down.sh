@@ -56,10 +56,11 @@ cluster_down() {
     kill -KILL $p 2>/dev/null || true
     sleep 0.25
   done
-  # Cilium agents (cilium mode): their bpffs, pins and links go with their
-  # mount namespaces; the node's cgroup programs with its cgroups below.
-  stop cilium-"${NODES[0]}" cilium-"${NODES[1]}"
   stop containerd-"${NODES[0]}" containerd-"${NODES[1]}" scheduler controller-manager apiserver etcd
+  # The nodes' mount namespaces go with their holders, the last processes in
+  # them: with them the bpffs (Cilium's pins and links) and every mount the
+  # node made; the node's cgroup programs go with its cgroups below.
+  stop mnt-"${NODES[0]}" mnt-"${NODES[1]}"
   p=$(our_procs)
   if [ -n "$p" ]; then
     log "killing leftover processes: $(ps -o pid=,comm= -p ${p//$'\n'/,} | tr '\n' ' ')"

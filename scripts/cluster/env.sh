@@ -35,6 +35,7 @@ SINK=cnbk-svc  # the port-less bridge in each node namespace the Service range i
 PAUSE_IMAGE=localhost/cnbk/pause:1
 PROXY_IMAGE=localhost/cnbk/kube-proxy:$K8S_VERSION
 AGENT_IMAGE=localhost/cnbk/cnibench:test
+CILIUM_IMAGE=localhost/cnbk/cilium:$CILIUM_VERSION
 
 # The cgroup v1 hierarchies the kubelet and runc write (one root per node).
 cgroup_roots() { local n; for n in "${NODES[@]}"; do echo "/$n"; done; }

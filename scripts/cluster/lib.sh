@@ -4,19 +4,33 @@
 LOG_DIR=$VAR_DIR/logs
 PID_DIR=$RUN_DIR/pids
 
-# in_ns NODE CMD...: CMD in the node's network namespace only. Daemons are
-# started this way, not with `ip netns exec`: that also unshares the mount
-# namespace, and the kubelet's volume mounts must be visible to containerd.
+# in_ns NODE CMD...: CMD in the node's network namespace only (not with
+# `ip netns exec`: that also unshares the mount namespace).
 in_ns() { local ns=$1; shift; nsenter --net="/run/netns/$ns" -- "$@"; }
 
-# start NAME NODE BIN ARGS...: a daemon in NODE's network namespace, in its
-# own session (so Ctrl-C in the shell that ran `up` does not reach it), its
-# output in $LOG_DIR/NAME.log, its pid in $PID_DIR/NAME.pid.
+# node_mnt NODE: nsenter's option entering the node's mount namespace
+# (node_mnt_up), none before it exists.
+node_mnt() {
+  local pid
+  pid=$(cat "$PID_DIR/mnt-$1.pid" 2>/dev/null) || return 0
+  if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then echo "--mount=/proc/$pid/ns/mnt"; fi
+}
+
+# in_node NODE CMD...: CMD in the node's network and mount namespaces, as
+# its daemons see the machine.
+in_node() { local ns=$1; shift; nsenter --net="/run/netns/$ns" $(node_mnt "$ns") -- "$@"; }
+
+# start NAME NODE BIN ARGS...: a daemon in NODE's network namespace (and
+# mount namespace once it has one: its containerd and kubelet, so their
+# pods see the node's mounts), in its own session (so Ctrl-C in the shell
+# that ran `up` does not reach it), its output in $LOG_DIR/NAME.log, its
+# pid in $PID_DIR/NAME.pid.
 start() {
   local name=$1 ns=$2; shift 2
   mkdir -p "$LOG_DIR" "$PID_DIR"
   rm -f "$PID_DIR/$name.pid"
-  setsid -f nsenter --net="/run/netns/$ns" -- sh -c 'echo $$ >"$0"; exec "$@"' "$PID_DIR/$name.pid" "$@" \
+  # shellcheck disable=SC2046 # node_mnt prints one option or nothing
+  setsid -f nsenter --net="/run/netns/$ns" $(node_mnt "$ns") -- sh -c 'echo $$ >"$0"; exec "$@"' "$PID_DIR/$name.pid" "$@" \
     </dev/null >>"$LOG_DIR/$name.log" 2>&1
   wait_for "$name to start" 10 test -s "$PID_DIR/$name.pid"
 }
@@ -59,6 +73,12 @@ dump_logs() {
   for f in "$LOG_DIR"/*.log; do
     [ -e "$f" ] || continue
     printf '\n===== %s (last 40 lines) =====\n' "${f##*/}" >&2
+    tail -40 "$f" >&2
+  done
+  # Pods of kube-system (kube-proxy, Cilium's agents): the kubelets' pod logs.
+  for f in "$VAR_DIR"/*/pod-logs/kube-system_*/*/*.log; do
+    [ -e "$f" ] || continue
+    printf '\n===== %s (last 40 lines) =====\n' "${f#"$VAR_DIR"/}" >&2
     tail -40 "$f" >&2
   done
   if [ -n "${BIN:-}" ] && [ -x "$BIN/kubectl" ] && running apiserver; then

@@ -8,18 +8,33 @@ node_run() { echo "$RUN_DIR/$1"; }
 ctr_sock() { echo "$RUN_DIR/$1/containerd.sock"; }
 nctr() { local ns=$1; shift; ctr --address "$(ctr_sock "$ns")" -n k8s.io "$@"; }
 
-# containerd_up NODE INDEX: a private containerd (Debian's 1.6) whose shims
-# and containers inherit the node's network namespace (hostNetwork pods
-# land there); pod network namespaces are mounted under its state dir.
+# node_mnt_up NODE: the node's mount namespace (scripts/cluster/node-mnt.sh),
+# held by a pause process; the node's daemons start in it (lib.sh start).
+node_mnt_up() {
+  local ns=$1 var run
+  var=$(node_var "$ns") run=$(node_run "$ns")
+  mkdir -p "$var/cni" "$run"
+  if [ "$CNI_MODE" = cilium ]; then mkdir -p "$run/cilium" "$(cilium_cgroup "$ns")"; fi
+  start "mnt-$ns" "$ns" unshare --mount --propagation slave -- \
+    "$CLUSTER_DIR/node-mnt.sh" "$CNI_MODE" "$var" "$run" "$(cilium_cgroup "$ns")" "$BIN/pause"
+  # Ready once the script has made its mounts and exec'd the holder.
+  WAIT_DAEMON=mnt-$ns wait_for "the mount namespace of $ns" 10 mnt_held "$ns"
+}
+
+mnt_held() { [ "$(readlink "/proc/$(cat "$PID_DIR/mnt-$1.pid")/exe")" = "$BIN/pause" ]; }
+
+# containerd_up NODE INDEX: a private containerd (Debian's 1.6) in the
+# node's network and mount namespaces, whose shims and containers inherit
+# them (hostNetwork pods land there); pod network namespaces are mounted
+# under its state dir, the CNI config read from /etc/cni/net.d (the node's).
 containerd_up() {
   local ns=$1 i=$2 var run
   var=$(node_var "$ns") run=$(node_run "$ns")
-  mkdir -p "$var/cni" "$run"
-  # cilium mode: the agent writes the CNI config once it is ready, and
-  # cilium-cni finds the node's agent through CILIUM_SOCK.
-  local cni_bin=/usr/lib/cni env=()
+  # cilium mode: the agent writes the CNI config once it is ready; its
+  # plugin finds the agent at the default socket, the node's /run/cilium.
+  local cni_bin=/usr/lib/cni
   if [ "$CNI_MODE" = cilium ]; then
-    cni_bin=$(cilium_cni_bin "$ns") env=(env "CILIUM_SOCK=$(cilium_sock "$ns")")
+    cni_bin=$(cilium_cni_bin "$ns")
   else
     cni_conf "$ns" "$i" >"$var/cni/10-cnbk.conflist"
   fi
@@ -53,10 +68,10 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         Root = "$run/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$cni_bin"
-    conf_dir = "$var/cni"
+    conf_dir = "/etc/cni/net.d"
     max_conf_num = 1
 EOF
-  start "containerd-$ns" "$ns" "${env[@]}" containerd --config "$var/containerd.toml"
+  start "containerd-$ns" "$ns" containerd --config "$var/containerd.toml"
   WAIT_DAEMON=containerd-$ns wait_for "containerd of $ns" 30 ctr --address "$(ctr_sock "$ns")" version
 }
 

@@ -42,7 +42,7 @@ func readCilium(ctx context.Context, bpffs string) (*reading, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("cilium: %w", err)
 	}
-	m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
+	m, err := ebpf.LoadPinnedMap(path, readOnly)
 	if err != nil {
 		return nil, fmt.Errorf("cilium: opening %s: %w", path, err)
 	}

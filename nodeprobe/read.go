@@ -129,8 +129,8 @@ func Read(ctx context.Context, o Options) (*Report, error) {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
 	if best.datapath == Cilium {
-		maps, total, err := mapsNamed(ctx, ciliumMapPrefix)
-		if err != nil {
+		maps, total, errs := ciliumMaps(ctx, o.BPFFS)
+		for _, err := range errs {
 			rep.Errors = append(rep.Errors, err.Error())
 		}
 		for i := range maps {

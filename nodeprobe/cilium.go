@@ -15,8 +15,10 @@ import (
 
 // Cilium's IPv4 load-balancing maps (bpf/lib/lb.h; Go side
 // pkg/loadbalancer/maps), pinned by name in the tc globals directory of
-// the BPF filesystem. Names and layouts checked in v1.20.2 and v1.15.19
-// (the same sizes and offsets); 1.19 lies between them.
+// the BPF filesystem. Names and layouts checked in the sources of v1.20.2
+// and v1.15.19: the same names, sizes and offsets of every field read
+// here (1.15 had padding where 1.20 has qcount and zone), so 1.19, between
+// them, is read alike; only lb4_key's proto is filled differently.
 const (
 	ciliumMapPrefix  = "cilium_"
 	ciliumServiceMap = "cilium_lb4_services_v2"

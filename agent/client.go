@@ -58,6 +58,19 @@ func NewClient(name, control, token string) (*Client, error) {
 func (c *Client) NodeServices(ctx context.Context, q nodeprobe.Query) (*nodeprobe.Report, error) {
 	var r nodeprobe.Report
 	path := PathNodeServices
+	if v := probeValues(q); len(v) > 0 {
+		path += "?" + v.Encode()
+	}
+	if err := c.do(ctx, http.MethodGet, path, nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// probeValues is q as URL parameters (probeQuery reads them back).
+// Frontends travel apart from endpoints: a probe older than them ignores
+// the parameter rather than misreading the Service ports it names.
+func probeValues(q nodeprobe.Query) url.Values {
 	v := url.Values{}
 	if q.Live {
 		v.Set("live", "1")
@@ -65,13 +78,10 @@ func (c *Client) NodeServices(ctx context.Context, q nodeprobe.Query) (*nodeprob
 	if len(q.EndpointsOf) > 0 {
 		v.Set("endpoints", strings.Join(q.EndpointsOf, ","))
 	}
-	if len(v) > 0 {
-		path += "?" + v.Encode()
+	if len(q.Frontends) > 0 {
+		v.Set("frontends", strings.Join(q.Frontends, ","))
 	}
-	if err := c.do(ctx, http.MethodGet, path, nil, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return v
 }
 
 // Name is the endpoint the agent runs on.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -61,19 +62,16 @@ type probeHandler struct {
 }
 
 // nodeServices reads the datapath now; ?live=1 asks for the Services in
-// use only, ?endpoints=ref,ref (nodeprobe.PortRef) for the endpoint keys
-// of those Service ports too. A datapath the probe cannot read
+// use only, ?endpoints=ref,ref (nodeprobe.PortRef) and
+// ?frontends=key,key (nodeprobe.Key of Cilium) for the endpoint keys of
+// those Service ports too. A datapath the probe cannot read
 // (kube-proxy on iptables-legacy) is 501 Not Implemented, which the client
 // turns back into an error wrapping errors.ErrUnsupported.
 func (p *probeHandler) nodeServices(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	opts := p.opts
-	q := r.URL.Query()
-	opts.Query.Live = q.Get("live") == "1"
-	if e := q.Get("endpoints"); e != "" {
-		opts.Query.EndpointsOf = strings.Split(e, ",")
-	}
+	opts.Query = probeQuery(r.URL.Query())
 	rep, err := nodeprobe.Read(r.Context(), opts)
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):
@@ -83,6 +81,18 @@ func (p *probeHandler) nodeServices(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, rep)
 	}
+}
+
+// probeQuery is the query of a node-probe request (probeValues).
+func probeQuery(v url.Values) nodeprobe.Query {
+	q := nodeprobe.Query{Live: v.Get("live") == "1"}
+	if e := v.Get("endpoints"); e != "" {
+		q.EndpointsOf = strings.Split(e, ",")
+	}
+	if f := v.Get("frontends"); f != "" {
+		q.Frontends = strings.Split(f, ",")
+	}
+	return q
 }
 
 // unsupportedError is an agent's 501 answer: its text, and

@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +102,28 @@ func TestProbeUnsupportedCrossesTheWire(t *testing.T) {
 		t.Fatalf("NodeServices on iptables-legacy: %v, want unsupported", err)
 	}
 	t.Log(err)
+}
+
+// A query crosses the wire whole: the Service ports by name for
+// kube-proxy and by frontend for Cilium, in separate parameters (a probe
+// older than frontends ignores theirs).
+func TestProbeQueryCrossesTheWire(t *testing.T) {
+	var q nodeprobe.Query
+	q.Live = true
+	for _, sp := range []nodeprobe.ServicePort{
+		{Namespace: "scale", Name: "a", PortName: "p", Protocol: "TCP", ClusterIP: netip.MustParseAddr("10.96.0.10"), Port: 80},
+		{Namespace: "scale", Name: "b", PortName: "dns", Protocol: "UDP", ClusterIP: netip.MustParseAddr("10.96.0.11"), Port: 53},
+	} {
+		q.AskEndpoints(sp)
+	}
+	v := probeValues(q)
+	if got := probeQuery(v); !reflect.DeepEqual(got, q) {
+		t.Fatalf("%v read back as %+v, want %+v", v, got, q)
+	}
+	if v.Get("endpoints") != "scale/a:p/tcp,scale/b:dns/udp" || v.Get("frontends") != "10.96.0.10:80/tcp,10.96.0.11:53/udp" {
+		t.Errorf("parameters %v", v)
+	}
+	if got := probeQuery(probeValues(nodeprobe.Query{})); !reflect.DeepEqual(got, nodeprobe.Query{}) {
+		t.Errorf("empty query read back as %+v", got)
+	}
 }

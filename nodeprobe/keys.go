@@ -24,17 +24,15 @@ type ServicePort struct {
 //   - kube-proxy iptables: the hash of its KUBE-SVC-/KUBE-SVL- chains
 //     (sha256 of "namespace/name:port" + protocol, base32, 16 characters);
 //   - kube-proxy nftables: its service-ips element, "clusterIP:port/proto";
-//   - Cilium: its frontend, "clusterIP:port" (older Cilium versions key
-//     frontends without the protocol).
+//   - Cilium: its frontend, "clusterIP:port/proto" (Cilium keys frontends
+//     by protocol: a Service's TCP and UDP port 53 are two).
 func Key(datapath string, s ServicePort) string {
 	proto := strings.ToLower(s.Protocol)
 	switch datapath {
 	case KubeProxyIPTables:
 		return hash32(servicePortName(s)+proto, 16)
-	case KubeProxyNFTables:
+	case KubeProxyNFTables, Cilium:
 		return fmt.Sprintf("%s:%d/%s", s.ClusterIP, s.Port, proto)
-	case Cilium:
-		return fmt.Sprintf("%s:%d", s.ClusterIP, s.Port)
 	}
 	return ""
 }
@@ -65,9 +63,10 @@ func parsePortRef(ref string) (ServicePort, bool) {
 //   - iptables: the hash of its KUBE-SEP- chain (sha256 of
 //     "namespace/name:port" + protocol + "ip:port", base32, 16 characters);
 //   - nftables: the hash of its endpoint- chain (sha256 of
-//     "namespace/name/protocol/port__ip/port", base32, 8 characters).
+//     "namespace/name/protocol/port__ip/port", base32, 8 characters);
 //
-// Cilium's backends are not named ("": not read).
+// and for Cilium, which keeps no name, its frontend and backend:
+// "clusterIP:port/proto→ip:port".
 func EndpointKey(datapath string, s ServicePort, ep netip.AddrPort) string {
 	proto := strings.ToLower(s.Protocol)
 	switch datapath {
@@ -75,9 +74,14 @@ func EndpointKey(datapath string, s ServicePort, ep netip.AddrPort) string {
 		return hash32(servicePortName(s)+proto+ep.String(), 16)
 	case KubeProxyNFTables:
 		return hash32(s.Namespace+"/"+s.Name+"/"+proto+"/"+s.PortName+"__"+ep.Addr().String()+"/"+strconv.Itoa(int(ep.Port())), 8)
+	case Cilium:
+		return Key(Cilium, s) + endpointArrow + ep.String()
 	}
 	return ""
 }
+
+// endpointArrow joins a Cilium frontend and backend in an endpoint key.
+const endpointArrow = "→"
 
 // servicePortName is kube-proxy's ServicePortName: "namespace/name",
 // with ":port" when the port is named.
@@ -110,10 +114,41 @@ func nftServiceKey(b []byte) (string, bool) {
 	return fmt.Sprintf("%s:%d/%s", ip, binary.BigEndian.Uint16(b[8:10]), proto), true
 }
 
-// ciliumFrontendKey is an lb4_key frontend's "address:port".
-func ciliumFrontendKey(b []byte) string {
-	ip := netip.AddrFrom4([4]byte(b[0:4]))
-	return fmt.Sprintf("%s:%d", ip, binary.BigEndian.Uint16(b[4:6]))
+// ciliumFrontendKeys name an lb4_key frontend, "address:port/proto"; one
+// of protocol 0 (Cilium before 1.19) serves, and is named for, each.
+func ciliumFrontendKeys(b []byte) []string {
+	addr := netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[0:4])), binary.BigEndian.Uint16(b[lb4PortOffset:]))
+	if p := b[lb4ProtoOffset]; p != ipprotoAny {
+		return []string{ciliumKey(addr, p)}
+	}
+	return []string{ciliumKey(addr, 6), ciliumKey(addr, 17), ciliumKey(addr, 132)}
+}
+
+// ciliumKey is Key(Cilium, …) of a frontend.
+func ciliumKey(addr netip.AddrPort, proto byte) string {
+	name, ok := protoNames[proto]
+	if !ok {
+		name = strconv.Itoa(int(proto))
+	}
+	return addr.String() + "/" + name
+}
+
+// parseCiliumFrontend is ciliumKey's inverse, for IPv4 frontends.
+func parseCiliumFrontend(s string) (netip.AddrPort, byte, bool) {
+	i := strings.LastIndexByte(s, '/')
+	if i < 0 {
+		return netip.AddrPort{}, 0, false
+	}
+	addr, err := netip.ParseAddrPort(s[:i])
+	if err != nil || !addr.Addr().Is4() {
+		return netip.AddrPort{}, 0, false
+	}
+	for p, name := range protoNames {
+		if name == s[i+1:] {
+			return addr, p, true
+		}
+	}
+	return netip.AddrPort{}, 0, false
 }
 
 var protoNames = map[byte]string{6: "tcp", 17: "udp", 132: "sctp"}

@@ -33,9 +33,24 @@ type Query struct {
 	// this mode its Services are the chains KUBE-SERVICES jumps to.
 	Live bool `json:"live,omitempty"`
 	// EndpointsOf asks for Report.EndpointKeys of these Service ports
-	// (PortRef); it implies Live.
+	// (PortRef), as kube-proxy names them; it implies Live.
 	EndpointsOf []string `json:"endpoints_of,omitempty"`
+	// Frontends asks the same of Cilium, whose maps know a Service port
+	// by its frontend only (Key(Cilium, …)); AskEndpoints fills both.
+	Frontends []string `json:"frontends,omitempty"`
 }
+
+// AskEndpoints asks for the endpoint keys of s whatever the node's
+// datapath.
+func (q *Query) AskEndpoints(s ServicePort) {
+	q.EndpointsOf = append(q.EndpointsOf, PortRef(s))
+	if s.ClusterIP.Is4() {
+		q.Frontends = append(q.Frontends, Key(Cilium, s))
+	}
+}
+
+// asksEndpoints says whether q asks for any endpoint keys.
+func (q Query) asksEndpoints() bool { return len(q.EndpointsOf)+len(q.Frontends) > 0 }
 
 // reading is what one datapath reader found.
 type reading struct {
@@ -47,6 +62,7 @@ type reading struct {
 	// endpointKeys are Report.EndpointKeys, when asked and read.
 	endpointKeys     []string
 	endpointKeysRead bool
+	endpointErr      error // why they were asked for and not read
 }
 
 // absentError says a datapath's objects are not there; its text is what
@@ -85,12 +101,12 @@ func Read(ctx context.Context, o Options) (*Report, error) {
 			found = append(found, r)
 		}
 	}
-	add(readCilium(ctx, o.BPFFS))
+	if o.Query.asksEndpoints() {
+		o.Query.Live = true
+	}
+	add(readCilium(ctx, o.BPFFS, o.Query))
 	if err := ctx.Err(); err != nil {
 		return nil, err
-	}
-	if len(o.Query.EndpointsOf) > 0 {
-		o.Query.Live = true
 	}
 	for _, r := range readKubeProxy(o.NetNS, o.Query) {
 		add(r.r, r.err)
@@ -118,8 +134,12 @@ func Read(ctx context.Context, o Options) (*Report, error) {
 	best := found[0]
 	rep.Datapath, rep.Services, rep.Endpoints, rep.Keys = best.datapath, best.services, best.endpoints, best.keys
 	rep.EndpointKeys, rep.EndpointKeysRead = best.endpointKeys, best.endpointKeysRead
-	if len(o.Query.EndpointsOf) > 0 && !best.endpointKeysRead {
-		rep.Errors = append(rep.Errors, "endpoint keys: not read for "+best.datapath)
+	if o.Query.asksEndpoints() && !best.endpointKeysRead {
+		msg := "endpoint keys: not read for " + best.datapath
+		if best.endpointErr != nil {
+			msg += ": " + best.endpointErr.Error()
+		}
+		rep.Errors = append(rep.Errors, msg)
 	}
 	for _, other := range found[1:] {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("also found %s holding %d Services, %d endpoints (not the one reported)",
@@ -129,8 +149,8 @@ func Read(ctx context.Context, o Options) (*Report, error) {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
 	if best.datapath == Cilium {
-		maps, total, err := mapsNamed(ctx, ciliumMapPrefix)
-		if err != nil {
+		maps, total, errs := ciliumMaps(ctx, o.BPFFS)
+		for _, err := range errs {
 			rep.Errors = append(rep.Errors, err.Error())
 		}
 		for i := range maps {

@@ -23,7 +23,7 @@ const (
 type Report struct {
 	Node      string `json:"node"`
 	Datapath  string `json:"datapath"` // one of the kinds above, "" when none was found
-	Services  int    `json:"services"` // ClusterIP:port frontends programmed
+	Services  int    `json:"services"` // Service port frontends with endpoints programmed
 	Endpoints int    `json:"endpoints"`
 	// BPFMapBytes is the memory of the datapath's BPF maps as the kernel
 	// reports it (memlock of each map), 0 when the datapath has none.
@@ -39,8 +39,9 @@ type Report struct {
 	// jumps to (above 1,000 endpoints it deletes stale chains only once
 	// per sync period), in its nftables mode the endpoint chains that
 	// still have rules (it flushes a stale one at once and deletes it a
-	// second or more later). EndpointKeysRead is false where they are not
-	// read (Cilium).
+	// second or more later), in Cilium the active backends in the slots
+	// of the frontends Query.Frontends asks for. EndpointKeysRead is false
+	// where they are not read (Cilium asked without Frontends).
 	EndpointKeys     []string      `json:"endpoint_keys,omitempty"`
 	EndpointKeysRead bool          `json:"endpoint_keys_read,omitempty"`
 	ReadTime         time.Duration `json:"read_time"` // how long the read took

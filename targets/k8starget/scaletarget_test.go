@@ -93,7 +93,7 @@ func (p *fakeProbe) apiCounts() (services, endpoints int) {
 	return services, endpoints
 }
 
-// runKeys are the keys (Cilium's: clusterIP:port) of the run's own
+// runKeys are the keys (Cilium's: clusterIP:port/proto) of the run's own
 // Services, which the node holds from the start.
 func (p *fakeProbe) runKeys() []string {
 	var keys []string
@@ -104,7 +104,7 @@ func (p *fakeProbe) runKeys() []string {
 				continue
 			}
 			for _, pt := range s.Spec.Ports {
-				keys = append(keys, nodeprobe.Key(nodeprobe.Cilium, nodeprobe.ServicePort{ClusterIP: ip, Port: uint16(pt.Port)}))
+				keys = append(keys, nodeprobe.Key(nodeprobe.Cilium, nodeprobe.ServicePort{Protocol: string(pt.Protocol), ClusterIP: ip, Port: uint16(pt.Port)}))
 			}
 		}
 	}

@@ -200,13 +200,13 @@ func (c *ClusterServices) poll(ctx context.Context) {
 			}
 		}
 		c.mu.Unlock()
-		var endpointsOf []string
+		var asked []nodeprobe.ServicePort
 		for _, ck := range open {
 			if len(ck.want)+len(ck.gone) > 0 {
-				endpointsOf = append(endpointsOf, nodeprobe.PortRef(ck.port))
+				asked = append(asked, ck.port)
 			}
 		}
-		failing, readAt, errs := c.readFailing(ctx, open, endpointsOf)
+		failing, readAt, errs := c.readFailing(ctx, open, asked)
 		now := time.Now()
 		c.mu.Lock()
 		for _, w := range append([]*heldWait(nil), c.waits...) {
@@ -271,7 +271,7 @@ func (c *ClusterServices) poll(ctx context.Context) {
 // readFailing reads every node (those checked in the API server only are
 // left out) and says, per node, why each open check fails ("" or absent:
 // held); a node whose read failed has nil.
-func (c *ClusterServices) readFailing(ctx context.Context, open map[string]*serviceCheck, endpointsOf []string) (map[string]map[string]string, map[string]time.Time, map[string]error) {
+func (c *ClusterServices) readFailing(ctx context.Context, open map[string]*serviceCheck, asked []nodeprobe.ServicePort) (map[string]map[string]string, map[string]time.Time, map[string]error) {
 	v := c.Sync
 	var mu sync.Mutex
 	failing, readAt, errs := map[string]map[string]string{}, map[string]time.Time{}, map[string]error{}
@@ -279,7 +279,7 @@ func (c *ClusterServices) readFailing(ctx context.Context, open map[string]*serv
 		if _, ok := v.apiOnlyNode(p.Node); ok {
 			return nil
 		}
-		rep, err := v.read(ctx, p, time.Now().Add(30*time.Second), endpointsOf...)
+		rep, err := v.read(ctx, p, time.Now().Add(30*time.Second), asked...)
 		at := time.Now()
 		var fails map[string]string
 		if err == nil {
@@ -290,8 +290,14 @@ func (c *ClusterServices) readFailing(ctx context.Context, open map[string]*serv
 					fails[name] = why
 				}
 			}
-			if len(endpointsOf) > 0 && !rep.EndpointKeysRead {
-				v.noteOnce(p.Node, fmt.Sprintf("\n  node %s: its %s names no endpoints: a change of a Service's endpoints is checked by its key only\n", p.Node, rep.Datapath))
+			if len(asked) > 0 && !rep.EndpointKeysRead {
+				why := "not read"
+				for _, e := range rep.Errors {
+					if strings.HasPrefix(e, "endpoint keys: ") {
+						why = e
+					}
+				}
+				v.noteOnce(p.Node, fmt.Sprintf("\n  node %s: its %s names no endpoints (%s): a change of a Service's endpoints is checked by its key only\n", p.Node, rep.Datapath, why))
 			}
 		}
 		mu.Lock()

@@ -20,9 +20,11 @@ import (
 // own (servicescale_await.go) until every node holds each changed Service
 // as written, by the probes' keys: a Service created is
 // held when its key is there (kube-proxy writes a Service's chains and
-// its endpoints' in one transaction), one removed when its key is gone,
+// its endpoints' in one transaction; Cilium's frontend is named once its
+// backend slots are written), one removed when its key is gone,
 // and one whose endpoints changed when every endpoint's key is there and
-// no removed endpoint's is (counts cannot see an endpoint replaced).
+// no removed endpoint's is (counts cannot see an endpoint replaced; the
+// probe names kube-proxy's endpoint chains and Cilium's backends alike).
 
 // serviceCheck is what a node must hold of one changed dummy Service.
 type serviceCheck struct {

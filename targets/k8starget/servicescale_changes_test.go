@@ -1,7 +1,9 @@
 package k8starget
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -27,9 +29,15 @@ import (
 // exactly as the churn wrote it (a replaced endpoint included, which the
 // counts cannot see), and its latency is at least lag.
 func TestClusterChurnHeldOnlyOnceTheNodeHoldsIt(t *testing.T) {
+	for _, dp := range []string{nodeprobe.KubeProxyNFTables, nodeprobe.Cilium} {
+		t.Run(dp, func(t *testing.T) { testChurnHeldOnlyOnceHeld(t, dp) })
+	}
+}
+
+func testChurnHeldOnlyOnceHeld(t *testing.T, dp string) {
 	cs := newFakeCluster()
 	const lag = 80 * time.Millisecond
-	p := &lagProbe{cs: cs, lag: lag}
+	p := &lagProbe{cs: cs, lag: lag, datapath: dp}
 	v := &SyncVerifier{Mode: SyncNode, Probes: []NodeProbe{{Node: "n1", Client: p}}, Timeout: 20 * time.Second, Interval: 5 * time.Millisecond}
 	c := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "ch1", QPS: 2000, Burst: 100, Workers: 4, Sync: v, PerChange: true}
 	// 8 changes/s: a sync (about lag) mostly carries one change, so a
@@ -97,10 +105,16 @@ func TestClusterChurnHeldOnlyOnceTheNodeHoldsIt(t *testing.T) {
 
 // An endpoint replaced leaves the counts as they were: the wait for it
 // fails on a node that never shows it (here, the probe stopped at the
-// state before), naming the endpoint.
+// state before), naming the endpoint, on kube-proxy and on Cilium alike.
 func TestClusterChurnReplacementNotHeldFails(t *testing.T) {
+	for _, dp := range []string{nodeprobe.KubeProxyNFTables, nodeprobe.Cilium} {
+		t.Run(dp, func(t *testing.T) { testChurnReplacementNotHeld(t, dp) })
+	}
+}
+
+func testChurnReplacementNotHeld(t *testing.T, dp string) {
 	cs := newFakeCluster()
-	p := &lagProbe{cs: cs}
+	p := &lagProbe{cs: cs, datapath: dp}
 	v := &SyncVerifier{Mode: SyncNode, Probes: []NodeProbe{{Node: "n1", Client: p}}, Timeout: 300 * time.Millisecond, Interval: 5 * time.Millisecond}
 	c := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "ch2", QPS: 2000, Burst: 100, Workers: 4, Sync: v, PerChange: true}
 	ctx := context.Background()
@@ -132,13 +146,18 @@ func TestClusterChurnReplacementNotHeldFails(t *testing.T) {
 	}
 }
 
-// lagProbe is a node probe of kube-proxy's nftables mode that shows the
-// API server's dummy Services and their endpoints as they were lag ago
-// (each read records the API state; a read answers with the newest state
-// at least lag old), with keys and endpoint keys as the real probe's.
+// lagProbe is a node probe of kube-proxy's nftables mode (or of datapath,
+// when set) that shows the API server's dummy Services and their
+// endpoints as they were lag ago (each read records the API state; a read
+// answers with the newest state at least lag old), with keys and endpoint
+// keys as the real probe's: kube-proxy's for the Service ports asked by
+// name, Cilium's for those asked by frontend (none for an old probe,
+// which knows no frontends).
 type lagProbe struct {
-	cs  *fake.Clientset
-	lag time.Duration
+	cs       *fake.Clientset
+	lag      time.Duration
+	datapath string
+	old      bool
 
 	mu     sync.Mutex
 	states []apiState
@@ -223,12 +242,22 @@ func (p *lagProbe) visible() map[string][]datapath.Endpoint {
 }
 
 func (p *lagProbe) NodeServices(_ context.Context, q nodeprobe.Query) (*nodeprobe.Report, error) {
-	endpointsOf := q.EndpointsOf
 	st, err := p.shown()
 	if err != nil {
 		return nil, err
 	}
-	rep := &nodeprobe.Report{Node: "n1", Datapath: nodeprobe.KubeProxyNFTables, EndpointKeysRead: len(endpointsOf) > 0}
+	rep := &nodeprobe.Report{Node: "n1", Datapath: or(p.datapath, nodeprobe.KubeProxyNFTables)}
+	asked := func(sp nodeprobe.ServicePort) bool { return slices.Contains(q.EndpointsOf, nodeprobe.PortRef(sp)) }
+	rep.EndpointKeysRead = len(q.EndpointsOf) > 0
+	if rep.Datapath == nodeprobe.Cilium {
+		asked = func(sp nodeprobe.ServicePort) bool {
+			return slices.Contains(q.Frontends, nodeprobe.Key(nodeprobe.Cilium, sp))
+		}
+		rep.EndpointKeysRead = len(q.Frontends) > 0 && !p.old
+		if len(q.EndpointsOf) > 0 && !rep.EndpointKeysRead {
+			rep.Errors = append(rep.Errors, "endpoint keys: not read for cilium")
+		}
+	}
 	for name, s := range st.services {
 		eps := st.eps[name]
 		if len(eps) == 0 {
@@ -240,7 +269,7 @@ func (p *lagProbe) NodeServices(_ context.Context, q nodeprobe.Query) (*nodeprob
 		rep.Keys = append(rep.Keys, nodeprobe.Key(rep.Datapath, sp))
 		rep.Services++
 		rep.Endpoints += len(eps)
-		if slices.Contains(endpointsOf, nodeprobe.PortRef(sp)) {
+		if rep.EndpointKeysRead && asked(sp) {
 			for _, ep := range eps {
 				rep.EndpointKeys = append(rep.EndpointKeys, nodeprobe.EndpointKey(rep.Datapath, sp, netip.AddrPortFrom(ep.IP, ep.Port)))
 			}
@@ -278,5 +307,89 @@ func TestClusterChurnCloseEndsOpenWaits(t *testing.T) {
 	defer cancel()
 	if _, err := wait(wctx); err == nil || !strings.Contains(err.Error(), "closed before every node held") {
 		t.Fatalf("a wait open at Close: %v", err)
+	}
+}
+
+// A Cilium probe that names no endpoints (one older than frontends in
+// the query): a replaced endpoint is checked by the Service's key only,
+// and the progress says so once, with the probe's reason.
+func TestClusterChurnOldCiliumProbeChecksKeysOnly(t *testing.T) {
+	cs := newFakeCluster()
+	p := &lagProbe{cs: cs, datapath: nodeprobe.Cilium, old: true}
+	var progress bytes.Buffer
+	v := &SyncVerifier{Mode: SyncNode, Probes: []NodeProbe{{Node: "n1", Client: p}}, Timeout: 5 * time.Second, Interval: 5 * time.Millisecond, Progress: &syncWriter{w: &progress}}
+	c := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "ch4", QPS: 2000, Burst: 100, Workers: 4, Sync: v, PerChange: true}
+	ctx := context.Background()
+	spec := datapath.Spec{Services: datapath.DummyServices(3, 2)}
+	if _, err := c.Program(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Verify(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.freeze()
+	eps := slices.Clone(spec.Services[1].Endpoints)
+	eps[0].IP = netip.MustParseAddr("198.18.250.1")
+	spec.Services[1].Endpoints = eps
+	if _, err := c.Program(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Verify(ctx); err != nil {
+		t.Fatalf("Verify by key only: %v", err)
+	}
+	if want := "node n1: its cilium names no endpoints (endpoint keys: not read for cilium): a change of a Service's endpoints is checked by its key only"; strings.Count(progress.String(), want) != 1 {
+		t.Errorf("progress %q: want once %q", progress.String(), want)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ciliumRecorded is what nodeprobe.Read answered (real kernel maps, laid
+// out as Cilium 1.20 writes them: nodeprobe's TestReadCiliumEndpointKeys)
+// asked for the endpoints of dns 10.96.0.10:53/udp (3 active backends,
+// one terminating, one in maintenance, one unhealthy), web
+// 10.96.0.20:80/tcp (2 active), draining 10.96.0.30:80/tcp (only a
+// terminating backend) and empty 10.96.0.40:80/tcp (none); dns also has
+// 10.96.0.10:53/tcp.
+const ciliumRecorded = `{"node":"node-t","datapath":"cilium","services":4,"endpoints":11,"bpf_map_bytes":755792,"maps":[{"name":"cilium_lb4_services_v2","type":"Hash","max_entries":4096,"entries":17,"memlock_bytes":394288},{"name":"cilium_lb4_back","type":"Hash","max_entries":4096,"memlock_bytes":361504}],"keys":["10.96.0.30:80/tcp","10.96.0.10:53/udp","10.96.0.10:53/tcp","10.96.0.20:80/tcp"],"endpoint_keys":["10.96.0.10:53/udp→198.19.1.5:53","10.96.0.10:53/udp→198.19.1.6:53","10.96.0.10:53/udp→198.19.2.5:53","10.96.0.20:80/tcp→198.19.1.7:8080","10.96.0.20:80/tcp→198.19.2.9:8080"],"endpoint_keys_read":true,"read_time":0}`
+
+// The churn's checks against a recorded Cilium read go the exact way, as
+// for kube-proxy: a Service by its frontend (protocol included), its
+// endpoints by the active backends the read names.
+func TestHeldOnRecordedCiliumRead(t *testing.T) {
+	var rep nodeprobe.Report
+	if err := json.Unmarshal([]byte(ciliumRecorded), &rep); err != nil {
+		t.Fatal(err)
+	}
+	h := newHeldIndex(&rep)
+	port := func(name, frontend, proto string) nodeprobe.ServicePort {
+		ap := netip.MustParseAddrPort(frontend)
+		return nodeprobe.ServicePort{Namespace: "scale", Name: name, PortName: "p", Protocol: proto, ClusterIP: ap.Addr(), Port: ap.Port()}
+	}
+	eps := func(s ...string) []netip.AddrPort {
+		var out []netip.AddrPort
+		for _, e := range s {
+			out = append(out, netip.MustParseAddrPort(e))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		ck   serviceCheck
+		want string // why, "" when held
+	}{
+		{serviceCheck{port: port("dns", "10.96.0.10:53", "UDP"), present: true, want: eps("198.19.1.5:53", "198.19.1.6:53", "198.19.2.5:53"), gone: eps("198.19.2.6:53")}, ""},
+		{serviceCheck{port: port("dns", "10.96.0.10:53", "UDP"), present: true, want: eps("198.19.2.8:53")}, "dns endpoint 198.19.2.8:53 not there"},
+		{serviceCheck{port: port("web", "10.96.0.20:80", "TCP"), present: true, want: eps("198.19.1.7:8080", "198.19.2.10:8080"), gone: eps("198.19.2.9:8080")},
+			"web endpoint 198.19.2.10:8080 not there, web endpoint 198.19.2.9:8080 still there"},
+		{serviceCheck{port: port("web", "10.96.0.20:80", "UDP"), present: true}, "web not there"},
+		{serviceCheck{port: port("draining", "10.96.0.30:80", "TCP"), present: true, want: eps("198.19.1.8:8080")}, "draining endpoint 198.19.1.8:8080 not there"},
+		{serviceCheck{port: port("empty", "10.96.0.40:80", "TCP"), present: true}, "empty not there"},
+		{serviceCheck{port: port("empty", "10.96.0.40:80", "TCP")}, ""},
+		{serviceCheck{port: port("dns", "10.96.0.10:53", "TCP")}, "dns still there"},
+	} {
+		if got := h.why(c.ck); got != c.want {
+			t.Errorf("%s %s:%d/%s present %v want %v gone %v: %q, want %q", c.ck.port.Name, c.ck.port.ClusterIP, c.ck.port.Port, c.ck.port.Protocol, c.ck.present, c.ck.want, c.ck.gone, got, c.want)
+		}
 	}
 }

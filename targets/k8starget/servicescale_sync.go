@@ -242,13 +242,18 @@ func (v *SyncVerifier) missing(rep *nodeprobe.Report) []string {
 }
 
 // read asks one probe, bounded by the deadline (and 30 s a read), with the
-// endpoint keys of endpointsOf; live reads (Live) name only the Services
-// in use.
-func (v *SyncVerifier) read(ctx context.Context, p NodeProbe, deadline time.Time, endpointsOf ...string) (*nodeprobe.Report, error) {
+// endpoint keys of the Service ports asked (by name and by frontend:
+// the probe answers for whichever datapath the node has); live reads
+// (Live) name only the Services in use.
+func (v *SyncVerifier) read(ctx context.Context, p NodeProbe, deadline time.Time, asked ...nodeprobe.ServicePort) (*nodeprobe.Report, error) {
 	rctx, cancel := context.WithTimeout(ctx, max(min(30*time.Second, time.Until(deadline)), 100*time.Millisecond))
 	defer cancel()
+	q := nodeprobe.Query{Live: v.Live}
+	for _, sp := range asked {
+		q.AskEndpoints(sp)
+	}
 	start := time.Now()
-	rep, err := p.Client.NodeServices(rctx, nodeprobe.Query{Live: v.Live, EndpointsOf: endpointsOf})
+	rep, err := p.Client.NodeServices(rctx, q)
 	if err == nil {
 		v.mu.Lock()
 		if v.readCost == nil {

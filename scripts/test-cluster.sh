@@ -7,6 +7,7 @@
 #
 #   sudo ./scripts/test-cluster.sh [test]          up, the tests (iptables then nftables mode), down
 #   sudo ./scripts/test-cluster.sh up              bring it up and leave it running
+#   sudo ./scripts/test-cluster.sh tests [ARGS]    the tests on the cluster that is up
 #   sudo ./scripts/test-cluster.sh proxy-mode iptables|nftables
 #   sudo ./scripts/test-cluster.sh env             how to use it by hand
 #   sudo ./scripts/test-cluster.sh cilium-check    cilium mode: pod to pod, ClusterIP, BPF only on the nodes' cgroups
@@ -205,7 +206,7 @@ run_tests() {
   in_ns "${NODES[0]}" env CNB_CLUSTER_KUBECONFIG="$VAR_DIR/pki/admin.kubeconfig" \
     CNB_CLUSTER_USER_KUBECONFIG="$VAR_DIR/pki/cnb-alice.kubeconfig" CNB_CLUSTER_USER=cnb-alice \
     CNB_CLUSTER_BIN="$PWD/bin/cnibench" CNB_CLUSTER_IMAGE="$AGENT_IMAGE" \
-    CNB_CLUSTER_KUBECTL="$BIN/kubectl" CNB_CLUSTER_PROXY_MODE="$mode" \
+    CNB_CLUSTER_KUBECTL="$BIN/kubectl" CNB_CLUSTER_PROXY_MODE="$mode" CNB_CLUSTER_CNI="$(cat "$VAR_DIR/cni-mode" 2>/dev/null || echo bridge)" \
     CNB_CLUSTER_RULE_NETNS="${NODES[1]}" CNB_CLUSTER_CIDR="$CLUSTER_CIDR" CNB_CLUSTER_SERVICE_CIDR="$SERVICE_CIDR" \
     "$tbin" -test.v -test.timeout 40m "$@"
 }
@@ -276,6 +277,13 @@ case $cmd in
     run_tests -test.run 'Quick|ServiceScale|Fidelity|Churn' "$@"
     log "tests (nftables mode, with the switch) in $((SECONDS - t)) s"
     PHASE=
+    ;;
+  tests)
+    [ -f "$VAR_DIR/proxy-mode" ] || die "no test cluster is up (run: $0 up)"
+    preflight tests
+    BIN=$(bin_dir)
+    make -s build >/dev/null
+    run_tests "$@"
     ;;
   -h | --help | help) usage 0 ;;
   *) usage ;;

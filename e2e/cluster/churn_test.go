@@ -31,7 +31,7 @@ func TestChurn(t *testing.T) {
 		t.Fatalf("churn scenarios: %+v", res.Churn)
 	}
 	for _, sc := range res.Churn.Scenarios {
-		if sc.Datapath != "kube-proxy-"+e.proxyMode || sc.Counts.Services != 300 || sc.Counts.Endpoints != 1200 ||
+		if sc.Datapath != e.datapath() || sc.Counts.Services != 300 || sc.Counts.Endpoints != 1200 ||
 			sc.Churned != strings.HasSuffix(sc.Scenario, "+churn") {
 			t.Errorf("scenario %+v", sc)
 		}
@@ -68,8 +68,8 @@ func TestChurn(t *testing.T) {
 					t.Errorf("%s %s: a change held %.1f ms after it was made", rs.Scenario, rs.Test, ms)
 				}
 			}
-			t.Logf("%s %s (%s mode): %d changes at %.2f/s, programming latency p50 %.0f ms p99 %.0f ms max %.0f ms",
-				rs.Scenario, rs.Test, e.proxyMode, c.Held, c.Achieved, c.P50Ms, c.P99Ms, c.MaxMs)
+			t.Logf("%s %s (%s): %d changes at %.2f/s, programming latency p50 %.0f ms p99 %.0f ms max %.0f ms",
+				rs.Scenario, rs.Test, e.datapath(), c.Held, c.Achieved, c.P50Ms, c.P99Ms, c.MaxMs)
 		}
 	}
 	if churned != 3 {

@@ -27,7 +27,8 @@ type env struct {
 	bin            string // the cnibench binary
 	image          string // the agent image, imported on every node
 	kubectl        string
-	proxyMode      string // kube-proxy's mode: iptables or nftables
+	proxyMode      string // kube-proxy's mode: iptables or nftables ("none" on Cilium)
+	cni            string // the cluster's CNI mode: bridge (with kube-proxy) or cilium (kube-proxy replacement)
 	ruleNetNS      string // a node's network namespace (name under /run/netns) whose kube-proxy rules the fidelity test reads
 	clusterCIDR    string // kube-proxy's --cluster-cidr
 	serviceCIDR    string // the API server's Service range
@@ -43,6 +44,7 @@ func getEnv(t *testing.T) *env {
 		image:          os.Getenv("CNB_CLUSTER_IMAGE"),
 		kubectl:        os.Getenv("CNB_CLUSTER_KUBECTL"),
 		proxyMode:      os.Getenv("CNB_CLUSTER_PROXY_MODE"),
+		cni:            envOr("CNB_CLUSTER_CNI", "bridge"),
 		ruleNetNS:      os.Getenv("CNB_CLUSTER_RULE_NETNS"),
 		clusterCIDR:    os.Getenv("CNB_CLUSTER_CIDR"),
 		serviceCIDR:    os.Getenv("CNB_CLUSTER_SERVICE_CIDR"),
@@ -57,7 +59,22 @@ func getEnv(t *testing.T) *env {
 			t.Fatalf("CNB_CLUSTER_KUBECONFIG is set but %s is not", name)
 		}
 	}
+	if e.cni != "bridge" && e.cni != "cilium" {
+		t.Fatalf("CNB_CLUSTER_CNI=%q: bridge or cilium", e.cni)
+	}
 	return e
+}
+
+// cilium says whether the cluster runs Cilium (no kube-proxy).
+func (e *env) cilium() bool { return e.cni == "cilium" }
+
+// datapath is the Service datapath the node probes must find: Cilium's
+// LB maps, or kube-proxy's rules in its mode.
+func (e *env) datapath() string {
+	if e.cilium() {
+		return "cilium"
+	}
+	return "kube-proxy-" + e.proxyMode
 }
 
 // result is a finished cnibench or kubectl command.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/results"
 )
 
 // The placements a default cluster run measures (pod-to-service joins them
@@ -39,21 +41,45 @@ func TestQuickEveryPlacement(t *testing.T) {
 			t.Errorf("placement %s not measured (have %v)", p, seen)
 		}
 	}
+	e.checkCNIProvenance(t, res)
+	e.waitGone(t, "cnibench", false)
+}
+
+// checkCNIProvenance: the results name the cluster's datapath as it runs:
+// kube-proxy in its mode on the bridge cluster; on Cilium its DaemonSet,
+// version and the mode-defining keys of cilium-config, and no kube-proxy.
+func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
+	t.Helper()
 	var details struct {
 		CNI struct {
-			Components []struct{ Plugin, DaemonSet string }
+			Plugin     string
+			Components []struct{ Plugin, DaemonSet, Version string }
 			KubeProxy  *struct{ Mode string } `json:"kube_proxy"`
+			Cilium     *struct {
+				RoutingMode          string `json:"routing_mode"`
+				KubeProxyReplacement string `json:"kube_proxy_replacement"`
+				EnableHubble         string `json:"enable_hubble"`
+			}
+			Encryption string
 		} `json:"cni"`
 	}
 	raw, _ := json.Marshal(res.Target.Details)
 	if err := json.Unmarshal(raw, &details); err != nil {
 		t.Fatalf("target.details: %v", err)
 	}
-	if kp := details.CNI.KubeProxy; kp == nil || kp.Mode != e.proxyMode || len(details.CNI.Components) != 1 ||
-		details.CNI.Components[0].Plugin != "kube-proxy" {
-		t.Errorf("provenance does not name kube-proxy in %s mode: %s", e.proxyMode, raw)
+	c := details.CNI
+	if !e.cilium() {
+		if kp := c.KubeProxy; kp == nil || kp.Mode != e.proxyMode || len(c.Components) != 1 || c.Components[0].Plugin != "kube-proxy" {
+			t.Errorf("provenance does not name kube-proxy in %s mode: %s", e.proxyMode, raw)
+		}
+		return
 	}
-	e.waitGone(t, "cnibench", false)
+	cil := c.Cilium
+	if c.Plugin != "cilium" || len(c.Components) != 1 || c.Components[0].DaemonSet != "cilium" || c.Components[0].Version != "v1.20.2" ||
+		c.KubeProxy != nil || cil == nil || cil.KubeProxyReplacement != "true" || cil.EnableHubble != "true" ||
+		(cil.RoutingMode != "native" && cil.RoutingMode != "tunnel") || !strings.HasPrefix(c.Encryption, "none") {
+		t.Errorf("provenance does not name Cilium v1.20.2 with kube-proxy replacement, Hubble and no encryption: %s", raw)
+	}
 }
 
 // A user with only what `cnibench k8s rbac` grants runs the suite; the same
@@ -189,7 +215,7 @@ func TestServiceScaleSweep(t *testing.T) {
 		t.Fatalf("%d sweeps, want 1", len(res.Sweeps))
 	}
 	sw := res.Sweeps[0]
-	if sw.Datapath != "kube-proxy-"+e.proxyMode || sw.Error != "" || sw.Stopped != "" {
+	if sw.Datapath != e.datapath() || sw.Error != "" || sw.Stopped != "" {
 		t.Errorf("sweep datapath %q error %q stopped %q", sw.Datapath, sw.Error, sw.Stopped)
 	}
 	var (
@@ -207,8 +233,8 @@ func TestServiceScaleSweep(t *testing.T) {
 		}
 		created += st.Sync.APIWrites + st.Sync.NodeSync
 		lat := st.Sync.Latency
-		t.Logf("step %d (%s mode): %d API writes in %s, node sync %s, per-Service latency %+v",
-			st.Services, e.proxyMode, st.Sync.Writes, st.Sync.APIWrites, st.Sync.NodeSync, lat)
+		t.Logf("step %d (%s): %d API writes in %s, node sync %s, per-Service latency %+v",
+			st.Services, e.datapath(), st.Sync.Writes, st.Sync.APIWrites, st.Sync.NodeSync, lat)
 		if st.Services > 0 && (lat == nil || lat.Services == 0 || lat.P50 <= 0 || lat.P99 < lat.P50) {
 			t.Errorf("step %d: no per-Service programming latency: %+v", st.Services, lat)
 		}

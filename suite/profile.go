@@ -59,6 +59,9 @@ func addedPartQuestions(scenarios []string, test, placement, metric, words strin
 	return qs
 }
 
+// SecurityProfile is the profile a cluster runs as twins (TwinQuestions).
+const SecurityProfile = "security"
+
 // SecurityParts are the parts the security profile adds to a datapath,
 // each against the same datapath without it.
 var SecurityParts = []string{"policy", "l7-node", "l7-egress", "l7-sidecar", "flows"}
@@ -126,7 +129,7 @@ var Profiles = []Profile{
 		Questions:  datapathQuestions(),
 	},
 	{
-		Name: "security",
+		Name: SecurityProfile,
 		About: "what NetworkPolicy, an L7 proxy (per node on the server's node or the client's, and as sidecars) and flow observability cost, each against the same " +
 			"datapath without it, for iptables and eBPF: HTTP_RPS_C64, HTTP_RPS_SHORT_C64 and TCP_CRR on pod-to-service/other-node, " +
 			"every feature proved on before measuring, each node finishing what it receives on its own CPUs (node-rps: else the client's CPU carries " +

@@ -187,6 +187,8 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 		runner.Schedule = &suite.ServiceScale{Sweep: *req.sweep}
 	case req.churn != nil:
 		runner.Schedule = &suite.Churn{Options: *req.churn}
+	case req.twins != nil:
+		runner.Schedule = req.twins
 	}
 	run, runErr := runner.Run(ctx)
 	var saveErr *results.SaveError

@@ -31,6 +31,7 @@ type env struct {
 	ruleNetNS      string // a node's network namespace (name under /run/netns) whose kube-proxy rules the fidelity test reads
 	clusterCIDR    string // kube-proxy's --cluster-cidr
 	serviceCIDR    string // the API server's Service range
+	cni            string // the cluster's CNI mode: bridge (default) or cilium
 }
 
 func getEnv(t *testing.T) *env {
@@ -46,6 +47,7 @@ func getEnv(t *testing.T) *env {
 		ruleNetNS:      os.Getenv("CNB_CLUSTER_RULE_NETNS"),
 		clusterCIDR:    os.Getenv("CNB_CLUSTER_CIDR"),
 		serviceCIDR:    os.Getenv("CNB_CLUSTER_SERVICE_CIDR"),
+		cni:            clusterCNI(),
 	}
 	if e.kubeconfig == "" {
 		t.Skip("no cluster: CNB_CLUSTER_KUBECONFIG is unset (run sudo ./scripts/test-cluster.sh)")
@@ -58,6 +60,23 @@ func getEnv(t *testing.T) *env {
 		}
 	}
 	return e
+}
+
+// clusterCNI is the test cluster's CNI mode as scripts/test-cluster.sh
+// brings it up (CNB_CLUSTER_CNI): bridge, its default, or cilium.
+func clusterCNI() string {
+	if v := os.Getenv("CNB_CLUSTER_CNI"); v != "" {
+		return v
+	}
+	return "bridge"
+}
+
+// needCNI skips a test written for another CNI mode of the cluster.
+func (e *env) needCNI(t *testing.T, cni string) {
+	t.Helper()
+	if e.cni != cni {
+		t.Skipf("needs the %s cluster (CNB_CLUSTER_CNI=%s), this one is %s", cni, cni, e.cni)
+	}
 }
 
 // result is a finished cnibench or kubectl command.
@@ -110,14 +129,15 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// grantUser applies what `cnibench k8s rbac` prints for the
-// least-privilege user in namespace ns, removed when the test ends.
-func (e *env) grantUser(t *testing.T, ns string) {
+// grantUser applies what `cnibench k8s rbac` (with more flags, e.g.
+// --allow-cluster-changes) prints for the least-privilege user in
+// namespace ns, removed when the test ends.
+func (e *env) grantUser(t *testing.T, ns string, more ...string) {
 	t.Helper()
 	if e.userKubeconfig == "" || e.user == "" {
 		t.Fatal("CNB_CLUSTER_USER_KUBECONFIG and CNB_CLUSTER_USER must be set")
 	}
-	rbac := run(t, exec.Command(e.bin, "k8s", "rbac", "--user", e.user, "--namespace", ns))
+	rbac := run(t, exec.Command(e.bin, append([]string{"k8s", "rbac", "--user", e.user, "--namespace", ns}, more...)...))
 	mustOK(t, rbac, "k8s rbac")
 	manifest := filepath.Join(t.TempDir(), "rbac.yaml")
 	writeFile(t, manifest, rbac.stdout)

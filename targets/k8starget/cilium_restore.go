@@ -133,6 +133,11 @@ func RestoreCiliumConfig(cs kubernetes.Interface, timeout time.Duration, progres
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cni, err := DetectCNI(ctx, cs)
+	if apierrors.IsForbidden(err) {
+		// Without the ClusterRole's reads no run of this user could have
+		// changed cilium-config either: nothing to put back.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -141,7 +141,7 @@ func SecurityPlan(cfg Config, base string) []string {
 	s := cfg.Security
 	flows := "flows (" + base + "+flows): where Cilium runs, pass --allow-cluster-changes to switch Hubble (refused without it)"
 	if s != nil && s.AllowClusterChanges {
-		flows = fmt.Sprintf("flows (%s+flows): where Cilium runs, enable-hubble in cilium-config switched (its value before the run recorded in the annotation %s%s, restored at the end or by 'cnibench k8s cleanup') and the cilium DaemonSet restarted once a round, awaited until every agent is Ready; proved by 'cilium-dbg status -o json' in each run node's agent (off: Hubble Disabled; on: Hubble Ok and seen-flows rising by a %s TCP_CRR probe's connections); refused without Cilium", base, restorePrefix, hubbleKey, hubbleProbe)
+		flows = fmt.Sprintf("flows (%s+flows): where Cilium runs, enable-hubble in cilium-config switched (its value before the run recorded in the annotation %s%s, restored at the end or by 'cnibench k8s cleanup') and the cilium DaemonSet restarted once a round, awaited until every agent is Ready; proved by 'cilium-dbg status -o json' in each run node's agent (off: Hubble Disabled; on: Hubble Ok and seen-flows rising on every agent, by at least half a %s TCP_CRR probe's connections altogether); refused without Cilium", base, restorePrefix, hubbleKey, hubbleProbe)
 	}
 	return []string{
 		fmt.Sprintf("security twins on one cluster: %s (base) and each part below, every round a segment per twin, the order reversed every round (ABBA), paired by round", base),

@@ -31,12 +31,12 @@ func init() { hubblePoll, hubbleProbe = 5*time.Millisecond, 100*time.Millisecond
 type fakeCilium struct {
 	mu      sync.Mutex
 	hubble  bool
-	flows   func() int64 // connections so far; nil: flows never rise
-	execs   []string     // namespace/pod of every exec
-	refused bool         // exec forbidden
+	flows   func(pod string) int64 // flows an agent has seen from the run's connections; nil: none
+	execs   []string               // namespace/pod of every exec
+	refused bool                   // exec forbidden
 }
 
-func newFakeCilium(t *testing.T, cs *fake.Clientset, flows func() int64) *fakeCilium {
+func newFakeCilium(t *testing.T, cs *fake.Clientset, flows func(pod string) int64) *fakeCilium {
 	f := &fakeCilium{hubble: true, flows: flows}
 	cs.PrependReactor("update", "daemonsets", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		obj, err := cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("configmaps"), "kube-system", ciliumConfigName)
@@ -67,7 +67,7 @@ func (f *fakeCilium) Exec(_ context.Context, ns, pod, container string, cmd []st
 	}
 	var seen int64 = 7
 	if f.flows != nil {
-		seen += f.flows()
+		seen += f.flows(pod)
 	}
 	return fmt.Appendf(nil, `{"hubble":{"observer":{"current-flows":4095,"max-flows":4095,"seen-flows":%d,"uptime":"1m"},"state":"Ok"}}`, seen), nil
 }
@@ -100,7 +100,7 @@ func TestSecurityTwinsOnCilium(t *testing.T) {
 	restarts := rollOut(cs)
 	startKubelet(t, cs, testNS, healthy)
 	h := startHealthAgent(t, cs, testNS)
-	fc := newFakeCilium(t, cs, func() int64 { return 1000 * int64(h.Runs()) })
+	fc := newFakeCilium(t, cs, func(string) int64 { return 1000 * int64(h.Runs()) })
 	cs.ClearActions()
 	cfg := securityConfig("sec1", fc, true)
 	tgt, err := Open(context.Background(), cfg, cs, &staticAccess{addr: h.srv.URL}, "ctx")
@@ -256,14 +256,36 @@ func TestFlowsTwinRefusals(t *testing.T) {
 	}
 }
 
-// Hubble switched on but no flow ever seen fails the switch with what
-// the agents said, and Close still puts enable-hubble back.
+// Hubble switched on but no flow seen by an agent, or too few for the
+// probe's connections, fails the switch with what the agents said, and
+// Close still puts enable-hubble back.
 func TestFlowsProofFails(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		flows func(h *healthAgent) func(string) int64
+		want  string
+	}{
+		{"none", func(*healthAgent) func(string) int64 { return nil }, "worker-a: Ok (seen 7 flows), worker-b: Ok (seen 7 flows)"},
+		{"one node", func(h *healthAgent) func(string) int64 {
+			return func(pod string) int64 {
+				if pod == "cilium-worker-a" {
+					return 0
+				}
+				return 5000 * int64(h.Runs())
+			}
+		}, "worker-a: Ok (seen 7 flows), worker-b: Ok (seen "},
+		{"too few", func(h *healthAgent) func(string) int64 { return func(string) int64 { return 100 * int64(h.Runs()) } }, "worker-a: Ok (seen "},
+	} {
+		t.Run(c.name, func(t *testing.T) { flowsProofFails(t, c.flows, c.want) })
+	}
+}
+
+func flowsProofFails(t *testing.T, flows func(h *healthAgent) func(string) int64, want string) {
 	cs := twoNodeCluster()
 	restarts := rollOut(cs)
 	startKubelet(t, cs, testNS, healthy)
 	h := startHealthAgent(t, cs, testNS)
-	fc := newFakeCilium(t, cs, nil)
+	fc := newFakeCilium(t, cs, flows(h))
 	tgt, err := Open(context.Background(), securityConfig("nf", fc, true), cs, &staticAccess{addr: h.srv.URL}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +300,7 @@ func TestFlowsProofFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = hub.Set(context.Background(), true)
-	if err == nil || !strings.Contains(err.Error(), "no seen-flows rising on every agent, by at least half the probe's 1000 connections altogether within 200ms: worker-a: Ok (seen 7 flows), worker-b: Ok (seen 7 flows)") {
+	if err == nil || !strings.Contains(err.Error(), "no seen-flows rising on every agent, by at least half the probe's 1000 connections altogether within 200ms: "+want) {
 		t.Errorf("proof: %v", err)
 	}
 	if err := tgt.Close(); err != nil {

@@ -33,6 +33,11 @@ func answerRows(rep *Report) []answerRow {
 			q += " · " + a.B + " vs " + a.A
 		}
 		r := answerRow{Question: q, Words: a.Words}
+		if isNotMeasured(a) {
+			r.Verdict = a.Text[strings.Index(a.Text, "not measured: ")+len("not measured: "):]
+			out = append(out, r)
+			continue
+		}
 		switch a.Verdict {
 		case VerdictTooFew, VerdictNA, "":
 			r.Verdict = a.Text
@@ -78,6 +83,9 @@ func correctionLines(rep *Report) []string {
 		out = append(out, s)
 	}
 	if s := rep.FDR.Sentence(); s != "" {
+		out = append(out, s)
+	}
+	if s := notMeasuredLine(rep); s != "" {
 		out = append(out, s)
 	}
 	return out

@@ -36,6 +36,7 @@ type htmlView struct {
 	EnvRows   []labelled
 	Scenarios []scenarioView
 	PlanRows  []labelled
+	Twins     []string // a run of twins on one target: design, parts, proofs
 	Columns   []colView
 	Multi     bool
 	FDR       string      // the false-discovery sentence
@@ -116,6 +117,9 @@ func newHTMLView(rep *Report) htmlView {
 			row.Cells = append(row.Cells, planRows(r.Plan)[i][1])
 		}
 		v.PlanRows = append(v.PlanRows, row)
+	}
+	for _, r := range rep.Runs {
+		v.Twins = append(v.Twins, r.Twins...)
 	}
 	for i, c := range rep.Columns {
 		v.Columns = append(v.Columns, colView{c.Label, colour(i)})

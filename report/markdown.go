@@ -77,6 +77,14 @@ func Markdown(w io.Writer, rep *Report) error {
 		}
 		mdRow(b, row...)
 	}
+	for _, r := range rep.Runs {
+		if len(r.Twins) > 0 {
+			b.WriteString("\n### Twins on one target\n\n")
+			for _, l := range r.Twins {
+				fmt.Fprintf(b, "- %s\n", mdText(l))
+			}
+		}
+	}
 
 	if rep.ServiceScale != nil {
 		markdownServiceScale(b, rep.ServiceScale)

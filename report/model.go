@@ -113,6 +113,9 @@ type RunInfo struct {
 	// Notes are the run's own remarks (results.Run.Notes), e.g. why
 	// datapath CPU and memory were not recorded.
 	Notes []string `json:"notes,omitempty"`
+	// Twins say how a run of twins on one target was laid out, each
+	// part's switches and proof, and the parts not measured.
+	Twins []string `json:"twins,omitempty"`
 }
 
 // ScenarioInfo is a scenario's target with its details flattened to
@@ -360,7 +363,7 @@ func Build(in []Input, opt Options) (*Report, error) {
 	}
 	switch {
 	case len(qs) > 0:
-		rep.Answers = questionAnswers(rep, qs, in[0].Run.Plan.Auto)
+		rep.Answers = append(questionAnswers(rep, qs, in[0].Run.Plan.Auto), notMeasuredAnswers(in[0].Run)...)
 		orientWinners(rep, qs)
 	case anyAgainst(rep.Columns):
 		rep.Answers = overheadAnswers(rep)
@@ -762,7 +765,7 @@ func title(rep *Report, asked bool) string {
 
 func runInfo(run *results.Run, label string) RunInfo {
 	ri := RunInfo{Label: label, RunID: run.RunID, Status: run.Status, Error: squash(run.Error), Teardown: squash(run.Teardown),
-		Start: run.Start, End: run.End, Tool: run.Tool, Environment: run.Environment, Plan: run.Plan, Notes: run.Notes}
+		Start: run.Start, End: run.End, Tool: run.Tool, Environment: run.Environment, Plan: run.Plan, Notes: run.Notes, Twins: twinsLines(run)}
 	scs := run.Scenarios
 	if len(scs) == 0 {
 		scs = []results.Scenario{{Name: columnLabel(run, ""), Target: run.Target}}

@@ -57,6 +57,11 @@ type Run struct {
 	// how each scenario's steady state was programmed. Its samples of the
 	// churned scenarios carry what the churn did in Sample.Churn.
 	Churn *Churn `json:"churn,omitempty"`
+	// Twins is set by a run whose scenarios are one target with a part
+	// switched on and off between samples (--profile security on a
+	// cluster): the design that paired them, every switch and its proof,
+	// and the parts not measured, each with why.
+	Twins *Twins `json:"twins,omitempty"`
 	// Dir is the directory Load read the document from, where the files
 	// it names (flame graphs) are; not part of the document.
 	Dir string `json:"-"`
@@ -188,6 +193,11 @@ type Question struct {
 	Metric    string `json:"metric"`
 	A         string `json:"a"` // the scenario compared against
 	B         string `json:"b"`
+	// NotMeasured is why the run could not measure B (its part cannot
+	// apply on this target, or was refused before measuring): the
+	// question is said with the reason and left out of the primary
+	// family, never silently dropped.
+	NotMeasured string `json:"not_measured,omitempty"`
 }
 
 // Placement is one cell of the placement matrix, as in cilium connectivity

@@ -59,12 +59,46 @@ func addedPartQuestions(scenarios []string, test, placement, metric, words strin
 	return qs
 }
 
-var (
-	securityScenarios = []string{"iptables+node-rps", "iptables+node-rps+policy", "iptables+node-rps+l7-node", "iptables+node-rps+l7-egress",
-		"iptables+node-rps+l7-sidecar", "iptables+node-rps+flows", "ebpf+node-rps", "ebpf+node-rps+policy", "ebpf+node-rps+l7-node",
-		"ebpf+node-rps+l7-egress", "ebpf+node-rps+l7-sidecar", "ebpf+node-rps+flows"}
-	encryptionScenarios = []string{"native", "native+wireguard", "vxlan", "vxlan+wireguard"}
+// SecurityProfile is the profile a cluster runs as twins (TwinQuestions).
+const SecurityProfile = "security"
+
+// SecurityParts are the parts the security profile adds to a datapath,
+// each against the same datapath without it.
+var SecurityParts = []string{"policy", "l7-node", "l7-egress", "l7-sidecar", "flows"}
+
+// securityQuestion is the security profile's one question shape: what a
+// part costs short-connection HTTP through a Service across nodes.
+const (
+	securityTest   = "HTTP_RPS_SHORT_C64"
+	securityMetric = "request rate"
+	securityWords  = "cost on short-connection HTTP"
 )
+
+// securityScenarios are the lab's: each part on both datapaths, every
+// node finishing its own receive work (node-rps).
+func securityScenarios() []string {
+	var out []string
+	for _, dp := range []string{"iptables+node-rps", "ebpf+node-rps"} {
+		out = append(out, dp)
+		for _, p := range SecurityParts {
+			out = append(out, dp+"+"+p)
+		}
+	}
+	return out
+}
+
+// TwinQuestions are the security profile's questions asked of one target
+// measured as twins (a cluster): base+part against base for every part,
+// one datapath instead of the lab's two.
+func TwinQuestions(base string) []results.Question {
+	var scs []string
+	for _, p := range SecurityParts {
+		scs = append(scs, base+"+"+p)
+	}
+	return addedPartQuestions(append([]string{base}, scs...), securityTest, PodToServiceOtherNode, securityMetric, securityWords)
+}
+
+var encryptionScenarios = []string{"native", "native+wireguard", "vxlan", "vxlan+wireguard"}
 
 // Profiles: quick answers in under 3 minutes on 2 cores; standard repeats
 // rounds so the statistics have something to work with.
@@ -95,7 +129,7 @@ var Profiles = []Profile{
 		Questions:  datapathQuestions(),
 	},
 	{
-		Name: "security",
+		Name: SecurityProfile,
 		About: "what NetworkPolicy, an L7 proxy (per node on the server's node or the client's, and as sidecars) and flow observability cost, each against the same " +
 			"datapath without it, for iptables and eBPF: HTTP_RPS_C64, HTTP_RPS_SHORT_C64 and TCP_CRR on pod-to-service/other-node, " +
 			"every feature proved on before measuring, each node finishing what it receives on its own CPUs (node-rps: else the client's CPU carries " +
@@ -106,9 +140,9 @@ var Profiles = []Profile{
 		Warmup:     500 * time.Millisecond,
 		Rounds:     5,
 		Streams:    4,
-		Scenarios:  securityScenarios,
+		Scenarios:  securityScenarios(),
 		Ask:        "what NetworkPolicy, L7 proxies and flow observability cost each datapath",
-		Questions:  addedPartQuestions(securityScenarios, "HTTP_RPS_SHORT_C64", PodToServiceOtherNode, "request rate", "cost on short-connection HTTP"),
+		Questions:  addedPartQuestions(securityScenarios(), securityTest, PodToServiceOtherNode, securityMetric, securityWords),
 	},
 	{
 		Name: "encryption",

@@ -77,6 +77,14 @@ func (e *env) datapath() string {
 	return "kube-proxy-" + e.proxyMode
 }
 
+// needCNI skips a test written for another CNI mode of the cluster.
+func (e *env) needCNI(t *testing.T, cni string) {
+	t.Helper()
+	if e.cni != cni {
+		t.Skipf("needs the %s cluster (CNB_CLUSTER_CNI=%s), this one is %s", cni, cni, e.cni)
+	}
+}
+
 // result is a finished cnibench or kubectl command.
 type result struct {
 	stdout, stderr string
@@ -127,14 +135,15 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// grantUser applies what `cnibench k8s rbac` prints for the
-// least-privilege user in namespace ns, removed when the test ends.
-func (e *env) grantUser(t *testing.T, ns string) {
+// grantUser applies what `cnibench k8s rbac` (with more flags, e.g.
+// --allow-cluster-changes) prints for the least-privilege user in
+// namespace ns, removed when the test ends.
+func (e *env) grantUser(t *testing.T, ns string, more ...string) {
 	t.Helper()
 	if e.userKubeconfig == "" || e.user == "" {
 		t.Fatal("CNB_CLUSTER_USER_KUBECONFIG and CNB_CLUSTER_USER must be set")
 	}
-	rbac := run(t, exec.Command(e.bin, "k8s", "rbac", "--user", e.user, "--namespace", ns))
+	rbac := run(t, exec.Command(e.bin, append([]string{"k8s", "rbac", "--user", e.user, "--namespace", ns}, more...)...))
 	mustOK(t, rbac, "k8s rbac")
 	manifest := filepath.Join(t.TempDir(), "rbac.yaml")
 	writeFile(t, manifest, rbac.stdout)

@@ -120,6 +120,15 @@ func TestEveryProfileOnK8s(t *testing.T) {
 	for _, p := range suite.Profiles {
 		out, _, err := cnibench(t, "run", "--target", "k8s", "--dry-run", "--profile", p.Name)
 		switch {
+		case p.Name == suite.SecurityProfile:
+			// Twins of the one cluster: the plan, the denied prober and
+			// the policy the policy twin applies.
+			for _, want := range []string{"# security twins on one cluster: <context> (base)", "# policy (<context>+policy): the NetworkPolicy cnibench-allow-client-only",
+				"# flows (<context>+flows): where Cilium runs, pass --allow-cluster-changes", "# not measured on clusters: l7-node, l7-egress", "kind: NetworkPolicy", "cnibench-netpol-denied"} {
+				if err != nil || !strings.Contains(out, want) {
+					t.Errorf("profile security on k8s: %v; the dry run lacks %q", err, want)
+				}
+			}
 		case len(p.Scenarios) > 0:
 			if err == nil || !strings.Contains(err.Error(), "--profile "+p.Name+" compares lab scenarios side by side") || strings.Contains(err.Error(), "\n") {
 				t.Errorf("profile %s on k8s: %v", p.Name, err)
@@ -127,6 +136,23 @@ func TestEveryProfileOnK8s(t *testing.T) {
 		case err != nil || !strings.Contains(out, "kind: Pod"):
 			t.Errorf("profile %s on k8s: %v\n%.300s", p.Name, err, out)
 		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--profile", "security", "--network-policy-check"}, "--network-policy-check keeps its policy for the whole run"},
+		{[]string{"--allow-cluster-changes"}, "--allow-cluster-changes applies to the Service-scale sweep, the churn and --profile security only"},
+		{[]string{"--profile", "security", "--placements", "host-to-host/other-node"}, "--profile security needs a placement with a server on the pod network"},
+	} {
+		_, _, err := cnibench(t, append([]string{"run", "--target", "k8s", "--dry-run"}, c.args...)...)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v", c.args, err)
+		}
+	}
+	if out, _, err := cnibench(t, "run", "--target", "k8s", "--dry-run", "--profile", "security", "--allow-cluster-changes"); err != nil ||
+		!strings.Contains(out, "# flows (<context>+flows): where Cilium runs, enable-hubble in cilium-config switched (its value before the run recorded in the annotation cnibench.io/restore-enable-hubble") {
+		t.Errorf("security with --allow-cluster-changes: %v\n%.600s", err, out)
 	}
 	if _, _, err := cnibench(t, "run", "--target", "k8s", "--dry-run", "--flame-graph", "TCP_RR", "--tests", "TCP_RR"); err == nil ||
 		!strings.Contains(err.Error(), "--flame-graph samples the lab's agents' CPUs") {

@@ -43,10 +43,14 @@ func newK8sCleanupCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cleanup",
 		Short: "Remove every object labelled app.kubernetes.io/managed-by=cnibench from the namespace",
-		Long: `Remove every cnibench object (pods, Services, EndpointSlices, the token Secret)
-from --namespace, of any run, and the namespace itself if cnibench created it.
-It waits until they are gone (up to --agent-timeout). Objects not labelled
-by cnibench are never touched.`,
+		Long: `Remove every cnibench object (pods, Services, EndpointSlices, NetworkPolicies,
+the token Secret) from --namespace, of any run, and the namespace itself if
+cnibench created it. It waits until they are gone (up to --agent-timeout).
+Objects not labelled by cnibench are never touched. A run killed while it had
+changed Cilium's configuration (--allow-cluster-changes: enable-hubble for
+--profile security) left the value from before on cilium-config as an
+annotation: cleanup puts it back, removes the annotation and restarts the
+cilium DaemonSet, waiting for the rollout.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := (&k8starget.Config{Namespace: f.namespace, RunID: "cleanup", Placements: []string{suite.PodToPodSameNode}, Timeout: f.timeout}).Validate(); err != nil {
@@ -60,10 +64,16 @@ by cnibench are never touched.`,
 			for _, o := range objs {
 				fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (run %s)\n", o, o.RunID)
 			}
-			if err == nil && len(objs) == 0 {
+			// A run killed while it had Cilium's configuration changed
+			// (--allow-cluster-changes) left a record on cilium-config.
+			restored, rerr := k8starget.RestoreCiliumConfig(cl.Clientset, k8starget.DefaultRolloutTimeout, cmd.ErrOrStderr())
+			for _, r := range restored {
+				fmt.Fprintf(cmd.OutOrStdout(), "restored %s\n", r)
+			}
+			if err == nil && rerr == nil && len(objs) == 0 && len(restored) == 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "nothing of cnibench's in namespace %s\n", f.namespace)
 			}
-			return err
+			return errors.Join(err, rerr)
 		},
 	}
 	f.registerConn(cmd.Flags())
@@ -95,7 +105,11 @@ exec API (root on every node).
 --allow-cluster-changes adds a Role in --cilium-namespace to update the
 cilium-config ConfigMap and the cilium DaemonSet, which 'run --tests
 service-scale --allow-cluster-changes' needs to raise (and put back) the LB
-map size; without it that run fails before changing anything.`,
+map size and 'run --profile security --allow-cluster-changes' to switch
+Hubble, and pods/exec there, where the security profile asks each Cilium
+agent for its Hubble state (cilium-dbg status): exec cannot be limited to the
+agents' generated pod names, so it reaches every pod of that namespace. Without
+it those runs fail (or refuse the flows twin) before changing anything.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var opts []k8starget.RBACOption
@@ -121,7 +135,7 @@ map size; without it that run fails before changing anything.`,
 	fs.StringVar(&subject.User, "user", "", "bind to this user")
 	fs.StringVar(&subject.Group, "group", "", "bind to this group")
 	fs.StringVar(&subject.ServiceAccount, "service-account", "", "bind to this service account (NS/NAME)")
-	fs.BoolVar(&changes, "allow-cluster-changes", false, "also grant update on cilium-config and the cilium DaemonSet, for run --tests service-scale --allow-cluster-changes")
+	fs.BoolVar(&changes, "allow-cluster-changes", false, "also grant update on cilium-config and the cilium DaemonSet and pods/exec in Cilium's namespace, for run --allow-cluster-changes (the sweep, the churn, --profile security)")
 	fs.StringVar(&ciliumNS, "cilium-namespace", k8starget.DefaultCiliumNamespace, "namespace of Cilium, for --allow-cluster-changes")
 	fs.BoolVar(&nodeProxy, "node-proxy", false, "also grant get on nodes/proxy, for --datapath-usage kubelet (nodes/proxy also reaches the kubelet's exec API: root on every node)")
 	return cmd

@@ -88,12 +88,12 @@ func TestK8sRBACClusterChanges(t *testing.T) {
 		t.Error("--allow-cluster-changes changed the base RBAC")
 	}
 	extra := strings.TrimPrefix(out, plain)
-	for _, want := range []string{"kind: Role", "namespace: cilium", "- cilium-config", "- update", "kind: RoleBinding"} {
+	for _, want := range []string{"kind: Role", "namespace: cilium", "- cilium-config", "- update", "- pods/exec", "kind: RoleBinding"} {
 		if !strings.Contains(extra, want) {
 			t.Errorf("cluster-change RBAC lacks %q:\n%s", want, extra)
 		}
 	}
-	if strings.Contains(plain, "- update") {
-		t.Error("the default RBAC grants update")
+	if strings.Contains(plain, "- update") || strings.Contains(plain, "pods/exec") {
+		t.Error("the default RBAC grants update or exec")
 	}
 }

@@ -88,7 +88,7 @@ func newMeasureCmd(g *globals, schedule string, cmd *cobra.Command) *cobra.Comma
 	}
 	f := cmd.Flags()
 	f.StringVar(&mf.target, "target", defaultTarget, "where to run: "+strings.Join(targetNames(), ", ")+" (lab: the local lab; k8s: a cluster through kubeconfig, see docs/k8s.md)")
-	profileHelp, roundsHelp := strings.Join(suite.ProfileNames(), ", ")+": the tests, placements, durations, rounds and lab scenarios (see Profiles above)", "rounds of the whole plan (default: the profile's); auto[:MAX]: add rounds after the fifth until every question of the profile is conclusive, at most MAX (default 15)"
+	profileHelp, roundsHelp := strings.Join(suite.ProfileNames(), ", ")+": the tests, placements, durations, rounds and lab scenarios (see Profiles above; on --target k8s, security runs as twins of the cluster, docs/k8s.md)", "rounds of the whole plan (default: the profile's); auto[:MAX]: add rounds after the fifth until every question of the profile is conclusive, at most MAX (default 15)"
 	if schedule == scheduleSweep {
 		profileHelp, roundsHelp = "quick or standard: the sample durations", "rounds at every step (default 5, the fewest a verdict needs)"
 	}
@@ -187,6 +187,8 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 		runner.Schedule = &suite.ServiceScale{Sweep: *req.sweep}
 	case req.churn != nil:
 		runner.Schedule = &suite.Churn{Options: *req.churn}
+	case req.twins != nil:
+		runner.Schedule = req.twins
 	}
 	run, runErr := runner.Run(ctx)
 	var saveErr *results.SaveError

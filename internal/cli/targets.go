@@ -70,6 +70,7 @@ type runRequest struct {
 	plan       *suite.Plan    // resolved
 	sweep      *sweep.Options // the Service-scale sweep; nil: interleaved rounds
 	churn      *churn.Options // the churn schedule; nil: not it
+	twins      *suite.Twins   // twins on one target, set by the target's open (--profile security on a cluster)
 	steps      string         // --scale-steps as typed, for header lines
 	runID, out string
 	flags      *pflag.FlagSet // the command's, to tell a flag given from a default

@@ -38,8 +38,8 @@ func (k *k8sKind) register(fs *pflag.FlagSet) {
 	fs.StringVar(&k.syncVerify, "sync-verify", k8starget.SyncNode, "sweep: node (a privileged probe pod per node reads kube-proxy's or Cilium's state) or api (the API server only)")
 	fs.Float64Var(&k.apiQPS, "api-qps", k8starget.DefaultScaleQPS, "sweep: API writes per second creating and deleting the dummy Services and EndpointSlices")
 	fs.IntVar(&k.apiBurst, "api-burst", 0, "sweep: burst of those writes (default: --api-qps)")
-	fs.BoolVar(&k.allowClusterChanges, "allow-cluster-changes", false, "sweep: raise Cilium's bpf-lb-map-max (and restart Cilium) when the largest step needs it; reverted at the end")
-	appliesTo(fs, annSchedule, []string{scheduleSweep, scheduleChurn}, "sync-timeout", "sync-verify", "api-qps", "api-burst", "allow-cluster-changes")
+	fs.BoolVar(&k.allowClusterChanges, "allow-cluster-changes", false, "let the run change Cilium's configuration and restart its agents, put back at the end (or by k8s cleanup): the sweep and the churn raise bpf-lb-map-max when the largest step needs it; --profile security switches Hubble (enable-hubble) for its flows twin")
+	appliesTo(fs, annSchedule, []string{scheduleSweep, scheduleChurn}, "sync-timeout", "sync-verify", "api-qps", "api-burst")
 	fs.BoolVar(&k.kf.networkPolicyCheck, "network-policy-check", false, "apply a NetworkPolicy (only the client may reach the pod servers), verify it with a denied probe before measuring and record enforced, not enforced or broken; the policy stays for the run")
 	appliesTo(fs, annSchedule, []string{scheduleRounds}, "network-policy-check")
 }
@@ -54,7 +54,8 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	if err := k8starget.ValidateUsageMode(f.datapathUsage); err != nil {
 		return nil, err
 	}
-	if !req.reprograms() && len(req.opts.Placements) == 0 {
+	security := req.plan.Profile == suite.SecurityProfile && !req.reprograms()
+	if !req.reprograms() && !security && len(req.opts.Placements) == 0 {
 		// Every cluster has a Service datapath: pod-to-service joins
 		// the default placements.
 		for _, p := range suite.ServicePlacements {
@@ -82,6 +83,9 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 			return nil, err
 		}
 	}
+	if security {
+		cfg.Security = &k8starget.SecurityConfig{AllowClusterChanges: k.allowClusterChanges}
+	}
 	if f.dryRun {
 		return nil, dryRunK8s(req.stdout, w, cfg)
 	}
@@ -99,6 +103,9 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	}
 	k.header(req, cl.Context, cfg)
 	cfg.Dynamic = cl.Dynamic // the NetworkPolicy check's CiliumNetworkPolicy
+	if cfg.Security != nil {
+		cfg.Security.Exec = &k8starget.PodExec{Config: cl.Config, Clientset: cl.Clientset}
+	}
 	tgt, err := k8starget.Open(ctx, cfg, cl.Clientset, access, cl.Context)
 	if err != nil {
 		return nil, openFailed(ctx, err)
@@ -118,6 +125,14 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 		// during the samples (one Target: closed once).
 		return []suite.Scenario{{Name: name, Target: tgt}, {Name: name + "+" + suite.ChurnPart, Target: tgt}}, nil
 	}
+	if cfg.Security != nil {
+		// The security profile's twins: the same cluster with and without
+		// each part, switched between samples (one Target: closed once).
+		twins, scs, notMeasured := tgt.SecurityTwins(name)
+		req.plan.Questions = suite.TwinQuestions(name)
+		req.twins = &suite.Twins{Base: name, Twins: twins, NotMeasured: notMeasured}
+		return append([]suite.Scenario{{Name: name, Target: tgt}}, scs...), nil
+	}
 	return []suite.Scenario{{Name: name, Target: tgt}}, nil
 }
 
@@ -129,6 +144,11 @@ func (k *k8sKind) header(req *runRequest, context string, cfg k8starget.Config) 
 		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: churn of %d Services × %d endpoints at %g changes/s (written at up to %g/s, each change verified %s), %s, %d rounds: about %s of measurement plus programming\n",
 			req.runID, context, c.Services, c.Endpoints, c.Rate, cfg.Scale.QPS, k.syncText(cfg), strings.Join(plan.Tests, ", "), plan.Rounds,
 			(time.Duration(plan.Rounds*len(plan.Specs)*2) * time.Duration(plan.Duration+plan.Warmup)).Round(time.Second))
+		return
+	}
+	if cfg.Security != nil {
+		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: profile %s as twins on this cluster (the policy and flows parts switched between samples, the L7 parts not measured: see the results), %s on %s, %d rounds\n",
+			req.runID, context, plan.Profile, strings.Join(plan.Tests, ", "), strings.Join(plan.Placements, ", "), plan.Rounds)
 		return
 	}
 	if req.sweep == nil {
@@ -225,6 +245,9 @@ func dryRunK8s(stdout, stderr io.Writer, cfg k8starget.Config) error {
 	}
 	fmt.Fprintf(stderr, "# dry run: %d manifests (the namespace is only created if missing; the token is generated per run; nodes %s and %s)\n",
 		len(objs), l.Nodes[0], l.Nodes[1])
+	if cfg.Security != nil {
+		comments = append(comments, k8starget.SecurityPlan(cfg, "<context>")...)
+	}
 	for _, c := range comments {
 		fmt.Fprintf(stdout, "# %s\n", c)
 		fmt.Fprintf(stderr, "# %s\n", c)
@@ -251,14 +274,19 @@ func (f *k8sFlags) connect(cfg k8starget.Config, w io.Writer) (*k8starget.Cluste
 
 // k8sApplies refuses, in one line, what a cluster run cannot do rather
 // than run something else: a profile whose questions are lab scenarios
-// side by side (a cluster is measured as it is, one scenario), and flame
-// graphs (perf on this machine's CPUs, where the lab's agents run).
+// side by side (a cluster is measured as it is, one scenario; the
+// security profile runs as twins of the one cluster), flame graphs (perf
+// on this machine's CPUs, where the lab's agents run), and
+// --allow-cluster-changes where nothing would change the cluster.
 func k8sApplies(req *runRequest) error {
 	if req.reprograms() {
 		return nil
 	}
-	if prof, err := suite.LookupProfile(req.plan.Profile); err == nil && len(prof.Scenarios) > 0 {
-		return fmt.Errorf("--profile %s compares lab scenarios side by side (%s): it does not apply to --target k8s, which measures the cluster as it is (use --profile quick or standard there)",
+	if req.flags.Changed("allow-cluster-changes") && req.plan.Profile != suite.SecurityProfile {
+		return fmt.Errorf("--allow-cluster-changes applies to the Service-scale sweep, the churn and --profile security only")
+	}
+	if prof, err := suite.LookupProfile(req.plan.Profile); err == nil && len(prof.Scenarios) > 0 && prof.Name != suite.SecurityProfile {
+		return fmt.Errorf("--profile %s compares lab scenarios side by side (%s): it does not apply to --target k8s, which measures the cluster as it is (use --profile quick, standard or security there)",
 			prof.Name, strings.Join(prof.Scenarios[:min(len(prof.Scenarios), 3)], ", ")+ellipsis(len(prof.Scenarios) > 3))
 	}
 	if req.plan.FlameGraph != "" {

@@ -84,6 +84,8 @@ type Config struct {
 	// NetworkPolicyCheck applies a NetworkPolicy between the agents and
 	// verifies its enforcement with a denied probe (netpol_check.go).
 	NetworkPolicyCheck bool `json:"network_policy_check,omitempty"`
+	// Security makes the run the security profile's twins (security.go).
+	Security *SecurityConfig `json:"security,omitempty"`
 	// Dynamic reaches custom resources (the check's CiliumNetworkPolicy
 	// where Cilium runs); nil: none are created.
 	Dynamic  dynamic.Interface `json:"-"`
@@ -167,6 +169,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateNetPol(); err != nil {
+		return err
+	}
+	if err := c.validateSecurity(); err != nil {
 		return err
 	}
 	r := &c.Resources

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // CiliumDefaultLBMapMax is bpf-lb-map-max when cilium-config does not set it.
@@ -145,19 +146,34 @@ func setAndRestart(ctx context.Context, cs kubernetes.Interface, ch *ClusterChan
 	if _, err := cs.CoreV1().ConfigMaps(ch.namespace).Update(ctx, cm, metav1.UpdateOptions{FieldManager: ManagedBy}); err != nil {
 		return fmt.Errorf("update %s: %w", ch.Object, err)
 	}
-	ds, err := cs.AppsV1().DaemonSets(ch.namespace).Get(ctx, ch.daemonSet, metav1.GetOptions{})
-	if err != nil {
+	_, err = restartDaemonSet(ctx, cs, ch.namespace, ch.daemonSet, timeout)
+	return err
+}
+
+// restartDaemonSet restarts a DaemonSet's pods as `kubectl rollout
+// restart` does (a new template annotation) and waits until the rollout
+// is complete; it returns the generation rolled out.
+func restartDaemonSet(ctx context.Context, cs kubernetes.Interface, ns, name string, timeout time.Duration) (int64, error) {
+	var gen int64
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ds, err := cs.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if ds.Spec.Template.Annotations == nil {
+			ds.Spec.Template.Annotations = map[string]string{}
+		}
+		ds.Spec.Template.Annotations[restartAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+		ds, err = cs.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{FieldManager: ManagedBy})
+		if err == nil {
+			gen = ds.Generation
+		}
 		return err
-	}
-	if ds.Spec.Template.Annotations == nil {
-		ds.Spec.Template.Annotations = map[string]string{}
-	}
-	ds.Spec.Template.Annotations[restartAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
-	ds, err = cs.AppsV1().DaemonSets(ch.namespace).Update(ctx, ds, metav1.UpdateOptions{FieldManager: ManagedBy})
+	})
 	if err != nil {
-		return fmt.Errorf("restart %s: %w", ch.Restarted, err)
+		return 0, fmt.Errorf("restart DaemonSet %s/%s: %w", ns, name, err)
 	}
-	return waitRollout(ctx, cs, ch.namespace, ch.daemonSet, ds.Generation, timeout)
+	return gen, waitRollout(ctx, cs, ns, name, gen, timeout)
 }
 
 // waitRollout waits until the DaemonSet controller has seen generation and

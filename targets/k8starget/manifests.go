@@ -295,7 +295,7 @@ func OfflineLayout(cfg Config, token string) (Layout, error) {
 	l.Endpoints, l.Services = endpointsFor(placements)
 	l.Probes = cfg.Scale.probes()
 	l.Sysctls = cfg.podSysctls()
-	l.NetPolCheck = cfg.NetworkPolicyCheck
+	l.NetPolCheck = cfg.deniedProber()
 	return l, nil
 }
 

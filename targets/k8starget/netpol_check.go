@@ -157,31 +157,42 @@ func (r *netPolRun) run(ctx context.Context) (*NetPolCheck, error) {
 	}
 	c.PolicyInPlace = true
 	applied := time.Now()
-	deadline := applied.Add(netPolWait)
-	for {
-		c.Probes = r.attempt(ctx)
-		c.Attempts++
-		c.Outcome = decideNetPol(c.Probes)
-		c.WaitedS = time.Since(applied).Seconds()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if c.Outcome == NetPolEnforced {
-			after := c.WaitedS
-			c.EnforcedAfterS = &after
-			break
-		}
-		if !time.Now().Before(deadline) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(netPolInterval):
-		}
+	probes, attempts, enforced, err := r.pollUntil(ctx, netPolWait, func(p []NetPolProbe) bool { return decideNetPol(p) == NetPolEnforced })
+	if err != nil {
+		return nil, err
+	}
+	c.Probes, c.Attempts, c.Outcome = probes, attempts, decideNetPol(probes)
+	c.WaitedS = time.Since(applied).Seconds()
+	if enforced {
+		after := c.WaitedS
+		c.EnforcedAfterS = &after
 	}
 	c.Verdict = netPolVerdict(c)
 	return c, nil
+}
+
+// pollUntil repeats the probes every netPolInterval until done holds for
+// an attempt or wait has passed (CNIs program policy asynchronously); it
+// returns the last attempt's probes and how many attempts it made.
+func (r *netPolRun) pollUntil(ctx context.Context, wait time.Duration, done func([]NetPolProbe) bool) ([]NetPolProbe, int, bool, error) {
+	deadline := time.Now().Add(wait)
+	for attempts := 1; ; attempts++ {
+		probes := r.attempt(ctx)
+		if ctx.Err() != nil {
+			return nil, attempts, false, ctx.Err()
+		}
+		if done(probes) {
+			return probes, attempts, true, nil
+		}
+		if !time.Now().Before(deadline) {
+			return probes, attempts, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, attempts, false, ctx.Err()
+		case <-time.After(netPolInterval):
+		}
+	}
 }
 
 // waitBaseline waits until every probe connects before any policy exists

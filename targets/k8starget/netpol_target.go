@@ -14,8 +14,8 @@ import (
 // broken policy is removed at once, so the run measures without it; an
 // enforced or unenforced one stays until the run's cleanup.
 func (t *Target) checkNetworkPolicy(ctx context.Context) error {
-	if !t.layout.NetPolCheck {
-		return nil
+	if !t.cfg.NetworkPolicyCheck {
+		return nil // the security profile's policy twin runs the check itself
 	}
 	pod := t.pods[NetPolDeniedEndpoint]
 	if len(netPolServers(t.layout)) == 0 || pod == nil {

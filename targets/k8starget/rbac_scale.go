@@ -13,16 +13,23 @@ import (
 const DefaultCiliumNamespace = "kube-system"
 
 // ClusterChangeRules are the only writes outside the run's namespace, and
-// only for `run --tests service-scale --allow-cluster-changes` on Cilium:
-// raising bpf-lb-map-max in cilium-config and restarting the Cilium
-// DaemonSet so it takes effect (and putting both back at the end). The
-// sweep itself (dummy Services, EndpointSlices, node probe pods) needs no
-// more than NamespaceRules; reading cilium-config and DaemonSets is in
-// ClusterRules.
+// only with --allow-cluster-changes on Cilium: changing a key of
+// cilium-config (bpf-lb-map-max for the Service-scale sweep and the
+// churn, enable-hubble for the security profile's flows twin) and
+// restarting the Cilium DaemonSet so it takes effect (and putting both
+// back at the end), and exec in Cilium's pods, where the flows twin asks
+// each agent for its Hubble state (cilium-dbg status). pods/exec cannot
+// be limited to the agents' generated pod names: it reaches every pod of
+// the namespace, which is why it is granted only with this flag. The
+// rest of each run needs no more than NamespaceRules; reading
+// cilium-config, DaemonSets and pods is in ClusterRules.
 func ClusterChangeRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "update"}, ResourceNames: []string{"cilium-config"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get", "update"}, ResourceNames: []string{"cilium"}},
+		// SPDY exec is a POST (create); the websocket upgrade is a GET that
+		// newer API servers authorise as create, older ones as get.
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create", "get"}},
 	}
 }
 

@@ -88,7 +88,9 @@ func TestRBACCoversASweep(t *testing.T) {
 		t.Errorf("%d API calls checked, %d writes in kube-system (want 4: ConfigMap and DaemonSet, twice)", checked, writesOutside)
 	}
 	for _, r := range ciliumNS {
-		if len(r.ResourceNames) == 0 {
+		// pods/exec (the flows twin's cilium-dbg status) cannot name the
+		// agents' generated pods; every write can name its object.
+		if len(r.ResourceNames) == 0 && !slices.Equal(r.Resources, []string{"pods/exec"}) {
 			t.Errorf("cluster-change rule %v is not limited to named objects", r.Resources)
 		}
 	}

@@ -43,6 +43,8 @@ type Target struct {
 	scale    scaleState        // Service-scale sweep (scaletarget.go)
 	fallback *sysctlFallback   // agent pods recreated without refused sysctls
 	ciliumL7 bool              // the NetworkPolicy check applied its CiliumNetworkPolicy (netpol_cilium.go)
+	hubble   *hubbleToggle     // the security profile's flows twin (hubble_twin.go); Close restores it
+	restored string            // what Close put back in the cluster's configuration, for the run's notes
 
 	closeOnce sync.Once
 	closeErr  error
@@ -238,7 +240,7 @@ func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, e
 	p.Layout = Layout{
 		Namespace: cfg.Namespace, CreateNamespace: !exists, RunID: cfg.RunID,
 		Image: cfg.Image, PullPolicy: cfg.PullPolicy, Nodes: choice.Nodes, Resources: cfg.Resources,
-		Probes: cfg.Scale.probes(), Sysctls: cfg.podSysctls(), NetPolCheck: cfg.NetworkPolicyCheck,
+		Probes: cfg.Scale.probes(), Sysctls: cfg.podSysctls(), NetPolCheck: cfg.deniedProber(),
 	}
 	var runnable []string
 	for _, pl := range cfg.Placements {
@@ -387,7 +389,9 @@ func (t *Target) Close() error {
 		// map must not meet thousands of Services.
 		dummyErr := errors.Join(t.closeScaleServices(), t.closeCiliumL7())
 		_, t.closeErr = Cleanup(t.cs, t.cfg.Namespace, RunSelector(t.cfg.RunID), t.cfg.Timeout, t.cfg.Progress)
-		t.closeErr = errors.Join(dummyErr, t.closeErr, t.revertClusterChange())
+		restored, hubbleErr := t.hubble.restore()
+		t.restored = restored
+		t.closeErr = errors.Join(dummyErr, t.closeErr, t.revertClusterChange(), hubbleErr)
 	})
 	return t.closeErr
 }

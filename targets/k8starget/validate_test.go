@@ -102,6 +102,13 @@ func validateObject(obj runtime.Object, ns string) field.ErrorList {
 		spec = validateNetworkPolicySpec(&o.Spec)
 	case *appsv1.DaemonSet:
 		spec = validatePodSpec(&o.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
+		spec = append(spec, apivalidation.ValidateAnnotations(o.Spec.Template.Annotations, field.NewPath("spec", "template", "metadata", "annotations"))...)
+	case *corev1.ConfigMap:
+		for k := range o.Data {
+			for _, msg := range validation.IsConfigMapKey(k) {
+				spec = append(spec, field.Invalid(field.NewPath("data").Key(k), k, msg))
+			}
+		}
 	}
 	errs := apivalidation.ValidateObjectMetaAccessor(meta, namespaced, nameFn, field.NewPath("metadata"))
 	if namespaced && ns != "" && meta.GetNamespace() != "" && meta.GetNamespace() != ns {

@@ -282,7 +282,9 @@ case $cmd in
     [ -f "$VAR_DIR/proxy-mode" ] || die "no test cluster is up (run: $0 up)"
     preflight tests
     BIN=$(bin_dir)
-    make -s build >/dev/null
+    # The agent image of the code under test, in place of the one built at up.
+    make -s image IMAGE="$AGENT_IMAGE" >/dev/null
+    for ns in "${NODES[@]}"; do import_images "$ns" bin/cnibench-image.tar; done
     run_tests "$@"
     ;;
   -h | --help | help) usage 0 ;;

@@ -65,6 +65,9 @@ func (c *Client) NodeServices(ctx context.Context, q nodeprobe.Query) (*nodeprob
 	if len(q.EndpointsOf) > 0 {
 		v.Set("endpoints", strings.Join(q.EndpointsOf, ","))
 	}
+	if q.CNIConfig {
+		v.Set("cni", "1")
+	}
 	if len(v) > 0 {
 		path += "?" + v.Encode()
 	}

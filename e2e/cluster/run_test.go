@@ -41,17 +41,30 @@ func TestQuickEveryPlacement(t *testing.T) {
 	}
 	var details struct {
 		CNI struct {
-			Components []struct{ Plugin, DaemonSet string }
-			KubeProxy  *struct{ Mode string } `json:"kube_proxy"`
+			Plugin, Source string
+			Components     []struct{ Plugin, DaemonSet string }
+			KubeProxy      *struct{ Mode string } `json:"kube_proxy"`
+			NodeConfig     []struct {
+				Node, File, Network string
+				Plugins             []string
+			} `json:"node_config"`
 		} `json:"cni"`
 	}
 	raw, _ := json.Marshal(res.Target.Details)
 	if err := json.Unmarshal(raw, &details); err != nil {
 		t.Fatalf("target.details: %v", err)
 	}
-	if kp := details.CNI.KubeProxy; kp == nil || kp.Mode != e.proxyMode || len(details.CNI.Components) != 1 ||
-		details.CNI.Components[0].Plugin != "kube-proxy" {
+	cni := details.CNI
+	if kp := cni.KubeProxy; kp == nil || kp.Mode != e.proxyMode || len(cni.Components) != 1 ||
+		cni.Components[0].Plugin != "kube-proxy" {
 		t.Errorf("provenance does not name kube-proxy in %s mode: %s", e.proxyMode, raw)
+	}
+	// The bridge CNI runs no DaemonSet: the node probes name it from the
+	// config each node's containerd loads (scripts/cluster/net.sh cni_conf).
+	wantSource := "node CNI config /etc/cni/net.d/10-cnbk.conflist on cnbk-node0; node CNI config /etc/cni/net.d/10-cnbk.conflist on cnbk-node1"
+	if cni.Plugin != "bridge" || cni.Source != wantSource || len(cni.NodeConfig) != 2 ||
+		cni.NodeConfig[0].Network != "cnbk-pods" || strings.Join(cni.NodeConfig[1].Plugins, ",") != "bridge" {
+		t.Errorf("cni %q from %q, node configs %+v; want bridge from %q", cni.Plugin, cni.Source, cni.NodeConfig, wantSource)
 	}
 	e.waitGone(t, "cnibench", false)
 }

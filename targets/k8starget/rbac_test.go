@@ -8,6 +8,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -59,6 +60,35 @@ func TestRBACCoversARun(t *testing.T) {
 		t.Fatal(err)
 	}
 	cluster, namespaced := ClusterRules(testNS), NamespaceRules()
+	checked := checkRBAC(t, cs, cluster, namespaced)
+	if refused.Load() == 0 {
+		t.Error("no pod was refused: the sysctl fallback's calls went unchecked")
+	}
+	if checked < 20 {
+		t.Errorf("only %d API calls checked", checked)
+	}
+	// And it is least privilege where it matters: no Secret can be read
+	// but ours, nothing outside the namespace can be changed.
+	if allows(namespaced, "", "secrets", "get", "other") || allows(namespaced, "", "secrets", "list", "") {
+		t.Error("the Role can read other Secrets")
+	}
+	for _, r := range cluster {
+		for _, v := range r.Verbs {
+			if v != "get" && v != "list" {
+				t.Errorf("cluster-wide %s on %v", v, r.Resources)
+			}
+		}
+	}
+	// The admin's namespace survives the cleanup.
+	if _, err := cs.CoreV1().Namespaces().Get(context.Background(), testNS, metav1.GetOptions{}); err != nil {
+		t.Errorf("namespace: %v", err)
+	}
+}
+
+// checkRBAC checks every API call the fake clientset saw against the
+// rules (namespaced ones in testNS only) and returns how many it checked.
+func checkRBAC(t *testing.T, cs *fake.Clientset, cluster, namespaced []rbacv1.PolicyRule) int {
+	t.Helper()
 	checked := 0
 	for _, a := range cs.Actions() {
 		gvr := a.GetResource()
@@ -87,26 +117,28 @@ func TestRBACCoversARun(t *testing.T) {
 			t.Errorf("not allowed by `cnibench k8s rbac`: %s %s %q in namespace %q", a.GetVerb(), resource, name, a.GetNamespace())
 		}
 	}
-	if refused.Load() == 0 {
-		t.Error("no pod was refused: the sysctl fallback's calls went unchecked")
+	return checked
+}
+
+// In the namespace `k8s rbac` prints (labelled privileged), a run on a
+// cluster whose CNI has no DaemonSet deploys, reads and deletes its node
+// probes with the printed rights only.
+func TestRBACCoversNodeCNIProbe(t *testing.T) {
+	objs, err := RBAC(testNS, Subject{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if checked < 20 {
+	cs := bridgeCluster(objs[0])
+	startKubelet(t, cs, testNS, healthy)
+	h := startHealthAgent(t, cs, testNS)
+	acc := &cniProbeAccess{staticAccess: staticAccess{addr: h.srv.URL}, t: t, cs: cs,
+		dirs: cniDirs(t, map[string]string{"worker-a": "10-cnbk.conflist", "worker-b": "10-cnbk.conflist"})}
+	cs.ClearActions()
+	tgt := openBridge(t, cs, testConfig("rbac-cni"), acc)
+	if tgt.prov.CNI.Plugin != "bridge" || probeCreates(cs) != 2 {
+		t.Fatalf("cni %q (%s), %d probes: the probe path was not taken", tgt.prov.CNI.Plugin, tgt.prov.CNI.Source, probeCreates(cs))
+	}
+	if checked := checkRBAC(t, cs, ClusterRules(testNS), NamespaceRules()); checked < 20 {
 		t.Errorf("only %d API calls checked", checked)
-	}
-	// And it is least privilege where it matters: no Secret can be read
-	// but ours, nothing outside the namespace can be changed.
-	if allows(namespaced, "", "secrets", "get", "other") || allows(namespaced, "", "secrets", "list", "") {
-		t.Error("the Role can read other Secrets")
-	}
-	for _, r := range cluster {
-		for _, v := range r.Verbs {
-			if v != "get" && v != "list" {
-				t.Errorf("cluster-wide %s on %v", v, r.Resources)
-			}
-		}
-	}
-	// The admin's namespace survives the cleanup.
-	if _, err := cs.CoreV1().Namespaces().Get(context.Background(), testNS, metav1.GetOptions{}); err != nil {
-		t.Errorf("namespace: %v", err)
 	}
 }

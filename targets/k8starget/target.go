@@ -114,6 +114,7 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 	if err := t.openProbes(ctx); err != nil {
 		return t, err
 	}
+	t.readNodeCNI(ctx)
 	if err := t.openSync(ctx); err != nil {
 		return t, err
 	}

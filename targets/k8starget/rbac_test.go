@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -139,6 +140,34 @@ func TestRBACCoversNodeCNIProbe(t *testing.T) {
 		t.Fatalf("cni %q (%s), %d probes: the probe path was not taken", tgt.prov.CNI.Plugin, tgt.prov.CNI.Source, probeCreates(cs))
 	}
 	if checked := checkRBAC(t, cs, ClusterRules(testNS), NamespaceRules()); checked < 20 {
+		t.Errorf("only %d API calls checked", checked)
+	}
+}
+
+// Replacing a dead agent (reading its pod, deleting it, creating the new
+// one, the death watch's listing) needs nothing beyond the printed rules.
+func TestRBACCoversAReplacement(t *testing.T) {
+	objs, err := RBAC(testNS, Subject{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := twoNodeCluster(objs[0])
+	startKubelet(t, cs, testNS, movingIPs)
+	h := startHealthAgent(t, cs, testNS)
+	cfg := testConfig("rbac-rep")
+	tgt, err := Open(context.Background(), cfg, cs, &staticAccess{addr: h.srv.URL}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	cs.ClearActions()
+	kill(t, cs, "cnibench-node1-pod0")
+	setStatus(t, cs, "cnibench-node0", func(st *corev1.PodStatus) { st.Phase, st.Reason = corev1.PodFailed, "Evicted" })
+	waitClosed(t, tgt.AgentDone("node1-pod0"), "deleted server")
+	if died, err := tgt.ReplaceDead(context.Background(), []string{"node0-pod0", "node1-pod0", "node0", "node1"}); died == nil || err != nil {
+		t.Fatalf("ReplaceDead: %v, %v", died, err)
+	}
+	if checked := checkRBAC(t, cs, ClusterRules(testNS), NamespaceRules()); checked < 8 {
 		t.Errorf("only %d API calls checked", checked)
 	}
 }

@@ -43,6 +43,8 @@ type Target struct {
 	scale    scaleState        // Service-scale sweep (scaletarget.go)
 	fallback *sysctlFallback   // agent pods recreated without refused sysctls
 	ciliumL7 bool              // the NetworkPolicy check applied its CiliumNetworkPolicy (netpol_cilium.go)
+	deaths   *deathWatch       // the agents' pods while the run measures (deathwatch.go)
+	lost     map[string]error  // endpoint → why no pod replaces its dead agent (replace.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -125,6 +127,11 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 		return t, err
 	}
 	t.recordEndpoints()
+	agents := map[string]*corev1.Pod{}
+	for _, ep := range t.layout.Endpoints {
+		agents[ep] = t.pods[ep]
+	}
+	t.deaths = startDeathWatch(cs, cfg.Namespace, cfg.RunID, agents)
 	return t, nil
 }
 
@@ -377,6 +384,7 @@ func (t *Target) CPUSeconds(string) (float64, error) { return 0, ErrNoCPUAccount
 // gone. It runs once, on its own context, so it also works after Ctrl-C.
 func (t *Target) Close() error {
 	t.closeOnce.Do(func() {
+		t.deaths.Stop() // before the cleanup deletes what it watches
 		if t.access != nil {
 			_ = t.access.Close()
 		}

@@ -38,8 +38,10 @@ func sampleEndpoints(p results.Placement) []string {
 // sample (checkAgents): the client's run then ends on its own.
 func (r *Runner) keepAgents(ctx context.Context, k AgentKeeper, p results.Placement) (context.Context, context.CancelFunc, error) {
 	died, err := k.ReplaceDead(ctx, sampleEndpoints(p))
-	if died != nil {
+	if died != nil && err == nil {
 		r.run.Notes = append(r.run.Notes, died.Error()+" between samples; a fresh agent was started")
+	} else if died != nil {
+		r.run.Notes = append(r.run.Notes, died.Error()+" between samples") // the sample says why no agent replaced it
 	}
 	if err != nil {
 		return ctx, func() {}, err

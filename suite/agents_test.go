@@ -252,3 +252,22 @@ func TestRunnerReaimsAMovedServer(t *testing.T) {
 		t.Errorf("notes %q (%d moves), %d address checks: want the move noted once, a check per sample", run.Notes, moves, len(m.asked))
 	}
 }
+
+// A death between samples whose replacement failed is noted without
+// claiming a fresh agent; the sample says why none replaced it.
+func TestRunnerNotesAFailedReplacement(t *testing.T) {
+	var calls []string
+	k := &keeperTarget{loopTarget: loopTarget{startAgent(t), &calls, "a"},
+		died: map[int]string{1: "agent pod p (s on n) was deleted"}, failed: errors.New("agent s: pod p-r1 unschedulable")}
+	r := &Runner{Scenarios: []Scenario{{"a", k}}, Plan: rrPlan(t, 1, 100*time.Millisecond), OutDir: t.TempDir(), RunID: "k"}
+	run, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := run.Results[0].Samples[0]; s.Error != "agent s: pod p-r1 unschedulable" {
+		t.Errorf("sample error %q", s.Error)
+	}
+	if !slices.Equal(run.Notes, []string{"agent pod p (s on n) was deleted between samples"}) {
+		t.Errorf("notes %q", run.Notes)
+	}
+}

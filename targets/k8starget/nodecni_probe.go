@@ -36,11 +36,12 @@ func (t *Target) readNodeCNI(ctx context.Context) {
 	case cni.Plugin != "unknown":
 		return
 	default:
-		t.progress("%s: reading the nodes' CNI config with a node probe ...", noCNIDaemonSet)
-		if why = nodeCNIProbeBlocked(ctx, t.cs, t.cfg, t.access); why == "" {
-			configs, why = t.probeNodeCNI(ctx)
+		if why = nodeCNIProbeBlocked(ctx, t.cs, t.cfg, t.access); why != "" {
+			t.progress("%s, and the nodes' CNI config is not read: %s\n", noCNIDaemonSet, why)
+			break
 		}
-		if why != "" {
+		t.progress("%s: reading the nodes' CNI config with a node probe ...", noCNIDaemonSet)
+		if configs, why = t.probeNodeCNI(ctx); why != "" {
 			t.progress(" not read: %s\n", why)
 		} else {
 			var found []string

@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/cilium/ebpf v0.22.0
+	github.com/containernetworking/cni v1.3.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/google/nftables v0.3.0
 	github.com/mdlayher/netlink v1.11.2

@@ -81,6 +81,9 @@ func probeValues(q nodeprobe.Query) url.Values {
 	if len(q.Frontends) > 0 {
 		v.Set("frontends", strings.Join(q.Frontends, ","))
 	}
+	if q.CNIConfig {
+		v.Set("cni", "1")
+	}
 	return v
 }
 

@@ -31,6 +31,9 @@ type ProbeConfig struct {
 	// NetNS is the network namespace to read ("" = the probe's own, the
 	// node's in a hostNetwork pod); tests point it at a scratch one.
 	NetNS string
+	// CNIConfDir is where the node's CNI config is mounted ("" =
+	// nodeprobe.DefaultCNIConfDir); tests point it at a scratch one.
+	CNIConfDir string
 }
 
 // ServeProbe serves a node probe's control API until ctx is done: health
@@ -46,7 +49,7 @@ func ServeProbe(ctx context.Context, cfg ProbeConfig) error {
 		return err
 	}
 	h := &handler{token: cfg.Token}
-	p := &probeHandler{opts: nodeprobe.Options{Node: cfg.Node, NetNS: cfg.NetNS, BPFFS: cfg.BPFFS}}
+	p := &probeHandler{opts: nodeprobe.Options{Node: cfg.Node, NetNS: cfg.NetNS, BPFFS: cfg.BPFFS, CNIConfDir: cfg.CNIConfDir}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathHealth, h.health)
 	mux.HandleFunc("GET "+PathNodeServices, p.nodeServices)
@@ -64,7 +67,8 @@ type probeHandler struct {
 // nodeServices reads the datapath now; ?live=1 asks for the Services in
 // use only, ?endpoints=ref,ref (nodeprobe.PortRef) and
 // ?frontends=key,key (nodeprobe.Key of Cilium) for the endpoint keys of
-// those Service ports too. A datapath the probe cannot read
+// those Service ports too, ?cni=1 for the node's CNI config instead of
+// the datapath. A datapath the probe cannot read
 // (kube-proxy on iptables-legacy) is 501 Not Implemented, which the client
 // turns back into an error wrapping errors.ErrUnsupported.
 func (p *probeHandler) nodeServices(w http.ResponseWriter, r *http.Request) {
@@ -85,7 +89,7 @@ func (p *probeHandler) nodeServices(w http.ResponseWriter, r *http.Request) {
 
 // probeQuery is the query of a node-probe request (probeValues).
 func probeQuery(v url.Values) nodeprobe.Query {
-	q := nodeprobe.Query{Live: v.Get("live") == "1"}
+	q := nodeprobe.Query{Live: v.Get("live") == "1", CNIConfig: v.Get("cni") == "1"}
 	if e := v.Get("endpoints"); e != "" {
 		q.EndpointsOf = strings.Split(e, ",")
 	}

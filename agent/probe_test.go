@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -125,5 +126,43 @@ func TestProbeQueryCrossesTheWire(t *testing.T) {
 	}
 	if got := probeQuery(probeValues(nodeprobe.Query{})); !reflect.DeepEqual(got, nodeprobe.Query{}) {
 		t.Errorf("empty query read back as %+v", got)
+	}
+}
+
+// ?cni=1 crosses the wire: the probe answers the CNI config of its
+// directory and reads no datapath (its network namespace here does not
+// exist, which a datapath read would fail on).
+func TestProbeServesCNIConfig(t *testing.T) {
+	dir := t.TempDir()
+	conf := `{"cniVersion":"1.0.0","name":"pods","plugins":[{"type":"bridge"},{"type":"portmap","capabilities":{"portMappings":true}}]}`
+	if err := os.WriteFile(filepath.Join(dir, "10-pods.conflist"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	control := "unix:" + filepath.Join(t.TempDir(), "probe.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- ServeProbe(ctx, ProbeConfig{Control: control, Token: "t0ken", Node: "node-c", NetNS: "/nonexistent/netns", CNIConfDir: dir})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("probe: %v", err)
+		}
+	}()
+	c, _ := NewClient("probe", control, "t0ken")
+	if err := c.WaitReady(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.NodeServices(ctx, nodeprobe.Query{CNIConfig: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Node != "node-c" || rep.CNI == nil || rep.CNI.File != "10-pods.conflist" || strings.Join(rep.CNI.Plugins, ",") != "bridge,portmap" ||
+		rep.Datapath != "" || len(rep.Errors) > 0 {
+		t.Fatalf("report %+v (cni %+v), want only the CNI config", rep, rep.CNI)
+	}
+	if _, err := c.NodeServices(ctx, nodeprobe.Query{}); err == nil {
+		t.Error("a datapath read in a namespace that does not exist succeeded: the test proves nothing")
 	}
 }

@@ -21,6 +21,9 @@ type Options struct {
 	NetNS string
 	// BPFFS is the BPF filesystem mount point; "" is DefaultBPFFS.
 	BPFFS string
+	// CNIConfDir is where the node's CNI config is read (Query.CNIConfig);
+	// "" is DefaultCNIConfDir.
+	CNIConfDir string
 	// Query asks for more than the counts.
 	Query Query
 }
@@ -38,6 +41,10 @@ type Query struct {
 	// Frontends asks the same of Cilium, whose maps know a Service port
 	// by its frontend only (Key(Cilium, …)); AskEndpoints fills both.
 	Frontends []string `json:"frontends,omitempty"`
+	// CNIConfig asks for Report.CNI, the node's CNI config, instead of the
+	// Service datapath: a run that only names the CNI must not fail on a
+	// datapath the probe cannot read.
+	CNIConfig bool `json:"cni_config,omitempty"`
 }
 
 // AskEndpoints asks for the endpoint keys of s whatever the node's
@@ -79,9 +86,13 @@ func (e absentError) Error() string { return string(e) }
 // others. Failures of one part (BPF map memory, a second datapath) go into
 // Errors; Read fails only when it cannot say what the datapath holds,
 // with an error wrapping errors.ErrUnsupported for kube-proxy on
-// iptables-legacy, which nftables netlink cannot see.
+// iptables-legacy, which nftables netlink cannot see. With
+// Query.CNIConfig it reads only the node's CNI config (Report.CNI).
 func Read(ctx context.Context, o Options) (*Report, error) {
 	start := time.Now()
+	if o.Query.CNIConfig {
+		return &Report{Node: o.Node, CNI: ReadCNIConfig(o.CNIConfDir), ReadTime: time.Since(start)}, nil
+	}
 	if o.BPFFS == "" {
 		o.BPFFS = DefaultBPFFS
 	}

@@ -42,10 +42,13 @@ type Report struct {
 	// second or more later), in Cilium the active backends in the slots
 	// of the frontends Query.Frontends asks for. EndpointKeysRead is false
 	// where they are not read (Cilium asked without Frontends).
-	EndpointKeys     []string      `json:"endpoint_keys,omitempty"`
-	EndpointKeysRead bool          `json:"endpoint_keys_read,omitempty"`
-	ReadTime         time.Duration `json:"read_time"` // how long the read took
-	Errors           []string      `json:"errors,omitempty"`
+	EndpointKeys     []string `json:"endpoint_keys,omitempty"`
+	EndpointKeysRead bool     `json:"endpoint_keys_read,omitempty"`
+	// CNI is the node's CNI config, when Query.CNIConfig asked for it
+	// (and nothing else was read).
+	CNI      *CNIConfig    `json:"cni,omitempty"`
+	ReadTime time.Duration `json:"read_time"` // how long the read took
+	Errors   []string      `json:"errors,omitempty"`
 }
 
 // MapInfo is one BPF map of the datapath.

@@ -38,8 +38,10 @@ func sampleEndpoints(p results.Placement) []string {
 // sample (checkAgents): the client's run then ends on its own.
 func (r *Runner) keepAgents(ctx context.Context, k AgentKeeper, p results.Placement) (context.Context, context.CancelFunc, error) {
 	died, err := k.ReplaceDead(ctx, sampleEndpoints(p))
-	if died != nil {
+	if died != nil && err == nil {
 		r.run.Notes = append(r.run.Notes, died.Error()+" between samples; a fresh agent was started")
+	} else if died != nil {
+		r.run.Notes = append(r.run.Notes, died.Error()+" between samples") // the sample says why no agent replaced it
 	}
 	if err != nil {
 		return ctx, func() {}, err
@@ -63,13 +65,26 @@ func (r *Runner) keepAgents(ctx context.Context, k AgentKeeper, p results.Placem
 // sample would blame the connection, not the death that broke it.
 const deathGrace = time.Second
 
+// DeathGracer is an AgentKeeper that learns of a death later than the
+// agents' peers do (a cluster: the kubelet reports a killed container,
+// and the CLI polls the API server, a second or more after the
+// connections broke): a failed sample waits DeathGrace for one instead of
+// deathGrace.
+type DeathGracer interface {
+	DeathGrace() time.Duration
+}
+
 // checkAgents is the check after a sample: the deaths during it (the
 // sample's error, nil when every agent lived), each dead agent replaced
 // for the next sample. failed says the sample's call returned an error:
 // then a death is waited for (deathGrace) before it is ruled out.
 func checkAgents(ctx context.Context, k AgentKeeper, p results.Placement, failed bool) error {
 	if failed {
-		awaitAnyDone(ctx, k, sampleEndpoints(p), deathGrace)
+		grace := deathGrace
+		if g, ok := k.(DeathGracer); ok {
+			grace = g.DeathGrace()
+		}
+		awaitAnyDone(ctx, k, sampleEndpoints(p), grace)
 	}
 	died, err := k.ReplaceDead(ctx, sampleEndpoints(p))
 	if died == nil {

@@ -39,10 +39,11 @@ type Runner struct {
 	store func(dir string, run *results.Run) error
 	saved int // samples in the last document written
 
-	usage usageState   // datapath usage reads that failed (usage.go)
-	run   *results.Run // the document being filled
-	done  int          // samples taken (progress)
-	total int          // samples planned (progress)
+	usage usageState      // datapath usage reads that failed (usage.go)
+	moved map[string]bool // server moves noted (readdress.go)
+	run   *results.Run    // the document being filled
+	done  int             // samples taken (progress)
+	total int             // samples planned (progress)
 }
 
 // Run prepares the schedule (preflights, refusing before anything is
@@ -181,6 +182,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 			s.Error, s.End = err.Error(), time.Now().UTC()
 			return s
 		}
+		r.reaim(tgt, res) // a fresh agent may listen elsewhere
 	}
 	defer stopWatch()
 	client, err := tgt.Agent(res.Placement.Client)

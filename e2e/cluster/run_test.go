@@ -52,15 +52,19 @@ func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
 	t.Helper()
 	var details struct {
 		CNI struct {
-			Plugin     string
-			Components []struct{ Plugin, DaemonSet, Version string }
-			KubeProxy  *struct{ Mode string } `json:"kube_proxy"`
-			Cilium     *struct {
+			Plugin, Source string
+			Components     []struct{ Plugin, DaemonSet, Version string }
+			KubeProxy      *struct{ Mode string } `json:"kube_proxy"`
+			Cilium         *struct {
 				RoutingMode          string `json:"routing_mode"`
 				KubeProxyReplacement string `json:"kube_proxy_replacement"`
 				EnableHubble         string `json:"enable_hubble"`
 			}
 			Encryption string
+			NodeConfig []struct {
+				Node, File, Network string
+				Plugins             []string
+			} `json:"node_config"`
 		} `json:"cni"`
 	}
 	raw, _ := json.Marshal(res.Target.Details)
@@ -71,6 +75,13 @@ func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
 	if !e.cilium() {
 		if kp := c.KubeProxy; kp == nil || kp.Mode != e.proxyMode || len(c.Components) != 1 || c.Components[0].Plugin != "kube-proxy" {
 			t.Errorf("provenance does not name kube-proxy in %s mode: %s", e.proxyMode, raw)
+		}
+		// The bridge CNI runs no DaemonSet: the node probes name it from the
+		// config each node's containerd loads (scripts/cluster/net.sh cni_conf).
+		wantSource := "node CNI config /etc/cni/net.d/10-cnbk.conflist on cnbk-node0; node CNI config /etc/cni/net.d/10-cnbk.conflist on cnbk-node1"
+		if c.Plugin != "bridge" || c.Source != wantSource || len(c.NodeConfig) != 2 ||
+			c.NodeConfig[0].Network != "cnbk-pods" || strings.Join(c.NodeConfig[1].Plugins, ",") != "bridge" {
+			t.Errorf("cni %q from %q, node configs %+v; want bridge from %q", c.Plugin, c.Source, c.NodeConfig, wantSource)
 		}
 		return
 	}

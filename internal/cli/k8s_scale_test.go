@@ -37,12 +37,21 @@ func TestK8sScaleDryRun(t *testing.T) {
 	if !strings.Contains(out, "# the sweep's largest step has 100 dummy Services") || !strings.Contains(out, "endpointslice.kubernetes.io/managed-by: scale.cnibench.io") {
 		t.Errorf("dummy Services not introduced or slices not labelled:\n%s", out)
 	}
+	// --sync-verify api: no sweep probes, but the moment's probes that
+	// read the CNI config where no DaemonSet names it; without those too.
 	out, errOut, err = cnibench(t, append(args, "--sync-verify", "api")...)
 	if err != nil {
 		t.Fatalf("%v: %s", err, errOut)
 	}
-	if n, kinds := kindsOf(out); n != 11 || kinds["Pod"] != 2 || strings.Contains(out, "--node-probe") {
+	if n, kinds := kindsOf(out); n != 13 || kinds["Pod"] != 4 || !strings.Contains(out, "are created only when no CNI DaemonSet is recognised") {
 		t.Errorf("--sync-verify api: %d documents, kinds %v", n, kinds)
+	}
+	out, errOut, err = cnibench(t, append(args, "--sync-verify", "api", "--node-cni-probe=false")...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	if n, kinds := kindsOf(out); n != 11 || kinds["Pod"] != 2 || strings.Contains(out, "--node-probe") {
+		t.Errorf("--sync-verify api --node-cni-probe=false: %d documents, kinds %v", n, kinds)
 	}
 }
 

@@ -23,13 +23,23 @@ func TestK8sDryRun(t *testing.T) {
 		}
 	}
 	// Both pod-to-service placements: a Service in front of node0-pod1
-	// (same-node) and one in front of node1-pod0 (other-node).
-	if len(docs) != 9 || kinds["Pod"] != 5 || kinds["Service"] != 2 || kinds["Secret"] != 1 || kinds["Namespace"] != 1 ||
-		!strings.Contains(out, "name: cnibench-node0-pod1\n  namespace: cnibench\nspec:") {
+	// (same-node) and one in front of node1-pod0 (other-node); the node
+	// probes that read the CNI config where no DaemonSet names it, said.
+	if len(docs) != 11 || kinds["Pod"] != 7 || kinds["Service"] != 2 || kinds["Secret"] != 1 || kinds["Namespace"] != 1 ||
+		!strings.Contains(out, "name: cnibench-node0-pod1\n  namespace: cnibench\nspec:") || strings.Count(out, "--node-probe") != 2 {
 		t.Errorf("%d documents, kinds %v", len(docs), kinds)
 	}
-	if !strings.Contains(out, "- a\n") || !strings.Contains(out, "- b\n") || !strings.Contains(errOut, "dry run: 9 manifests") {
-		t.Errorf("nodes or note missing:\n%s", errOut)
+	if !strings.Contains(out, "- a\n") || !strings.Contains(out, "- b\n") || !strings.Contains(errOut, "dry run: 11 manifests") ||
+		!strings.Contains(out, "# the node probes (privileged, hostNetwork, the node's /etc/cni/net.d read-only) are created only when no CNI DaemonSet is recognised") {
+		t.Errorf("nodes or notes missing:\n%s", errOut)
+	}
+	// --node-cni-probe=false: never a privileged pod.
+	out, errOut, err = cnibench(t, "run", "--target", "k8s", "--dry-run", "--client-node", "a", "--server-node", "b", "--node-cni-probe=false")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	if n, kinds := kindsOf(out); n != 9 || kinds["Pod"] != 5 || strings.Contains(out, "--node-probe") || strings.Contains(out, "node probes") {
+		t.Errorf("--node-cni-probe=false: %d documents, kinds %v", n, kinds)
 	}
 }
 

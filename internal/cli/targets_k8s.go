@@ -177,6 +177,7 @@ type k8sFlags struct {
 	nodeSelector                          map[string]string
 	timeout                               time.Duration
 	dryRun, force, podSysctls             bool
+	nodeCNIProbe                          bool
 	networkPolicyCheck                    bool // k8sKind.register: run only
 }
 
@@ -189,6 +190,7 @@ func (f *k8sFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.access, "access", k8starget.AccessPortForward, "how the CLI reaches the agents' control API: port-forward (through the API server) or direct (pod IPs; the CLI runs in the cluster or on a node)")
 	fs.StringVar(&f.datapathUsage, "datapath-usage", k8starget.UsageMetrics, "datapath CPU and memory per sample: metrics (metrics API, approximate), kubelet (kubelet summary, exact; needs nodes/proxy: k8s rbac --node-proxy) or off")
 	fs.BoolVar(&f.podSysctls, "pod-sysctls", true, "agent pods set the lab's net.ipv4.ip_local_port_range=1024 65535 and net.ipv4.tcp_tw_reuse=1 (dropped, with a note, where the kubelet refuses it); false: kernel defaults")
+	fs.BoolVar(&f.nodeCNIProbe, "node-cni-probe", true, "when no CNI DaemonSet is recognised, name the CNI from each node's /etc/cni/net.d, read by a privileged node probe pod deployed for a moment; false: never (the CNI stays unknown)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print every manifest the run would apply and exit (contacts no cluster)")
 	fs.BoolVar(&f.force, "force", false, "remove an earlier run's leftovers in the namespace before starting")
 }
@@ -206,7 +208,7 @@ func (f *k8sFlags) config(placements []string, runID string, progress io.Writer)
 		Kubeconfig: f.kubeconfig, Context: f.context, Namespace: f.namespace, Image: f.image,
 		ClientNode: f.clientNode, ServerNode: f.serverNode, NodeSelector: f.nodeSelector,
 		Placements: placements, RunID: runID, Access: f.access, Timeout: f.timeout, Force: f.force,
-		NoPodSysctls: !f.podSysctls, NetworkPolicyCheck: f.networkPolicyCheck, Progress: progress,
+		NoPodSysctls: !f.podSysctls, NoNodeCNIProbe: !f.nodeCNIProbe, NetworkPolicyCheck: f.networkPolicyCheck, Progress: progress,
 	}
 }
 
@@ -234,12 +236,18 @@ func dryRunK8s(stdout, stderr io.Writer, cfg k8starget.Config) error {
 		return err
 	}
 	objs := m.Objects()
-	dummies, about := k8starget.ScaleManifests(cfg, dryRunDummies)
-	objs = append(objs, dummies...)
 	var comments []string
 	if cfg.ClientNode == "" || cfg.ServerNode == "" {
 		comments = append(comments, fmt.Sprintf("nodes %s and %s are placeholders: replace them with your nodes' names (or pass --client-node and --server-node)", l.Nodes[0], l.Nodes[1]))
 	}
+	if probes := k8starget.NodeCNIProbes(l); len(probes) > 0 && !cfg.NoNodeCNIProbe {
+		for _, p := range probes {
+			objs = append(objs, p)
+		}
+		comments = append(comments, "the node probes (privileged, hostNetwork, the node's /etc/cni/net.d read-only) are created only when no CNI DaemonSet is recognised, to name the CNI from each node's config, and deleted once read (--node-cni-probe=false: never)")
+	}
+	dummies, about := k8starget.ScaleManifests(cfg, dryRunDummies)
+	objs = append(objs, dummies...)
 	if about != "" {
 		comments = append(comments, about)
 	}

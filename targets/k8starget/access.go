@@ -70,7 +70,8 @@ type PortForward struct {
 type forward struct {
 	stop   chan struct{}
 	done   chan struct{}
-	remote int // the pod's port
+	pod    string // namespace/name
+	remote int    // the pod's port
 }
 
 // Control implements Access: it starts a forward to the pod's control port.
@@ -85,7 +86,7 @@ func (a *PortForward) ControlOn(ctx context.Context, pod *corev1.Pod, port int) 
 	if err != nil {
 		return "", err
 	}
-	f := &forward{stop: make(chan struct{}), done: make(chan struct{}), remote: port}
+	f := &forward{stop: make(chan struct{}), done: make(chan struct{}), pod: pod.Namespace + "/" + pod.Name, remote: port}
 	local, ended, err := a.start(ctx, dialer, 0, port, f.stop)
 	if err != nil {
 		close(f.stop)
@@ -179,6 +180,40 @@ func (a *PortForward) supervise(dialer httpstream.Dialer, local int, ended <-cha
 
 // Name implements Access.
 func (a *PortForward) Name() string { return AccessPortForward }
+
+// Releaser is an Access that holds something per pod (a forward), released
+// when the pod is gone for good (deleted after reading it, replaced).
+type Releaser interface {
+	Release(pod *corev1.Pod)
+}
+
+// Release implements Releaser: it stops the forwards to pod, which would
+// otherwise retry a deleted pod every second until Close.
+func (a *PortForward) Release(pod *corev1.Pod) {
+	key := pod.Namespace + "/" + pod.Name
+	a.mu.Lock()
+	var gone, kept []*forward
+	for _, f := range a.forwards {
+		if f.pod == key {
+			gone = append(gone, f)
+		} else {
+			kept = append(kept, f)
+		}
+	}
+	a.forwards = kept
+	a.mu.Unlock()
+	for _, f := range gone {
+		close(f.stop)
+		<-f.done
+	}
+}
+
+// release releases pod's hold in access, if it keeps any.
+func release(access Access, pod *corev1.Pod) {
+	if r, ok := access.(Releaser); ok {
+		r.Release(pod)
+	}
+}
 
 // Close implements Access: it stops every forward.
 func (a *PortForward) Close() error {

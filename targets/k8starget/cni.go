@@ -49,8 +49,16 @@ type Component struct {
 
 // CNI is the cluster's CNI and its mode, as found in the cluster's objects.
 type CNI struct {
-	Plugin     string      `json:"plugin"` // the main CNI, "unknown" if none was recognised
+	Plugin string `json:"plugin"` // the main CNI, "unknown" if none was recognised
+	// Source says where Plugin was read ("DaemonSet kube-system/cilium",
+	// "node CNI config /etc/cni/net.d/10-bridge.conflist on worker-a"),
+	// or why it is unknown.
+	Source     string      `json:"source"`
 	Components []Component `json:"components"`
+	// NodeConfig is each run node's CNI config as its node probe read it
+	// (nodecni.go): when no DaemonSet names the CNI, and on every run
+	// whose node probes are up anyway (a sweep's).
+	NodeConfig []NodeCNIConfig `json:"node_config,omitempty"`
 	// Cilium is the cilium-config ConfigMap's mode-defining keys.
 	Cilium *CiliumConfig `json:"cilium,omitempty"`
 	// KubeProxy is kube-proxy's mode, absent without kube-proxy.
@@ -106,7 +114,7 @@ func DetectCNI(ctx context.Context, cs kubernetes.Interface) (*CNI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list DaemonSets to detect the CNI: %w", err)
 	}
-	c := &CNI{Plugin: "unknown"}
+	c := &CNI{Plugin: "unknown", Source: noCNIDaemonSet}
 	for i := range dss.Items {
 		ds := &dss.Items[i]
 		plugin, ok := knownDaemonSets[ds.Name]
@@ -120,8 +128,8 @@ func DetectCNI(ctx context.Context, cs kubernetes.Interface) (*CNI, error) {
 		return a.Plugin+"/"+a.Namespace < b.Plugin+"/"+b.Namespace
 	})
 	for _, p := range cniPreference {
-		if c.component(p) != nil {
-			c.Plugin = p
+		if comp := c.component(p); comp != nil {
+			c.Plugin, c.Source = p, "DaemonSet "+comp.Namespace+"/"+comp.DaemonSet
 			break
 		}
 	}

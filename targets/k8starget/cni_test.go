@@ -67,7 +67,7 @@ func TestDetectCNI(t *testing.T) {
 			ds("calico-system", "calico-node", "docker.io/calico/node:v3.28.1", []corev1.EnvVar{{Name: "FELIX_BPFENABLED", Value: "true"}, {Name: "OTHER", Value: "x"}}),
 			ds("kube-system", "kube-proxy", "registry.k8s.io/kube-proxy:v1.31.2", nil, "--config=/var/lib/kube-proxy/config.conf", "--proxy-mode=nftables", "--nftables-min-sync-period=5s"),
 		}, func(t *testing.T, c *CNI) {
-			if c.Plugin != "calico" || c.Agent().Env["FELIX_BPFENABLED"] != "true" || len(c.Agent().Env) != 1 || c.Agent().Version != "v3.28.1" {
+			if c.Plugin != "calico" || c.Source != "DaemonSet calico-system/calico-node" || c.Agent().Env["FELIX_BPFENABLED"] != "true" || len(c.Agent().Env) != 1 || c.Agent().Version != "v3.28.1" {
 				t.Errorf("%+v", c.Agent())
 			}
 			if c.KubeProxy.Mode != "nftables" || c.KubeProxy.Source != "DaemonSet flag --proxy-mode" || c.KubeProxy.MinSyncPeriod != "5s (flag)" {
@@ -97,7 +97,7 @@ func TestDetectCNI(t *testing.T) {
 			}
 		}},
 		{"nothing known", []runtime.Object{ds("default", "node-exporter", "prom/node-exporter:v1", nil)}, func(t *testing.T, c *CNI) {
-			if c.Plugin != "unknown" || c.Agent() != nil || len(c.Components) != 0 {
+			if c.Plugin != "unknown" || c.Source != "no CNI DaemonSet found" || c.Agent() != nil || len(c.Components) != 0 {
 				t.Errorf("%+v", c)
 			}
 		}},

@@ -78,6 +78,10 @@ type Config struct {
 	// NoPodSysctls leaves agent pods at the kernel's defaults instead of
 	// DefaultPodSysctls (--pod-sysctls=false).
 	NoPodSysctls bool `json:"no_pod_sysctls,omitempty"`
+	// NoNodeCNIProbe never deploys node probes to read the nodes' CNI
+	// config when no CNI DaemonSet is recognised (--node-cni-probe=false):
+	// the CNI then stays unknown.
+	NoNodeCNIProbe bool `json:"no_node_cni_probe,omitempty"`
 	// Scale is set for a Service-scale sweep (scaletarget.go): node probes,
 	// sync verification, the LB-map preflight.
 	Scale *ScaleConfig `json:"scale,omitempty"`

@@ -27,7 +27,9 @@ import (
 	"github.com/cnibench/cnibench/engine/httpload"
 )
 
-func init() { pollInterval, agentReadyTimeout = 20*time.Millisecond, time.Second }
+func init() {
+	pollInterval, agentReadyTimeout, deathGrace = 20*time.Millisecond, time.Second, 500*time.Millisecond
+}
 
 // testNode is a Ready Linux node with provenance labels.
 func testNode(name string, mut ...func(*corev1.Node)) *corev1.Node {
@@ -207,6 +209,10 @@ type healthAgent struct {
 	// httpStatus answers an HTTP probe of path (nil: 404, no HTTP
 	// client): the test plays the proxy on the path.
 	httpStatus func(path string) int
+	// runHook, when set, sees each test run first (its number from 1 and
+	// what it dials; ctx ends with the request): an error is answered 502,
+	// as a control connection cut by a dying agent.
+	runHook func(ctx context.Context, n int, o engine.Options) error
 }
 
 func startHealthAgent(t *testing.T, cs *fake.Clientset, ns string) *healthAgent {
@@ -227,10 +233,19 @@ func startHealthAgent(t *testing.T, cs *fake.Clientset, ns string) *healthAgent 
 		case agent.PathSysctls:
 			answer = testSysctls
 		case agent.PathRun:
+			var o engine.Options
+			_ = json.NewDecoder(r.Body).Decode(&o)
 			h.mu.Lock()
 			h.runs++
+			n, hook := h.runs, h.runHook
 			refused := h.runs <= h.refuse
 			h.mu.Unlock()
+			if hook != nil {
+				if err := hook(r.Context(), n, o); err != nil {
+					http.Error(w, err.Error(), http.StatusBadGateway)
+					return
+				}
+			}
 			res := engine.Result{Transactions: 1000}
 			if refused {
 				res = engine.Result{Errors: 1, ErrorsByCause: map[string]int64{"ECONNREFUSED": 1}}

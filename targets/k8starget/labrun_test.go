@@ -40,6 +40,7 @@ type labKubelet struct {
 	mu    sync.Mutex
 	procs []*exec.Cmd
 	stdin []io.Closer
+	byPod map[string]*exec.Cmd
 }
 
 func (k *labKubelet) behave(p *corev1.Pod) *corev1.PodStatus {
@@ -67,6 +68,10 @@ func (k *labKubelet) behave(p *corev1.Pod) *corev1.PodStatus {
 	}
 	k.mu.Lock()
 	k.procs, k.stdin = append(k.procs, cmd), append(k.stdin, stdin)
+	if k.byPod == nil {
+		k.byPod = map[string]*exec.Cmd{}
+	}
+	k.byPod[p.Name] = cmd
 	k.mu.Unlock()
 	return running(ep.IP)
 }

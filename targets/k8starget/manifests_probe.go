@@ -13,11 +13,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/nodeprobe"
 )
 
 // Node probes: one privileged hostNetwork pod per node the run uses,
 // running `cnibench agent --node-probe`, so a Service-scale sweep can read
-// what kube-proxy or Cilium really programmed on each node.
+// what kube-proxy or Cilium really programmed on each node, and a run
+// whose CNI has no DaemonSet can read the node's CNI config (nodecni.go).
 const (
 	RoleProbe = "probe"
 	// LabelPodSecurity is the namespace label Pod Security admission
@@ -25,6 +27,7 @@ const (
 	LabelPodSecurity = "pod-security.kubernetes.io/enforce"
 	bpffsVolume      = "bpffs"
 	bpffsPath        = "/sys/fs/bpf"
+	cniConfVolume    = "cni-conf"
 )
 
 // ProbeEndpoint is the endpoint name of node i's probe ("probe-node0").
@@ -52,12 +55,30 @@ func probeEndpoints(l Layout) []string {
 
 // probePods are the node probes of a layout.
 func probePods(l Layout) []*corev1.Pod {
+	if !l.Probes {
+		return nil
+	}
+	return nodeProbes(l)
+}
+
+// NodeCNIProbes are the node probes a run without a sweep deploys for a
+// moment to read the nodes' CNI config when no CNI DaemonSet is
+// recognised (nodecni.go); none when the layout has a sweep's probes,
+// which are read instead.
+func NodeCNIProbes(l Layout) []*corev1.Pod {
+	if l.Probes {
+		return nil
+	}
+	return nodeProbes(l)
+}
+
+// nodeProbes is a probe per chosen node.
+func nodeProbes(l Layout) []*corev1.Pod {
 	var pods []*corev1.Pod
 	for i, node := range l.Nodes {
-		if node == "" || !l.Probes {
-			continue
+		if node != "" {
+			pods = append(pods, probePod(l, ProbeEndpoint(i), node))
 		}
-		pods = append(pods, probePod(l, ProbeEndpoint(i), node))
 	}
 	return pods
 }
@@ -89,8 +110,16 @@ func probePod(l Layout, endpoint, node string) *corev1.Pod {
 			// on a node they serve must not be kept off by a taint added
 			// after the node was chosen.
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			Volumes: []corev1.Volume{{Name: bpffsVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-				Path: bpffsPath, Type: hostPathType(corev1.HostPathDirectory)}}}},
+			Volumes: []corev1.Volume{
+				{Name: bpffsVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+					Path: bpffsPath, Type: hostPathType(corev1.HostPathDirectory)}}},
+				// The CNI config the node's runtime reads. OrCreate: a node
+				// without the directory (k3s keeps it elsewhere) must not
+				// keep the probe from starting, and gets an empty one, as
+				// the runtime makes for an unchecked hostPath.
+				{Name: cniConfVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+					Path: nodeprobe.DefaultCNIConfDir, Type: hostPathType(corev1.HostPathDirectoryOrCreate)}}},
+			},
 			Containers: []corev1.Container{{
 				Name:            ContainerNm,
 				Image:           l.Image,
@@ -112,13 +141,17 @@ func probePod(l Layout, endpoint, node string) *corev1.Pod {
 				// Privileged: reading netfilter over netlink needs
 				// CAP_NET_ADMIN in the host's network namespace, and the
 				// pinned BPF maps need CAP_BPF/CAP_SYS_ADMIN. The BPF
-				// filesystem is mounted read-only: the probe only reads.
+				// filesystem and the CNI config are mounted read-only:
+				// the probe only reads.
 				SecurityContext: &corev1.SecurityContext{
 					Privileged:             &yes,
 					RunAsUser:              &root,
 					ReadOnlyRootFilesystem: &yes,
 				},
-				VolumeMounts: []corev1.VolumeMount{{Name: bpffsVolume, MountPath: bpffsPath, ReadOnly: true}},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: bpffsVolume, MountPath: bpffsPath, ReadOnly: true},
+					{Name: cniConfVolume, MountPath: nodeprobe.DefaultCNIConfDir, ReadOnly: true},
+				},
 			}},
 		},
 	}
@@ -130,16 +163,30 @@ func hostPathType(t corev1.HostPathType) *corev1.HostPathType { return &t }
 // whose Pod Security level would reject the privileged probes. A namespace
 // cnibench creates is labelled privileged.
 func checkProbeNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
-	n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("read namespace %s: %w", ns, err)
+	level, err := probeRejectingLevel(ctx, cs, ns)
+	if err != nil {
+		return err
 	}
-	switch level := n.Labels[LabelPodSecurity]; level {
-	case "baseline", "restricted":
+	if level != "" {
 		return fmt.Errorf("namespace %s has %s=%s, which rejects the privileged node probes of --sync-verify node: label it privileged, use another --namespace, or pass --sync-verify api", ns, LabelPodSecurity, level)
 	}
 	return nil
+}
+
+// probeRejectingLevel is the namespace's enforced Pod Security level when
+// it rejects privileged pods (baseline, restricted), "" otherwise (also
+// for a namespace not made yet: cnibench labels its own privileged).
+func probeRejectingLevel(ctx context.Context, cs kubernetes.Interface, ns string) (string, error) {
+	n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read namespace %s: %w", ns, err)
+	}
+	switch level := n.Labels[LabelPodSecurity]; level {
+	case "baseline", "restricted":
+		return level, nil
+	}
+	return "", nil
 }

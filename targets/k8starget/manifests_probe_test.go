@@ -46,8 +46,8 @@ func TestGoldenManifestsScale(t *testing.T) {
 			t.Errorf("%s: not hostNetwork", p.Name)
 		case sc == nil || sc.Privileged == nil || !*sc.Privileged:
 			t.Errorf("%s: not privileged", p.Name)
-		case len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/sys/fs/bpf" || p.Spec.Volumes[0].HostPath.Path != "/sys/fs/bpf":
-			t.Errorf("%s: /sys/fs/bpf not mounted from the host: %+v", p.Name, c.VolumeMounts)
+		case !mountsHostRO(p, "/sys/fs/bpf", corev1.HostPathDirectory) || !mountsHostRO(p, "/etc/cni/net.d", corev1.HostPathDirectoryOrCreate) || len(c.VolumeMounts) != 2:
+			t.Errorf("%s: not exactly /sys/fs/bpf and /etc/cni/net.d mounted read-only from the host: %+v", p.Name, c.VolumeMounts)
 		case c.ReadinessProbe.TCPSocket.Port.IntValue() != agent.DefaultProbePort:
 			t.Errorf("%s: readiness on %v", p.Name, c.ReadinessProbe.TCPSocket.Port)
 		case c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero():
@@ -92,4 +92,18 @@ func TestProbeNamespaceRefused(t *testing.T) {
 			t.Errorf("%s with --sync-verify api: %v", level, err)
 		}
 	}
+}
+
+// mountsHostRO says whether the pod's container mounts the host's path at
+// the same path, read-only, as a hostPath of type typ.
+func mountsHostRO(p *corev1.Pod, path string, typ corev1.HostPathType) bool {
+	for _, m := range p.Spec.Containers[0].VolumeMounts {
+		for _, v := range p.Spec.Volumes {
+			if v.Name == m.Name && m.MountPath == path && m.ReadOnly && v.HostPath != nil && v.HostPath.Path == path &&
+				v.HostPath.Type != nil && *v.HostPath.Type == typ {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cnibench/cnibench/lab"
@@ -114,6 +115,7 @@ func withoutUnsafe(p *corev1.Pod) *corev1.Pod {
 // Security baseline and restricted levels allow only the safe ones) it is
 // created again without the unsafe ones, and the drop is recorded.
 func (f *sysctlFallback) createPod(ctx context.Context, p *corev1.Pod, opts metav1.CreateOptions) error {
+	f.pods[p.Name] = p // a replacement's, too: retry finds what it was built as
 	_, err := f.cs.CoreV1().Pods(p.Namespace).Create(ctx, p, opts)
 	unsafe := unsafeSysctls(p)
 	if err == nil || !apierrors.IsForbidden(err) || len(unsafe) == 0 || !strings.Contains(err.Error(), "sysctl") {
@@ -163,10 +165,17 @@ func (f *sysctlFallback) retry(ctx context.Context, p *corev1.Pod) (bool, error)
 
 // waitGone polls until the pod is deleted (bounded by 30 s).
 func waitGone(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
+	return waitPodGone(ctx, cs, ns, name, "")
+}
+
+// waitPodGone polls until the pod of that UID is deleted ("": any pod of
+// that name), bounded by 30 s: a node that is down never confirms a
+// deletion, and its pod is then left to the run's cleanup.
+func waitPodGone(ctx context.Context, cs kubernetes.Interface, ns, name string, uid types.UID) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && uid != "" && p.UID != uid) {
 			return nil
 		}
 		if !time.Now().Before(deadline) {
@@ -178,6 +187,14 @@ func waitGone(ctx context.Context, cs kubernetes.Interface, ns, name string) err
 		case <-time.After(min(pollInterval, 200*time.Millisecond)):
 		}
 	}
+}
+
+// built is the pod as created under name, after any drop (nil: unknown).
+func (f *sysctlFallback) built(name string) *corev1.Pod {
+	if f == nil {
+		return nil
+	}
+	return f.pods[name]
 }
 
 func (f *sysctlFallback) record(d SysctlDrop) {

@@ -58,6 +58,9 @@ type Provenance struct {
 	// SysctlDrops are agent pods that run without sysctls they asked for
 	// (a kubelet or admission refused them), with why and how to allow them.
 	SysctlDrops []SysctlDrop `json:"sysctl_drops,omitempty"`
+	// Replacements are the agent pods that died during the run and the
+	// pods that replaced them (replace.go).
+	Replacements []AgentReplacement `json:"agent_replacements,omitempty"`
 	// NetworkPolicy is the NetworkPolicy check's outcome (--network-policy-check).
 	NetworkPolicy *NetPolCheck `json:"network_policy,omitempty"`
 	// Notes are what the run must say about this target (also in the

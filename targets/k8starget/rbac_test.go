@@ -6,8 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -59,6 +61,35 @@ func TestRBACCoversARun(t *testing.T) {
 		t.Fatal(err)
 	}
 	cluster, namespaced := ClusterRules(testNS), NamespaceRules()
+	checked := checkRBAC(t, cs, cluster, namespaced)
+	if refused.Load() == 0 {
+		t.Error("no pod was refused: the sysctl fallback's calls went unchecked")
+	}
+	if checked < 20 {
+		t.Errorf("only %d API calls checked", checked)
+	}
+	// And it is least privilege where it matters: no Secret can be read
+	// but ours, nothing outside the namespace can be changed.
+	if allows(namespaced, "", "secrets", "get", "other") || allows(namespaced, "", "secrets", "list", "") {
+		t.Error("the Role can read other Secrets")
+	}
+	for _, r := range cluster {
+		for _, v := range r.Verbs {
+			if v != "get" && v != "list" {
+				t.Errorf("cluster-wide %s on %v", v, r.Resources)
+			}
+		}
+	}
+	// The admin's namespace survives the cleanup.
+	if _, err := cs.CoreV1().Namespaces().Get(context.Background(), testNS, metav1.GetOptions{}); err != nil {
+		t.Errorf("namespace: %v", err)
+	}
+}
+
+// checkRBAC checks every API call the fake clientset saw against the
+// rules (namespaced ones in testNS only) and returns how many it checked.
+func checkRBAC(t *testing.T, cs *fake.Clientset, cluster, namespaced []rbacv1.PolicyRule) int {
+	t.Helper()
 	checked := 0
 	for _, a := range cs.Actions() {
 		gvr := a.GetResource()
@@ -87,26 +118,56 @@ func TestRBACCoversARun(t *testing.T) {
 			t.Errorf("not allowed by `cnibench k8s rbac`: %s %s %q in namespace %q", a.GetVerb(), resource, name, a.GetNamespace())
 		}
 	}
-	if refused.Load() == 0 {
-		t.Error("no pod was refused: the sysctl fallback's calls went unchecked")
+	return checked
+}
+
+// In the namespace `k8s rbac` prints (labelled privileged), a run on a
+// cluster whose CNI has no DaemonSet deploys, reads and deletes its node
+// probes with the printed rights only.
+func TestRBACCoversNodeCNIProbe(t *testing.T) {
+	objs, err := RBAC(testNS, Subject{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if checked < 20 {
+	cs := bridgeCluster(objs[0])
+	startKubelet(t, cs, testNS, healthy)
+	h := startHealthAgent(t, cs, testNS)
+	acc := &cniProbeAccess{staticAccess: staticAccess{addr: h.srv.URL}, t: t, cs: cs,
+		dirs: cniDirs(t, map[string]string{"worker-a": "10-cnbk.conflist", "worker-b": "10-cnbk.conflist"})}
+	cs.ClearActions()
+	tgt := openBridge(t, cs, testConfig("rbac-cni"), acc)
+	if tgt.prov.CNI.Plugin != "bridge" || probeCreates(cs) != 2 {
+		t.Fatalf("cni %q (%s), %d probes: the probe path was not taken", tgt.prov.CNI.Plugin, tgt.prov.CNI.Source, probeCreates(cs))
+	}
+	if checked := checkRBAC(t, cs, ClusterRules(testNS), NamespaceRules()); checked < 20 {
 		t.Errorf("only %d API calls checked", checked)
 	}
-	// And it is least privilege where it matters: no Secret can be read
-	// but ours, nothing outside the namespace can be changed.
-	if allows(namespaced, "", "secrets", "get", "other") || allows(namespaced, "", "secrets", "list", "") {
-		t.Error("the Role can read other Secrets")
+}
+
+// Replacing a dead agent (reading its pod, deleting it, creating the new
+// one, the death watch's listing) needs nothing beyond the printed rules.
+func TestRBACCoversAReplacement(t *testing.T) {
+	objs, err := RBAC(testNS, Subject{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, r := range cluster {
-		for _, v := range r.Verbs {
-			if v != "get" && v != "list" {
-				t.Errorf("cluster-wide %s on %v", v, r.Resources)
-			}
-		}
+	cs := twoNodeCluster(objs[0])
+	startKubelet(t, cs, testNS, movingIPs)
+	h := startHealthAgent(t, cs, testNS)
+	cfg := testConfig("rbac-rep")
+	tgt, err := Open(context.Background(), cfg, cs, &staticAccess{addr: h.srv.URL}, "")
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The admin's namespace survives the cleanup.
-	if _, err := cs.CoreV1().Namespaces().Get(context.Background(), testNS, metav1.GetOptions{}); err != nil {
-		t.Errorf("namespace: %v", err)
+	defer tgt.Close()
+	cs.ClearActions()
+	kill(t, cs, "cnibench-node1-pod0")
+	setStatus(t, cs, "cnibench-node0", func(st *corev1.PodStatus) { st.Phase, st.Reason = corev1.PodFailed, "Evicted" })
+	waitClosed(t, tgt.AgentDone("node1-pod0"), "deleted server")
+	if died, err := tgt.ReplaceDead(context.Background(), []string{"node0-pod0", "node1-pod0", "node0", "node1"}); died == nil || err != nil {
+		t.Fatalf("ReplaceDead: %v, %v", died, err)
+	}
+	if checked := checkRBAC(t, cs, ClusterRules(testNS), NamespaceRules()); checked < 8 {
+		t.Errorf("only %d API calls checked", checked)
 	}
 }

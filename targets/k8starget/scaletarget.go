@@ -163,16 +163,9 @@ func (t *Target) openProbes(ctx context.Context) error {
 		if p == nil {
 			return fmt.Errorf("node probe %s: no pod", ep)
 		}
-		control, err := pa.ControlOn(ctx, p, agent.DefaultProbePort)
+		c, err := t.dialProbe(ctx, pa, p)
 		if err != nil {
 			return err
-		}
-		c, err := agent.NewClient(ep, control, t.layout.Token)
-		if err != nil {
-			return err
-		}
-		if err := c.WaitReady(ctx, agentReadyTimeout); err != nil {
-			return fmt.Errorf("node probe %s/%s on %s: %w", t.cfg.Namespace, p.Name, p.Spec.NodeName, err)
 		}
 		t.scale.probes = append(t.scale.probes, NodeProbe{Node: p.Spec.NodeName, Client: c})
 	}

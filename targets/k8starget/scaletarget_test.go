@@ -149,6 +149,11 @@ func (p *fakeProbe) serve(w http.ResponseWriter, r *http.Request) {
 	case agent.PathHealth:
 		v = agent.Health{OK: true, Version: "probe", PID: 1}
 	case agent.PathNodeServices:
+		if r.URL.Query().Get("cni") == "1" { // Cilium's CNI config, not a datapath read
+			v = nodeprobe.Report{Node: p.node, CNI: &nodeprobe.CNIConfig{Dir: nodeprobe.DefaultCNIConfDir, Files: []string{"05-cilium.conflist"},
+				File: "05-cilium.conflist", Network: "cilium", CNIVersion: "0.3.1", Plugins: []string{"cilium-cni"}}}
+			break
+		}
 		if p.mode == "unsupported" {
 			http.Error(w, fmt.Sprintf("nodeprobe: %v: no kube-proxy nftables objects or Cilium map found and the nat table is iptables-legacy", errors.ErrUnsupported), http.StatusNotImplemented)
 			return

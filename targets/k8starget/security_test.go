@@ -164,13 +164,13 @@ func TestSecurityTwinsOnCilium(t *testing.T) {
 	}) {
 		t.Errorf("notes %v", run.Notes)
 	}
-	checkRBAC(t, cs, fc.execs)
+	checkSecurityRBAC(t, cs, fc.execs)
 	assertClean(t, cs)
 }
 
-// checkRBAC replays every API call (and exec) against `k8s rbac
+// checkSecurityRBAC replays every API call (and exec) against `k8s rbac
 // --allow-cluster-changes`.
-func checkRBAC(t *testing.T, cs *fake.Clientset, execs []string) {
+func checkSecurityRBAC(t *testing.T, cs *fake.Clientset, execs []string) {
 	t.Helper()
 	cluster, namespaced, ciliumNS := ClusterRules(testNS), NamespaceRules(), ClusterChangeRules()
 	for _, a := range cs.Actions() {

@@ -45,6 +45,8 @@ type Target struct {
 	ciliumL7 bool              // the NetworkPolicy check applied its CiliumNetworkPolicy (netpol_cilium.go)
 	hubble   *hubbleToggle     // the security profile's flows twin (hubble_twin.go); Close restores it
 	restored string            // what Close put back in the cluster's configuration, for the run's notes
+	deaths   *deathWatch       // the agents' pods while the run measures (deathwatch.go)
+	lost     map[string]error  // endpoint → why no pod replaces its dead agent (replace.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -116,6 +118,7 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 	if err := t.openProbes(ctx); err != nil {
 		return t, err
 	}
+	t.readNodeCNI(ctx)
 	if err := t.openSync(ctx); err != nil {
 		return t, err
 	}
@@ -126,6 +129,11 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 		return t, err
 	}
 	t.recordEndpoints()
+	agents := map[string]*corev1.Pod{}
+	for _, ep := range t.layout.Endpoints {
+		agents[ep] = t.pods[ep]
+	}
+	t.deaths = startDeathWatch(cs, cfg.Namespace, cfg.RunID, agents)
 	return t, nil
 }
 
@@ -378,6 +386,7 @@ func (t *Target) CPUSeconds(string) (float64, error) { return 0, ErrNoCPUAccount
 // gone. It runs once, on its own context, so it also works after Ctrl-C.
 func (t *Target) Close() error {
 	t.closeOnce.Do(func() {
+		t.deaths.Stop() // before the cleanup deletes what it watches
 		if t.access != nil {
 			_ = t.access.Close()
 		}

@@ -84,9 +84,26 @@ func TestDryRunObjectsValid(t *testing.T) {
 	if len(dummies) != 6 || !strings.Contains(about, "1000 dummy Services") {
 		t.Fatalf("%d dummy objects (%q), want 3 Services + 3 slices", len(dummies), about)
 	}
+	// A run without a sweep prints the node probes it may create to read
+	// the nodes' CNI config.
+	plain := cfg
+	plain.Scale = nil
+	l, err := OfflineLayout(plain, "dry-run-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := NodeCNIProbes(l)
+	if len(probes) != 2 {
+		t.Fatalf("%d node CNI probes, want one per node", len(probes))
+	}
 	for _, o := range append(m.Objects(), dummies...) {
 		if errs := validateObject(o, ""); len(errs) > 0 {
 			t.Errorf("%T: the API server would refuse it: %v", o, errs.ToAggregate())
+		}
+	}
+	for _, p := range probes {
+		if errs := validateObject(p, ""); len(errs) > 0 {
+			t.Errorf("probe %s: the API server would refuse it: %v", p.Name, errs.ToAggregate())
 		}
 	}
 	// The sweep creates the same objects the dry run shows.

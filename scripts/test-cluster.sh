@@ -5,7 +5,8 @@
 # containerd and kubelet; the control plane runs in cnbk-node0. Nothing is
 # added to the root namespace; `down` removes everything and checks that.
 #
-#   sudo ./scripts/test-cluster.sh [test]          up, the tests (iptables then nftables mode), down
+#   sudo ./scripts/test-cluster.sh [test]          for each CNI mode: up, the tests, down (bridge:
+#                                                  kube-proxy iptables then nftables mode; then cilium)
 #   sudo ./scripts/test-cluster.sh up              bring it up and leave it running
 #   sudo ./scripts/test-cluster.sh tests [ARGS]    the tests on the cluster that is up
 #   sudo ./scripts/test-cluster.sh proxy-mode iptables|nftables
@@ -13,8 +14,9 @@
 #   sudo ./scripts/test-cluster.sh cilium-check    cilium mode: pod to pod, ClusterIP, BPF only on the nodes' cgroups
 #   sudo ./scripts/test-cluster.sh down            tear down; fails if anything of ours is left
 #
-# CNB_CLUSTER_CNI=cilium (at up or test): Cilium as the CNI and kube-proxy
-# replacement instead of the bridge CNI + kube-proxy (scripts/cluster/cilium.sh;
+# CNB_CLUSTER_CNI=bridge|cilium (at up, or to test one mode only): the bridge
+# CNI + kube-proxy (up's default), or Cilium as the CNI and kube-proxy
+# replacement, a DaemonSet configured by cilium-config (scripts/cluster/cilium.sh;
 # CNB_CLUSTER_CILIUM_ROUTING=native|vxlan). Its first run compiles Cilium
 # (~10 min on 2 cores) into the same cache.
 #
@@ -227,6 +229,31 @@ on_exit() {
 }
 trap on_exit EXIT
 
+# test_mode ARGS...: up, the tests of the mode CNI_MODE, down (checked).
+test_mode() {
+  local t
+  DOWN_ON_EXIT=1
+  PHASE="bring-up ($CNI_MODE)"
+  cluster_up
+  if [ "$CNI_MODE" = cilium ]; then
+    t=$SECONDS PHASE="cluster tests (Cilium, no kube-proxy)"
+    run_tests "$@"
+    log "tests (Cilium) in $((SECONDS - t)) s"
+  else
+    t=$SECONDS PHASE="cluster tests (kube-proxy iptables mode)"
+    run_tests "$@"
+    log "tests (iptables mode) in $((SECONDS - t)) s"
+    t=$SECONDS PHASE="kube-proxy switch to nftables mode"
+    proxy_mode nftables
+    PHASE="cluster tests (kube-proxy nftables mode)"
+    run_tests -test.run 'Quick|ServiceScale|Fidelity|Churn' "$@"
+    log "tests (nftables mode, with the switch) in $((SECONDS - t)) s"
+  fi
+  PHASE="teardown ($CNI_MODE)"
+  cluster_down_checked
+  PHASE= DOWN_ON_EXIT=
+}
+
 cmd=${1:-test}
 [ $# -gt 0 ] && shift
 case $cmd in
@@ -257,26 +284,15 @@ case $cmd in
     cilium_check
     ;;
   test)
-    preflight test
-    DOWN_ON_EXIT=1
-    PHASE="bring-up"
-    cluster_up
-    if [ "$CNI_MODE" = cilium ]; then
-      t=$SECONDS PHASE="cluster tests (Cilium, no kube-proxy)"
-      run_tests "$@"
-      log "tests (Cilium) in $((SECONDS - t)) s"
-      PHASE=
-      exit 0
-    fi
-    t=$SECONDS PHASE="cluster tests (kube-proxy iptables mode)"
-    run_tests "$@"
-    log "tests (iptables mode) in $((SECONDS - t)) s"
-    t=$SECONDS PHASE="kube-proxy switch to nftables mode"
-    proxy_mode nftables
-    PHASE="cluster tests (kube-proxy nftables mode)"
-    run_tests -test.run 'Quick|ServiceScale|Fidelity|Churn' "$@"
-    log "tests (nftables mode, with the switch) in $((SECONDS - t)) s"
-    PHASE=
+    # Every mode unless CNB_CLUSTER_CNI names one: the bridge (kube-proxy in
+    # iptables, then nftables mode), then Cilium; each brought up, tested
+    # and torn down (checked) before the next.
+    modes=("$CNI_MODE")
+    [ -n "${CNB_CLUSTER_CNI:-}" ] || modes=(bridge cilium)
+    for CNI_MODE in "${modes[@]}"; do
+      preflight test
+      test_mode "$@"
+    done
     ;;
   tests)
     [ -f "$VAR_DIR/proxy-mode" ] || die "no test cluster is up (run: $0 up)"

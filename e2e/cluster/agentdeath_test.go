@@ -32,7 +32,7 @@ func TestAgentPodKilledMidRun(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
 			cmd := exec.Command(e.bin, "run", "--target", "k8s", "--kubeconfig", e.kubeconfig, "--image", e.image,
 				"--tests", "TCP_RR", "--placements", "pod-to-pod/other-node,pod-to-service/other-node",
-				"--rounds", "4", "--duration", "4s", "--warmup", "0s", "--out", out)
+				"--rounds", "4", "--duration", "10s", "--warmup", "0s", "--out", out)
 			log := &syncBuffer{}
 			cmd.Stdout, cmd.Stderr = log, log
 			if err := cmd.Start(); err != nil {
@@ -55,7 +55,10 @@ func TestAgentPodKilledMidRun(t *testing.T) {
 				t.Fatalf("sample 3 ended within a second of its start:\n%s", tail(log.String(), 20))
 			}
 			round, placement := at[3], at[4]
-			mustOK(t, e.k(t, "delete", "pod", c.pod, "-n", "cnibench", "--grace-period=0", "--force"), "kubectl delete pod")
+			// Without waiting for the deletion to finish (kubectl's default),
+			// which took 6 s here: the kubelet kills the container within
+			// the 10 s sample, whose failure is the one expected.
+			mustOK(t, e.k(t, "delete", "pod", c.pod, "-n", "cnibench", "--grace-period=0", "--force", "--wait=false"), "kubectl delete pod")
 
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()

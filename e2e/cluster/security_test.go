@@ -95,17 +95,23 @@ func TestSecuritySIGKILLThenCleanupRestoresHubble(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	exited := make(chan struct{})
+	go func() { c.Wait(); close(exited) }()
+	t.Cleanup(func() { c.Process.Kill(); <-exited })
 	switched := regexp.MustCompile(`switching flows (on|off) … rolled out`)
 	deadline := time.Now().Add(10 * time.Minute)
 	for !switched.MatchString(stderr.String()) {
+		select {
+		case <-exited:
+			t.Fatalf("the run ended before Hubble was switched; cnibench said:\n%s", tail(stderr.String(), 40))
+		case <-time.After(200 * time.Millisecond):
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("Hubble not switched after 10 min; cnibench said:\n%s", tail(stderr.String(), 40))
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	c.Process.Kill()
-	c.Wait()
+	<-exited
 	if got := e.ciliumConfig(t); len(got.records) == 0 || got.hubble == before.hubble {
 		t.Fatalf("after SIGKILL: enable-hubble %q, records %v: the test did not kill with Hubble switched", got.hubble, got.records)
 	}

@@ -111,14 +111,17 @@ func (h *hubbleToggle) Set(ctx context.Context, on bool) (string, error) {
 	}
 	h.applied, h.dirty = on, false
 	rolled := time.Since(start).Round(100 * time.Millisecond)
-	if err := h.t.waitServicesReachable(ctx, h.timeout); err != nil {
+	// The run's Services forward again before the proof and the next
+	// sample (said in this switch's line, not a progress line of its own).
+	reach, err := h.t.servicesReachable(ctx, h.timeout)
+	if err != nil {
 		return "", err
 	}
 	proof, err := h.prove(ctx, agents, on)
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("rolled out in %s; %s", rolled, proof), nil
+	return fmt.Sprintf("rolled out in %s, Services forwarding %s later; %s", rolled, reach.Round(100*time.Millisecond), proof), nil
 }
 
 // prove waits until every agent reports the state, and for on until a

@@ -54,21 +54,31 @@ func (t *Target) serviceRoutes() []serviceRoute {
 // through its Service without an error, or fails after timeout naming the
 // Service, the client's node and the last error.
 func (t *Target) waitServicesReachable(ctx context.Context, timeout time.Duration) error {
-	routes := t.serviceRoutes()
-	if len(routes) == 0 {
+	if len(t.serviceRoutes()) == 0 {
 		return nil
 	}
 	t.progress("waiting until the Service proxy forwards the test Services ...")
+	took, err := t.servicesReachable(ctx, timeout)
+	if err != nil {
+		t.progress(" failed\n")
+		return err
+	}
+	t.progress(" reachable in %s\n", took.Round(100*time.Millisecond))
+	return nil
+}
+
+// servicesReachable is waitServicesReachable without progress lines, for a
+// step that reports the wait in its own line (a twin's switch); it returns
+// how long the wait took.
+func (t *Target) servicesReachable(ctx context.Context, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
 	deadline := start.Add(timeout)
-	for _, r := range routes {
+	for _, r := range t.serviceRoutes() {
 		if err := t.waitReachable(ctx, r, deadline, timeout); err != nil {
-			t.progress(" failed\n")
-			return err
+			return 0, err
 		}
 	}
-	t.progress(" reachable in %s\n", time.Since(start).Round(100*time.Millisecond))
-	return nil
+	return time.Since(start), nil
 }
 
 func (t *Target) waitReachable(ctx context.Context, r serviceRoute, deadline time.Time, timeout time.Duration) error {

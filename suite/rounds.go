@@ -44,22 +44,12 @@ func (s *Rounds) Prepare(_ context.Context, r *Runner) (int, error) {
 	for _, spec := range r.Plan.Specs {
 		for _, name := range r.Plan.Placements {
 			for _, sc := range r.Scenarios {
-				pl, err := sc.Target.Placement(name)
-				skipped := ""
-				if errors.Is(err, ErrUnsupported) {
-					path, node, _ := strings.Cut(name, "/")
-					pl, skipped, err = results.Placement{Path: path, Node: node}, err.Error(), nil
-				}
+				i, measured, err := r.prepareResult(spec, name, sc)
 				if err != nil {
-					return 0, fmt.Errorf("scenario %s: %w", sc.Name, err)
+					return 0, err
 				}
-				if skipped == "" {
-					skipped = checkTest(sc.Target, spec)
-				}
-				res := r.Plan.newResult(spec, pl, sc.Name)
-				res.Skipped = skipped
-				s.index = append(s.index, r.addResult(res))
-				if skipped == "" {
+				s.index = append(s.index, i)
+				if measured {
 					total += r.Plan.Rounds
 				}
 			}
@@ -101,4 +91,26 @@ func (s *Rounds) Measure(ctx context.Context, r *Runner) error {
 		}
 	}
 	return nil
+}
+
+// prepareResult adds the Result of one test on one placement in one
+// scenario, recorded as skipped (with why) where the scenario's target
+// cannot host the placement or the test; it returns the Result's index and
+// whether it will be measured.
+func (r *Runner) prepareResult(spec TestSpec, placement string, sc Scenario) (int, bool, error) {
+	pl, err := sc.Target.Placement(placement)
+	skipped := ""
+	if errors.Is(err, ErrUnsupported) {
+		path, node, _ := strings.Cut(placement, "/")
+		pl, skipped, err = results.Placement{Path: path, Node: node}, err.Error(), nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	if skipped == "" {
+		skipped = checkTest(sc.Target, spec)
+	}
+	res := r.Plan.newResult(spec, pl, sc.Name)
+	res.Skipped = skipped
+	return r.addResult(res), skipped == "", nil
 }

@@ -2,7 +2,6 @@ package suite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -142,22 +141,12 @@ func (s *Twins) results(r *Runner) (int, error) {
 	for _, spec := range r.Plan.Specs {
 		for _, name := range r.Plan.Placements {
 			for _, sc := range r.Scenarios {
-				pl, err := sc.Target.Placement(name)
-				skipped := ""
-				if errors.Is(err, ErrUnsupported) {
-					path, node, _ := strings.Cut(name, "/")
-					pl, skipped, err = results.Placement{Path: path, Node: node}, err.Error(), nil
-				}
+				i, measured, err := r.prepareResult(spec, name, sc)
 				if err != nil {
-					return 0, fmt.Errorf("scenario %s: %w", sc.Name, err)
+					return 0, err
 				}
-				if skipped == "" {
-					skipped = checkTest(sc.Target, spec)
-				}
-				res := r.Plan.newResult(spec, pl, sc.Name)
-				res.Skipped = skipped
-				s.index[sc.Name] = append(s.index[sc.Name], r.addResult(res))
-				if skipped == "" {
+				s.index[sc.Name] = append(s.index[sc.Name], i)
+				if measured {
 					total += r.Plan.Rounds
 				}
 			}

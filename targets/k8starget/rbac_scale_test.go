@@ -7,6 +7,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -49,8 +50,27 @@ func TestRBACCoversASweep(t *testing.T) {
 	if _, err := Cleanup(cs, testNS, ManagedSelector(), cfg.Timeout, nil); err != nil {
 		t.Fatal(err)
 	}
+	checked, writesOutside := replayChangeRBAC(t, cs)
+	if checked < 30 || writesOutside != 4 {
+		t.Errorf("%d API calls checked, %d writes in kube-system (want 4: ConfigMap and DaemonSet, twice)", checked, writesOutside)
+	}
+	for _, r := range ClusterChangeRules() {
+		// pods/exec (the flows twin's cilium-dbg status) cannot name the
+		// agents' generated pods; every write can name its object.
+		if len(r.ResourceNames) == 0 && !slices.Equal(r.Resources, []string{"pods/exec"}) {
+			t.Errorf("cluster-change rule %v is not limited to named objects", r.Resources)
+		}
+	}
+	assertClean(t, cs)
+}
+
+// replayChangeRBAC checks every API call the fake clientset saw against
+// `cnibench k8s rbac --allow-cluster-changes` (the test namespace's Role,
+// the cluster rules, the Role in Cilium's namespace); it returns how many
+// calls it checked and how many of them wrote in Cilium's namespace.
+func replayChangeRBAC(t *testing.T, cs *fake.Clientset) (checked, ciliumWrites int) {
+	t.Helper()
 	cluster, namespaced, ciliumNS := ClusterRules(testNS), NamespaceRules(), ClusterChangeRules()
-	checked, writesOutside := 0, 0
 	for _, a := range cs.Actions() {
 		gvr := a.GetResource()
 		if gvr.Resource == "version" {
@@ -76,7 +96,7 @@ func TestRBACCoversASweep(t *testing.T) {
 		case DefaultCiliumNamespace:
 			rules = append(slices.Clone(cluster), ciliumNS...)
 			if a.GetVerb() != "get" && a.GetVerb() != "list" {
-				writesOutside++
+				ciliumWrites++
 			}
 		}
 		checked++
@@ -84,15 +104,5 @@ func TestRBACCoversASweep(t *testing.T) {
 			t.Errorf("not allowed by `cnibench k8s rbac --allow-cluster-changes`: %s %s %q in namespace %q", a.GetVerb(), resource, name, a.GetNamespace())
 		}
 	}
-	if checked < 30 || writesOutside != 4 {
-		t.Errorf("%d API calls checked, %d writes in kube-system (want 4: ConfigMap and DaemonSet, twice)", checked, writesOutside)
-	}
-	for _, r := range ciliumNS {
-		// pods/exec (the flows twin's cilium-dbg status) cannot name the
-		// agents' generated pods; every write can name its object.
-		if len(r.ResourceNames) == 0 && !slices.Equal(r.Resources, []string{"pods/exec"}) {
-			t.Errorf("cluster-change rule %v is not limited to named objects", r.Resources)
-		}
-	}
-	assertClean(t, cs)
+	return checked, ciliumWrites
 }

@@ -172,36 +172,8 @@ func TestSecurityTwinsOnCilium(t *testing.T) {
 // --allow-cluster-changes`.
 func checkSecurityRBAC(t *testing.T, cs *fake.Clientset, execs []string) {
 	t.Helper()
-	cluster, namespaced, ciliumNS := ClusterRules(testNS), NamespaceRules(), ClusterChangeRules()
-	for _, a := range cs.Actions() {
-		gvr := a.GetResource()
-		if gvr.Resource == "version" {
-			continue
-		}
-		resource := gvr.Resource
-		if a.GetSubresource() != "" {
-			resource += "/" + a.GetSubresource()
-		}
-		name := ""
-		switch x := a.(type) {
-		case k8stesting.GetAction:
-			name = x.GetName()
-		case k8stesting.DeleteAction:
-			name = x.GetName()
-		case k8stesting.UpdateAction:
-			name = x.GetObject().(metav1.Object).GetName()
-		}
-		rules := cluster
-		switch a.GetNamespace() {
-		case testNS:
-			rules = append(slices.Clone(cluster), namespaced...)
-		case DefaultCiliumNamespace:
-			rules = append(slices.Clone(cluster), ciliumNS...)
-		}
-		if !allows(rules, gvr.Group, resource, a.GetVerb(), name) {
-			t.Errorf("not allowed by `cnibench k8s rbac --allow-cluster-changes`: %s %s %q in namespace %q", a.GetVerb(), resource, name, a.GetNamespace())
-		}
-	}
+	replayChangeRBAC(t, cs)
+	ciliumNS := ClusterChangeRules()
 	for _, e := range execs {
 		ns, pod, _ := strings.Cut(e, "/")
 		if ns != DefaultCiliumNamespace || !allows(ciliumNS, "", "pods/exec", "create", pod) {

@@ -118,20 +118,7 @@ func testChurnReplacementNotHeld(t *testing.T, dp string) {
 	v := &SyncVerifier{Mode: SyncNode, Probes: []NodeProbe{{Node: "n1", Client: p}}, Timeout: 300 * time.Millisecond, Interval: 5 * time.Millisecond}
 	c := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "ch2", QPS: 2000, Burst: 100, Workers: 4, Sync: v, PerChange: true}
 	ctx := context.Background()
-	spec := datapath.Spec{Services: datapath.DummyServices(3, 2)}
-	if _, err := c.Program(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Verify(ctx); err != nil {
-		t.Fatal(err)
-	}
-	p.freeze()
-	eps := slices.Clone(spec.Services[1].Endpoints)
-	eps[0].IP = netip.MustParseAddr("198.18.250.1")
-	spec.Services[1].Endpoints = eps
-	if _, err := c.Program(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
+	programThenReplace(t, ctx, c, p)
 	_, err := c.Verify(ctx)
 	if err == nil || !strings.Contains(err.Error(), "endpoint 198.18.250.1:") || !strings.Contains(err.Error(), "not there") {
 		t.Fatalf("Verify with a replacement the node never shows: %v", err)
@@ -320,20 +307,7 @@ func TestClusterChurnOldCiliumProbeChecksKeysOnly(t *testing.T) {
 	v := &SyncVerifier{Mode: SyncNode, Probes: []NodeProbe{{Node: "n1", Client: p}}, Timeout: 5 * time.Second, Interval: 5 * time.Millisecond, Progress: &syncWriter{w: &progress}}
 	c := &ClusterServices{Clientset: cs, Namespace: testNS, RunID: "ch4", QPS: 2000, Burst: 100, Workers: 4, Sync: v, PerChange: true}
 	ctx := context.Background()
-	spec := datapath.Spec{Services: datapath.DummyServices(3, 2)}
-	if _, err := c.Program(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Verify(ctx); err != nil {
-		t.Fatal(err)
-	}
-	p.freeze()
-	eps := slices.Clone(spec.Services[1].Endpoints)
-	eps[0].IP = netip.MustParseAddr("198.18.250.1")
-	spec.Services[1].Endpoints = eps
-	if _, err := c.Program(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
+	programThenReplace(t, ctx, c, p)
 	if _, err := c.Verify(ctx); err != nil {
 		t.Fatalf("Verify by key only: %v", err)
 	}
@@ -391,5 +365,26 @@ func TestHeldOnRecordedCiliumRead(t *testing.T) {
 		if got := h.why(c.ck); got != c.want {
 			t.Errorf("%s %s:%d/%s present %v want %v gone %v: %q, want %q", c.ck.port.Name, c.ck.port.ClusterIP, c.ck.port.Port, c.ck.port.Protocol, c.ck.present, c.ck.want, c.ck.gone, got, c.want)
 		}
+	}
+}
+
+// programThenReplace programs 3 dummy Services of 2 endpoints, verifies
+// them, freezes the probe's view and programs a replacement (198.18.250.1)
+// of Service 1's first endpoint, which the frozen node does not show.
+func programThenReplace(t *testing.T, ctx context.Context, c *ClusterServices, p *lagProbe) {
+	t.Helper()
+	spec := datapath.Spec{Services: datapath.DummyServices(3, 2)}
+	if _, err := c.Program(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Verify(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.freeze()
+	eps := slices.Clone(spec.Services[1].Endpoints)
+	eps[0].IP = netip.MustParseAddr("198.18.250.1")
+	spec.Services[1].Endpoints = eps
+	if _, err := c.Program(ctx, spec); err != nil {
+		t.Fatal(err)
 	}
 }

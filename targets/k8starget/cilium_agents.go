@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -25,13 +24,14 @@ type ciliumAgent struct {
 // DaemonSet that runs generation (0: any) and is Ready; it says which
 // node has none, or more than one (a rollout under way).
 func ciliumAgents(ctx context.Context, cs kubernetes.Interface, comp *Component, nodes []string, generation int64) ([]ciliumAgent, error) {
-	sel, err := metav1.LabelSelectorAsSelector(comp.selector)
-	if err != nil || comp.selector == nil {
+	// Without a selector Component.pods would list the whole namespace,
+	// and another pod on the node would pass for the agent.
+	if comp.selector == nil {
 		return nil, fmt.Errorf("DaemonSet %s/%s: no usable pod selector", comp.Namespace, comp.DaemonSet)
 	}
-	list, err := cs.CoreV1().Pods(comp.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	list, err := comp.pods(ctx, cs)
 	if err != nil {
-		return nil, fmt.Errorf("list the Cilium agent pods: %w", err)
+		return nil, err
 	}
 	var out []ciliumAgent
 	for _, node := range nodes {

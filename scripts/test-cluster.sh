@@ -24,7 +24,8 @@
 # The first run compiles Kubernetes and etcd (12-20 min on 2 cores) into
 # $CNB_CLUSTER_CACHE (default /var/cache/cnibench-cluster); later runs reuse them.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+SELF=$(realpath "$0")
+cd "$(dirname "$SELF")/.."
 source scripts/cluster/env.sh
 source scripts/cluster/lib.sh
 source scripts/cluster/net.sh
@@ -210,8 +211,9 @@ run_tests() {
     CNB_CLUSTER_BIN="$PWD/bin/cnibench" CNB_CLUSTER_IMAGE="$AGENT_IMAGE" \
     CNB_CLUSTER_KUBECTL="$BIN/kubectl" CNB_CLUSTER_PROXY_MODE="$mode" CNB_CLUSTER_CNI="$(cat "$VAR_DIR/cni-mode" 2>/dev/null || echo bridge)" \
     CNB_CLUSTER_RULE_NETNS="${NODES[1]}" CNB_CLUSTER_CIDR="$CLUSTER_CIDR" CNB_CLUSTER_SERVICE_CIDR="$SERVICE_CIDR" \
-    "$tbin" -test.v -test.timeout 40m "$@"
+    "$tbin" -test.v -test.timeout 40m "$@" 2>&1 | tee "$TESTS_OUT"
 }
+TESTS_OUT=$RUN_DIR-tests.out
 
 # on_exit: on failure the tail of every component's log (where bring-up or
 # a test failed), and for `test` always the teardown and its check.
@@ -222,12 +224,21 @@ on_exit() {
   trap - EXIT
   if [ $rc -ne 0 ] && [ -n "$PHASE" ]; then
     dump_logs
+    if [ -s "$FAIL_NOTES" ]; then sed 's/^/  why: /' "$FAIL_NOTES" >&2; fi
+    if [ -s "$TESTS_OUT" ]; then
+      grep -E -e '--- FAIL|^panic:|^FAIL' -e '_test\.go:[0-9]+: .*([Ff]ail|want|got|[Ee]rror|expect)' "$TESTS_OUT" |
+        tail -40 | sed 's/^/  test: /' >&2 || true
+    fi
     log "FAILED: $PHASE"
   fi
   if [ -n "$DOWN_ON_EXIT" ]; then cluster_down_checked || rc=1; fi
+  # A bring-up that failed and was torn down clean may be tried again.
+  if [ $rc -eq 1 ] && [ -n "$DOWN_ON_EXIT" ] && [[ $PHASE == bring-up* ]]; then rc=$RETRY_BRINGUP; fi
   exit $rc
 }
+RETRY_BRINGUP=75
 trap on_exit EXIT
+rm -f "$FAIL_NOTES" "$TESTS_OUT"
 
 # test_mode ARGS...: up, the tests of the mode CNI_MODE, down (checked).
 test_mode() {
@@ -287,12 +298,24 @@ case $cmd in
     # Every mode unless CNB_CLUSTER_CNI names one: the bridge (kube-proxy in
     # iptables, then nftables mode), then Cilium; each brought up, tested
     # and torn down (checked) before the next.
+    # A bring-up that fails (its logs and reasons printed) is torn down
+    # and tried once more; a failed test is not.
     modes=("$CNI_MODE")
     [ -n "${CNB_CLUSTER_CNI:-}" ] || modes=(bridge cilium)
-    for CNI_MODE in "${modes[@]}"; do
-      preflight test
-      test_mode "$@"
+    for mode in "${modes[@]}"; do
+      rc=0
+      CNB_CLUSTER_CNI=$mode "$SELF" test-mode "$@" || rc=$?
+      if [ $rc -eq $RETRY_BRINGUP ]; then
+        log "bring-up ($mode) failed (the reasons are above) and was torn down: trying it once more"
+        rc=0
+        CNB_CLUSTER_CNI=$mode "$SELF" test-mode "$@" || rc=$?
+      fi
+      [ $rc -eq 0 ] || exit 1
     done
+    ;;
+  test-mode) # internal: one mode of `test`
+    preflight test
+    test_mode "$@"
     ;;
   tests)
     [ -f "$VAR_DIR/proxy-mode" ] || die "no test cluster is up (run: $0 up)"

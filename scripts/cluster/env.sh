@@ -52,4 +52,8 @@ GLOBAL_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_o
   kernel.unprivileged_bpf_disabled kernel.timer_migration net.core.bpf_jit_enable)
 
 log() { printf '%s cluster: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+# FAIL_NOTES: the reasons of a failure, said again after the logs' tails
+# (CI keeps only the end of the output); a file, as die may run in $(...).
+FAIL_NOTES=/run/cnbk-fail-notes
+fail() { log "$*"; printf '%s\n' "$*" >>"$FAIL_NOTES" 2>/dev/null || true; }
+die() { fail "ERROR: $*"; exit 1; }

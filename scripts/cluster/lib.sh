@@ -36,10 +36,15 @@ start() {
 }
 
 # running NAME: the daemon NAME is alive (and is still the process we started).
+# Its cmdline is read twice: while the shell that wrote the pid execs the
+# daemon, the kernel shows an empty cmdline for a moment.
 running() {
   local pid
   pid=$(cat "$PID_DIR/$1.pid" 2>/dev/null) || return 1
-  [ -n "$pid" ] && [ -d "/proc/$pid" ] && grep -qz "$VAR_DIR\|$RUN_DIR" "/proc/$pid/cmdline" 2>/dev/null
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+  grep -qz "$VAR_DIR\|$RUN_DIR" "/proc/$pid/cmdline" 2>/dev/null && return 0
+  sleep 0.2
+  [ -d "/proc/$pid" ] && grep -qz "$VAR_DIR\|$RUN_DIR" "/proc/$pid/cmdline" 2>/dev/null
 }
 
 # wait_for DESC SECONDS CMD...: polls CMD every 0.5 s until it succeeds;
@@ -49,12 +54,12 @@ wait_for() {
   local deadline=$((SECONDS + timeout))
   until "$@" >/dev/null 2>&1; do
     if [ -n "${WAIT_DAEMON:-}" ] && ! running "$WAIT_DAEMON"; then
-      log "$WAIT_DAEMON exited while waiting for $desc; its log:"
+      fail "$WAIT_DAEMON exited while waiting for $desc (its log: $LOG_DIR/$WAIT_DAEMON.log)"
       tail -30 "$LOG_DIR/$WAIT_DAEMON.log" >&2 || true
       return 1
     fi
     if ((SECONDS >= deadline)); then
-      log "timed out after ${timeout}s waiting for $desc"
+      fail "timed out after ${timeout}s waiting for $desc"
       return 1
     fi
     sleep 0.5

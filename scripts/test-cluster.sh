@@ -34,6 +34,7 @@ source scripts/cluster/control.sh
 source scripts/cluster/rootns.sh
 source scripts/cluster/down.sh
 source scripts/cluster/cilium.sh
+source scripts/cluster/flannel.sh
 
 usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
@@ -44,7 +45,7 @@ cluster_packages=(containernetworking-plugins socat openssl curl)
 
 preflight() {
   [ "$(id -u)" = 0 ] || die "run as root (network namespaces, containerd, kubelet): sudo $0 $*"
-  case $CNI_MODE in bridge | cilium) ;; *) die "CNB_CLUSTER_CNI: bridge or cilium, not '$CNI_MODE'" ;; esac
+  case $CNI_MODE in bridge | cilium | flannel) ;; *) die "CNB_CLUSTER_CNI: bridge, cilium or flannel, not '$CNI_MODE'" ;; esac
   source scripts/setup.sh # Debian packages and the Go release go.mod names
   local p need=()
   # cilium mode: the agent compiles its datapath with clang at start (≥ 18.1;
@@ -73,9 +74,10 @@ build_images() {
   cp bin/cnibench-image.tar "$d/cnibench.tar"
   ./bin/cnibench k8s image --binary "$BIN/pause" --tag "$PAUSE_IMAGE" --out "$d/pause.tar" >/dev/null
   ./bin/cnibench k8s image --binary "$BIN/kube-proxy" --tag "$PROXY_IMAGE" --out "$d/kube-proxy.tar" >/dev/null
-  if [ "$CNI_MODE" = cilium ]; then
-    ./bin/cnibench k8s image --binary "$CIL/bin/cilium-agent" --tag "$CILIUM_IMAGE" --out "$d/cilium.tar" >/dev/null
-  fi
+  case $CNI_MODE in
+    cilium) ./bin/cnibench k8s image --binary "$CIL/bin/cilium-agent" --tag "$CILIUM_IMAGE" --out "$d/cilium.tar" >/dev/null ;;
+    flannel) ./bin/cnibench k8s image --binary "$FL/bin/flanneld" --tag "$FLANNEL_IMAGE" --out "$d/flannel.tar" >/dev/null ;;
+  esac
 }
 
 # proxy_ready: the DaemonSet's current generation has a Ready pod on each node.
@@ -118,9 +120,10 @@ cluster_up() {
     die "a test cluster is up or left over ($VAR_DIR, netns cnbk-*): run $0 down"
   fi
   BIN=$(bin_dir)
-  if [ "$CNI_MODE" = cilium ]; then
-    CIL=$(cilium_dir)
-  fi
+  case $CNI_MODE in
+    cilium) CIL=$(cilium_dir) ;;
+    flannel) FL=$(flannel_dir) ;;
+  esac
   mkdir -p "$VAR_DIR" "$RUN_DIR"
   rootns_snapshot "$VAR_DIR/rootns-before"
   for i in "${HOST_PATHS[@]}"; do [ -e "$i" ] && echo "$i"; done >"$VAR_DIR/host-paths.before" || true
@@ -136,6 +139,7 @@ cluster_up() {
   # removed by down as HOST_PATHS it did not find).
   mkdir -p /etc/cni/net.d
   if [ "$CNI_MODE" = cilium ]; then mkdir -p "$CILIUM_HOST_DIR"; fi
+  if [ "$CNI_MODE" = flannel ]; then mkdir -p "$FLANNEL_HOST_DIR"; fi
   for i in "${!NODES[@]}"; do
     node_mnt_up "${NODES[$i]}"
     containerd_up "${NODES[$i]}" "$i"
@@ -152,6 +156,11 @@ cluster_up() {
     log "up: Cilium $CILIUM_VERSION agents ($CILIUM_ROUTING routing, kube-proxy replacement, no kube-proxy)"
     cilium_up
     echo cilium >"$VAR_DIR/cni-mode"
+  fi
+  if [ "$CNI_MODE" = flannel ]; then
+    log "up: flannel $FLANNEL_VERSION (VXLAN), kube-proxy"
+    flannel_up
+    echo flannel >"$VAR_DIR/cni-mode"
   fi
   kctl wait --for=condition=Ready node --all --timeout 90s >/dev/null || die "nodes not Ready in 90 s"
   if [ "$CNI_MODE" = cilium ]; then
@@ -250,6 +259,12 @@ test_mode() {
     t=$SECONDS PHASE="cluster tests (Cilium, no kube-proxy)"
     run_tests "$@"
     log "tests (Cilium) in $((SECONDS - t)) s"
+  elif [ "$CNI_MODE" = flannel ]; then
+    # The datapath differs from the bridge's in the overlay only: the quick
+    # profile on every placement (and its provenance) is what it must pass.
+    t=$SECONDS PHASE="cluster tests (Flannel VXLAN, kube-proxy iptables mode)"
+    run_tests -test.run 'Quick' "$@"
+    log "tests (Flannel) in $((SECONDS - t)) s"
   else
     t=$SECONDS PHASE="cluster tests (kube-proxy iptables mode)"
     run_tests "$@"
@@ -280,7 +295,7 @@ case $cmd in
     [ $# -eq 1 ] || usage
     case $1 in iptables | nftables) ;; *) die "proxy-mode: iptables or nftables, not '$1'" ;; esac
     [ -f "$VAR_DIR/proxy-mode" ] || die "no test cluster is up (run: $0 up)"
-    [ ! -f "$VAR_DIR/cni-mode" ] || die "proxy-mode: the cluster runs $(cat "$VAR_DIR/cni-mode") (no kube-proxy)"
+    [ "$(cat "$VAR_DIR/cni-mode" 2>/dev/null)" != cilium ] || die "proxy-mode: the cluster runs Cilium (no kube-proxy)"
     preflight proxy-mode
     PHASE="proxy-mode $1"
     proxy_mode "$1"

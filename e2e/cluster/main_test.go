@@ -59,8 +59,8 @@ func getEnv(t *testing.T) *env {
 			t.Fatalf("CNB_CLUSTER_KUBECONFIG is set but %s is not", name)
 		}
 	}
-	if e.cni != "bridge" && e.cni != "cilium" {
-		t.Fatalf("CNB_CLUSTER_CNI=%q: bridge or cilium", e.cni)
+	if e.cni != "bridge" && e.cni != "cilium" && e.cni != "flannel" {
+		t.Fatalf("CNB_CLUSTER_CNI=%q: bridge, cilium or flannel", e.cni)
 	}
 	return e
 }

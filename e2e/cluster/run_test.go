@@ -46,8 +46,9 @@ func TestQuickEveryPlacement(t *testing.T) {
 }
 
 // checkCNIProvenance: the results name the cluster's datapath as it runs:
-// kube-proxy in its mode on the bridge cluster; on Cilium its DaemonSet,
-// version and the mode-defining keys of cilium-config, and no kube-proxy.
+// kube-proxy in its mode on the bridge cluster; on Flannel its DaemonSet,
+// version and backend beside kube-proxy; on Cilium its DaemonSet, version
+// and the mode-defining keys of cilium-config, and no kube-proxy.
 func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
 	t.Helper()
 	var details struct {
@@ -60,8 +61,9 @@ func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
 				KubeProxyReplacement string `json:"kube_proxy_replacement"`
 				EnableHubble         string `json:"enable_hubble"`
 			}
-			Encryption string
-			NodeConfig []struct {
+			Encryption     string
+			FlannelBackend string `json:"flannel_backend"`
+			NodeConfig     []struct {
 				Node, File, Network string
 				Plugins             []string
 			} `json:"node_config"`
@@ -72,6 +74,22 @@ func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
 		t.Fatalf("target.details: %v", err)
 	}
 	c := details.CNI
+	if e.cni == "flannel" {
+		if kp := c.KubeProxy; kp == nil || kp.Mode != e.proxyMode {
+			t.Errorf("provenance does not name kube-proxy in %s mode: %s", e.proxyMode, raw)
+		}
+		var fl []string
+		for _, comp := range c.Components {
+			if comp.Plugin == "flannel" {
+				fl = append(fl, comp.DaemonSet+" "+comp.Version)
+			}
+		}
+		if c.Plugin != "flannel" || strings.Join(fl, ",") != "kube-flannel-ds v0.28.10" || c.FlannelBackend != "vxlan" ||
+			c.Encryption != "none (flannel backend vxlan)" {
+			t.Errorf("provenance does not name Flannel v0.28.10 (DaemonSet kube-flannel-ds, VXLAN, no encryption): %s", raw)
+		}
+		return
+	}
 	if !e.cilium() {
 		if kp := c.KubeProxy; kp == nil || kp.Mode != e.proxyMode || len(c.Components) != 1 || c.Components[0].Plugin != "kube-proxy" {
 			t.Errorf("provenance does not name kube-proxy in %s mode: %s", e.proxyMode, raw)

@@ -93,10 +93,8 @@ cilium_ready() {
 # CRDs, the ConfigMap, RBAC and DaemonSet; done when each agent is Ready
 # and its CNI config is in its node's CNI dir.
 cilium_up() {
-  local i ns f
-  for i in "${!NODES[@]}"; do
-    kctl patch node "${NODES[$i]}" --type merge -p "{\"spec\":{\"podCIDR\":\"${POD_CIDRS[$i]}\",\"podCIDRs\":[\"${POD_CIDRS[$i]}\"]}}" >/dev/null
-  done
+  local ns f
+  pod_cidrs_patch
   kctl apply --server-side -f "$CIL/crds/" >/dev/null
   for f in "$CIL"/crds/*.yaml; do
     kctl wait --for condition=established --timeout 60s -f "$f" >/dev/null

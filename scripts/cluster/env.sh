@@ -6,9 +6,11 @@
 K8S_VERSION=v1.34.4     # kubelet 1.35+ refuses cgroup v1, which this kind of machine has
 ETCD_VERSION=v3.6.4     # the etcd Kubernetes 1.34.4 is tested with
 CILIUM_VERSION=v1.20.2  # the cilium mode's (Kubernetes 1.33-1.36); scripts/cluster/cilium
+FLANNEL_VERSION=v0.28.10 # the flannel mode's (client-go 0.34); scripts/cluster/flannel
 
-# The pod network: bridge (Debian's bridge CNI + kube-proxy, the default) or
-# cilium (Cilium's CNI, kube-proxy replacement, no kube-proxy).
+# The pod network: bridge (Debian's bridge CNI + kube-proxy, the default),
+# cilium (Cilium's CNI, kube-proxy replacement, no kube-proxy) or flannel
+# (flanneld's VXLAN overlay + kube-proxy).
 CNI_MODE=${CNB_CLUSTER_CNI:-bridge}
 
 CLUSTER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) # scripts/cluster
@@ -36,6 +38,7 @@ PAUSE_IMAGE=localhost/cnbk/pause:1
 PROXY_IMAGE=localhost/cnbk/kube-proxy:$K8S_VERSION
 AGENT_IMAGE=localhost/cnbk/cnibench:test
 CILIUM_IMAGE=localhost/cnbk/cilium:$CILIUM_VERSION
+FLANNEL_IMAGE=localhost/cnbk/flannel:$FLANNEL_VERSION
 
 # The cgroup v1 hierarchies the kubelet and runc write (one root per node).
 cgroup_roots() { local n; for n in "${NODES[@]}"; do echo "/$n"; done; }

@@ -69,6 +69,15 @@ wait_for() {
 # kctl ARGS...: kubectl as the cluster admin, from node0's namespace.
 kctl() { in_ns "${NODES[0]}" "$BIN/kubectl" --kubeconfig "$VAR_DIR/pki/admin.kubeconfig" "$@"; }
 
+# pod_cidrs_patch: each Node's podCIDR (no controller allocates them here;
+# flannel's kube subnet manager and Cilium's kubernetes IPAM read them).
+pod_cidrs_patch() {
+  local i
+  for i in "${!NODES[@]}"; do
+    kctl patch node "${NODES[$i]}" --type merge -p "{\"spec\":{\"podCIDR\":\"${POD_CIDRS[$i]}\",\"podCIDRs\":[\"${POD_CIDRS[$i]}\"]}}" >/dev/null
+  done
+}
+
 # bin_dir: the compiled components (built on first use).
 bin_dir() { "$CLUSTER_DIR/build.sh"; }
 

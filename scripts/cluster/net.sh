@@ -23,7 +23,8 @@ net_up() {
     ns=${NODES[$i]} peer=$((1 - i))
     ip -n "$ns" addr add "${NODE_IPS[$i]}/$NODE_PREFIX" dev eth0
     ip -n "$ns" link set eth0 up
-    ip -n "$ns" route add "${POD_CIDRS[$peer]}" via "${NODE_IPS[$peer]}"
+    # (flannel mode: its VXLAN routes instead)
+    [ "$CNI_MODE" = flannel ] || ip -n "$ns" route add "${POD_CIDRS[$peer]}" via "${NODE_IPS[$peer]}"
     ip -n "$ns" link add "$SINK" type bridge
     ip -n "$ns" link set "$SINK" up
     ip -n "$ns" route add "$SERVICE_CIDR" dev "$SINK"

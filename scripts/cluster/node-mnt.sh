@@ -17,6 +17,8 @@
 #     cgroupv2             the node's own cgroup2 subtree (a mount point, so
 #                          the agent mounts nothing: its socket-LB programs
 #                          apply to the node's pods only)
+#   /run/flannel           the node's $RUN_DIR/<node>/flannel (flannel mode):
+#                          flanneld's lease, subnet.env
 # Usage: node-mnt.sh MODE NODE_VAR_DIR NODE_RUN_DIR NODE_CGROUP2_DIR PAUSE
 set -euo pipefail
 mode=$1 var=$2 run=$3 cg=$4 pause=$5
@@ -33,6 +35,8 @@ if [ "$mode" = cilium ]; then
   # Shared (a peer group of this namespace alone): containerd mounts it into
   # the agent with HostToContainer propagation, which needs that.
   mount --make-rshared /run/cilium
+elif [ "$mode" = flannel ]; then
+  mount --bind "$run/flannel" /run/flannel
 fi
 # The argument names the node's directory, so `running` knows it is ours.
 exec "$pause" "$run"

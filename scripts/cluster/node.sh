@@ -15,6 +15,7 @@ node_mnt_up() {
   var=$(node_var "$ns") run=$(node_run "$ns")
   mkdir -p "$var/cni" "$run"
   if [ "$CNI_MODE" = cilium ]; then mkdir -p "$run/cilium" "$(cilium_cgroup "$ns")"; fi
+  if [ "$CNI_MODE" = flannel ]; then mkdir -p "$run/flannel"; fi
   start "mnt-$ns" "$ns" unshare --mount --propagation slave -- \
     "$CLUSTER_DIR/node-mnt.sh" "$CNI_MODE" "$var" "$run" "$(cilium_cgroup "$ns")" "$BIN/pause"
   # Ready once the script has made its mounts and exec'd the holder.
@@ -32,12 +33,12 @@ containerd_up() {
   var=$(node_var "$ns") run=$(node_run "$ns")
   # cilium mode: the agent writes the CNI config once it is ready; its
   # plugin finds the agent at the default socket, the node's /run/cilium.
+  # flannel mode: flannel_up writes it from flanneld's lease.
   local cni_bin=/usr/lib/cni
-  if [ "$CNI_MODE" = cilium ]; then
-    cni_bin=$(cilium_cni_bin "$ns")
-  else
-    cni_conf "$ns" "$i" >"$var/cni/10-cnbk.conflist"
-  fi
+  case $CNI_MODE in
+    cilium) cni_bin=$(cilium_cni_bin "$ns") ;;
+    bridge) cni_conf "$ns" "$i" >"$var/cni/10-cnbk.conflist" ;;
+  esac
   cat >"$var/containerd.toml" <<EOF
 version = 2
 root = "$var/containerd"

@@ -11,7 +11,7 @@ OURS='cnbk|192\.0\.2\.|198\.1[89]\.|KUBE-|kube-proxy'
 # nothing.)
 HOST_PATHS=(/var/lib/kubelet /var/log/pods /var/log/containers /var/lib/cni /run/containerd
   /etc/cni /opt/cni /opt/containerd /etc/kubernetes /usr/libexec/kubernetes
-  /run/cilium /var/lib/cilium)
+  /run/cilium /var/lib/cilium /run/flannel)
 
 rootns_snapshot() {
   local d=$1 s h p

@@ -44,9 +44,11 @@ func (l *lab) agentPID(endpoint string) int {
 // An agent SIGKILLed during a sample's measured interval fails that
 // sample with the cause, at once (the client's) or when the client's run
 // ends (the server's); a fresh agent measures the next samples; the run
-// exits 5 (samples failed) and leaves nothing behind.
+// exits 5 (samples failed) and leaves nothing behind, not even the
+// killed server's DNS server files.
 func TestAgentKilledMidSample(t *testing.T) {
 	l := newLab(t)
+	tmp := l.privateTemp()
 	out := filepath.Join(t.TempDir(), "out")
 	const rounds, duration = 5, 3 * time.Second
 	c := l.cmd("run", "--tests", "TCP_RR", "--placements", "pod-to-pod/other-node", "--rounds", strconv.Itoa(rounds),
@@ -69,6 +71,9 @@ func TestAgentKilledMidSample(t *testing.T) {
 		pid := l.agentPID(ep)
 		if pid == 0 {
 			t.Fatalf("round %d: no agent on %s to kill", round, ep)
+		}
+		if f := dnsFiles(tmp); len(f) != 1 {
+			t.Fatalf("round %d: DNS server configs under TMPDIR %s: %v, want the server agent's", round, tmp, f)
 		}
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -122,6 +127,7 @@ func TestAgentKilledMidSample(t *testing.T) {
 	if left := l.leftovers(); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
+	assertEmpty(t, tmp)
 }
 
 // A second run on a lab another run is using is refused at once, naming

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math/rand"
 	"os"
@@ -49,6 +50,7 @@ type lab struct {
 	name     string
 	stateDir string
 	wrap     []string // prefix of every cnibench command, e.g. nsenter into a mount namespace
+	tmp      string   // TMPDIR of every cnibench command (privateTemp), "" for the test's
 }
 
 func newLab(t *testing.T) *lab {
@@ -74,7 +76,11 @@ func newLab(t *testing.T) *lab {
 
 func (l *lab) cmd(args ...string) *exec.Cmd {
 	argv := append(append(slices.Clone(l.wrap), binary, "--lab", l.name, "--state-dir", l.stateDir), args...)
-	return exec.Command(argv[0], argv[1:]...)
+	c := exec.Command(argv[0], argv[1:]...)
+	if l.tmp != "" {
+		c.Env = append(os.Environ(), "TMPDIR="+l.tmp)
+	}
+	return c
 }
 
 // run runs cnibench and returns stdout, stderr and the exit code.
@@ -93,7 +99,7 @@ func (l *lab) run(args ...string) (string, string, int) {
 }
 
 // leftovers lists lab objects that still exist: namespaces, cgroups,
-// state, processes of ours.
+// state, temporary directories, processes of ours.
 func (l *lab) leftovers() []string {
 	var left []string
 	prefix := "cnb-" + l.name + "-"
@@ -112,10 +118,59 @@ func (l *lab) leftovers() []string {
 	if _, err := os.Stat(filepath.Join(l.stateDir, l.name)); err == nil {
 		left = append(left, "state "+filepath.Join(l.stateDir, l.name))
 	}
+	tmp := cmp.Or(l.tmp, os.TempDir())
+	if ents, err := os.ReadDir(tmp); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), prefix) {
+				left = append(left, "temp dir "+filepath.Join(tmp, e.Name()))
+			}
+		}
+	}
 	if out, _ := exec.Command("pgrep", "-f", l.stateDir+"/"+l.name+"/").Output(); len(bytes.TrimSpace(out)) > 0 {
 		left = append(left, "processes "+strings.Join(strings.Fields(string(out)), ","))
 	}
 	return left
+}
+
+// privateTemp gives the lab's cnibench commands, and the agents they
+// start, a temp root of their own (TMPDIR), to see what they leave in it.
+// Searchable by all, as /tmp: an agent's dnsmasq reads its files as nobody.
+func (l *lab) privateTemp() string {
+	l.t.Helper()
+	dir, err := os.MkdirTemp("", "cnbtmp")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		l.t.Fatal(err)
+	}
+	l.tmp = dir
+	return dir
+}
+
+// dnsFiles lists the DNS server configs (dnsmasq.conf) under dir.
+func dnsFiles(dir string) []string {
+	var found []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "dnsmasq.conf" {
+			found = append(found, p)
+		}
+		return nil
+	})
+	return found
+}
+
+// assertEmpty fails the test when dir holds anything.
+func assertEmpty(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		t.Errorf("left in the temp root: %s", filepath.Join(dir, e.Name()))
+	}
 }
 
 func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {

@@ -193,9 +193,11 @@ func TestSIGTERMKeepsCompletedSamples(t *testing.T) {
 }
 
 // SIGKILL mid-run leaves the lab up (nobody could clean it); lab down must
-// then remove everything, agents included.
+// then remove everything, agents included, and what a stopped agent (which
+// cannot exit at its stdin's EOF and clean up) keeps in its TMPDIR.
 func TestSIGKILLThenLabDownLeavesNothing(t *testing.T) {
 	l := newLab(t)
+	tmp := l.privateTemp()
 	before := hosttest.Take(t)
 	out := filepath.Join(t.TempDir(), "out")
 	c := l.cmd("run", "--tests", "TCP_STREAM", "--rounds", "50", "--duration", "300ms", "--warmup", "0s", "--out", out)
@@ -206,6 +208,11 @@ func TestSIGKILLThenLabDownLeavesNothing(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(out, "results.json"))
 		return strings.Contains(string(b), `"round"`)
 	})
+	pid := l.agentPID("node1-pod0") // the server of pod-to-pod/other-node, with a DNS server
+	if pid == 0 || len(dnsFiles(tmp)) == 0 {
+		t.Fatalf("agent on node1-pod0 %d, DNS server configs under TMPDIR %s: %v, want the server agents'", pid, tmp, dnsFiles(tmp))
+	}
+	syscall.Kill(pid, syscall.SIGSTOP)
 	c.Process.Kill()
 	c.Wait()
 	if left := l.leftovers(); len(left) == 0 {
@@ -223,5 +230,6 @@ func TestSIGKILLThenLabDownLeavesNothing(t *testing.T) {
 	if len(r.Results) == 0 || len(r.Results[0].Samples) == 0 {
 		t.Fatal("completed samples lost after SIGKILL")
 	}
+	assertEmpty(t, tmp)
 	hosttest.AssertUnchanged(t, before, "after the run")
 }

@@ -54,6 +54,8 @@
 // Names: every namespace is mounted at /run/netns/cnb-<name>-<ns> (netnsx
 // makes /run/netns a shared mount first, as iproute2 does) and its lo has
 // the alias cnb-<name>-<ns>, so Down still finds processes in a namespace
-// whose mount a neighbour removed. Down and Leftovers find every object by
-// its prefix alone, with or without the state file.
+// whose mount a neighbour removed. A process's temporary directory
+// (Lab.TempDir, an agent's TMPDIR) is <temp root>/cnb-<name>-<ns>-<random>,
+// <ns> a node or pod. Down and Leftovers find every object by its prefix
+// alone, with or without the state file.
 package lab

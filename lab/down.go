@@ -15,9 +15,9 @@ import (
 )
 
 // Down removes lab name: it kills the lab's processes (by cgroup and by
-// network namespace), deletes its namespaces, cgroups and state dir. It is
-// idempotent and needs no state file: it finds objects by their prefix.
-// removed lists what it removed or killed.
+// network namespace), deletes its namespaces, cgroups, state dir and
+// temporary directories. It is idempotent and needs no state file: it
+// finds objects by their prefix. removed lists what it removed or killed.
 func Down(stateDir, name string) (removed []string, err error) {
 	if err := RequirePrivileges(); err != nil {
 		return nil, err
@@ -52,6 +52,14 @@ func Down(stateDir, name string) (removed []string, err error) {
 	}
 	// 5. State dir.
 	t.removeStateDir(filepath.Join(stateDir, name))
+	// 6. Temporary directories of the lab's processes (Lab.TempDir).
+	for _, d := range tempDirs(Prefix(name)) {
+		if err := os.RemoveAll(d); err != nil {
+			t.fail(err)
+			continue
+		}
+		t.removed = append(t.removed, "temp dir "+d)
+	}
 	return t.removed, t.err(name)
 }
 

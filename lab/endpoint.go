@@ -62,6 +62,26 @@ func (l *Lab) Start(ep Endpoint, cmd *exec.Cmd, cpus []int) error {
 	return nil
 }
 
+// TempDir makes a temporary directory for a process started in ep, to be
+// its TMPDIR: in the temp root and named as ep's namespace, so Down removes
+// it when the process was SIGKILLed and could not (a pod's /tmp goes with
+// the pod; a lab's would stay). It is 0755: the agent's dnsmasq reads its
+// hosts file there as nobody.
+func (l *Lab) TempDir(ep Endpoint) (string, error) {
+	if !strings.HasPrefix(ep.Netns, l.Prefix+"node") {
+		return "", fmt.Errorf("endpoint %q: netns %q is not part of lab %q", ep.Name, ep.Netns, l.Config.Name)
+	}
+	dir, err := os.MkdirTemp("", ep.Netns+"-")
+	if err != nil {
+		return "", fmt.Errorf("endpoint %q: %w", ep.Name, err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.Remove(dir)
+		return "", fmt.Errorf("endpoint %q: %w", ep.Name, err)
+	}
+	return dir, nil
+}
+
 // Status describes the lab: nodes, pods, addresses, whether each namespace
 // is present, and the processes running in each endpoint.
 func (l *Lab) Status() (string, error) {

@@ -46,6 +46,9 @@ func assertGone(t *testing.T, stateDir, name string) {
 	if _, err := os.Stat(filepath.Join(stateDir, name)); err == nil {
 		t.Errorf("state dir left: %s", filepath.Join(stateDir, name))
 	}
+	if d := tempDirs(Prefix(name)); len(d) > 0 {
+		t.Errorf("temp dirs left: %v", d)
+	}
 }
 
 // newLab creates a lab with a unique name that is taken down at cleanup.
@@ -350,6 +353,54 @@ func TestCrashRecovery(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("a process survived Down")
 		}
+	}
+	assertGone(t, dir, name)
+}
+
+// What a SIGKILLed process leaves in its TempDir (an agent's DNS server
+// files) is the lab's: Leftovers lists it and Down removes it, also after
+// a crash of the process's owner (no state file).
+func TestTempDirRemovedByDown(t *testing.T) {
+	needRoot(t)
+	name, dir := uniqueName(), t.TempDir()
+	l, err := Up(context.Background(), Config{Name: name, Nodes: 1, PodsPerNode: 1, StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Down(dir, name) })
+	ep := mustEP(t, l, "node0-pod0")
+	tmp, err := l.TempDir(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(tmp)
+	if err != nil || fi.Mode().Perm() != 0o755 || filepath.Dir(tmp) != os.TempDir() || !strings.HasPrefix(filepath.Base(tmp), l.Prefix+"node0-pod0-") {
+		t.Fatalf("TempDir %s (%v, %v), want a 0755 dir %snode0-pod0-* in %s", tmp, fi.Mode(), err, l.Prefix, os.TempDir())
+	}
+	cmd := exec.Command("sh", "-c", `mkdir "$TMPDIR/cnb-dnsload-1" && echo made && exec sleep 300`)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out, _ := cmd.StdoutPipe()
+	if err := l.Start(ep, cmd, nil); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "made\n" {
+		t.Fatalf("the process made nothing: %q, %v", line, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	// Crash of the owner: the state file is gone.
+	if err := os.Remove(filepath.Join(dir, name, stateFile)); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := Leftovers(dir, name); !contains(left, "temp dir "+tmp) {
+		t.Errorf("Leftovers = %v, want temp dir %s", left, tmp)
+	}
+	removed, err := Down(dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(removed, "temp dir "+tmp) {
+		t.Errorf("Down removed %v, want temp dir %s", removed, tmp)
 	}
 	assertGone(t, dir, name)
 }

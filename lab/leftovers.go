@@ -13,10 +13,14 @@ import (
 	"github.com/cnibench/cnibench/internal/netnsx"
 )
 
-// exists reports leftovers of lab name: state dir, namespaces or cgroup.
+// exists reports leftovers of lab name: state dir, namespaces, cgroup or
+// temporary directories.
 func exists(stateDir, name string) string {
 	if _, err := os.Stat(filepath.Join(stateDir, name)); err == nil {
 		return "state dir " + filepath.Join(stateDir, name)
+	}
+	if d := tempDirs(Prefix(name)); len(d) > 0 {
+		return "temp dir " + d[0]
 	}
 	if ns, _ := netnsx.ListNamed(Prefix(name)); len(ns) > 0 {
 		return "namespace " + netnsx.Path(ns[0])
@@ -137,8 +141,8 @@ func (f nsFound) note(ns string) string {
 
 // Leftovers lists, one line each, what exists of lab name when its state
 // says it is not up (or there is no state): state dir, namespaces and what
-// state each is in, processes inside them, cgroups. `lab down` removes all
-// of it.
+// state each is in, processes inside them, cgroups, temporary directories.
+// `lab down` removes all of it.
 func Leftovers(stateDir, name string) ([]string, error) {
 	if err := ValidName(name); err != nil {
 		return nil, err
@@ -168,7 +172,24 @@ func Leftovers(stateDir, name string) ([]string, error) {
 			out = append(out, fmt.Sprintf("cgroup %s (%d processes)", r, n))
 		}
 	}
+	for _, d := range tempDirs(Prefix(name)) {
+		out = append(out, "temp dir "+d)
+	}
 	return out, err
+}
+
+// tempDirs lists the temporary directories of lab processes (Lab.TempDir)
+// in this process's temp root: named as an endpoint's namespace, prefix
+// and "node", unlike other cnb-* directories there (cnb-dnsload-*).
+func tempDirs(prefix string) []string {
+	paths, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"node*"))
+	var dirs []string
+	for _, p := range paths {
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			dirs = append(dirs, p)
+		}
+	}
+	return dirs
 }
 
 // pathExists reports whether path exists.

@@ -285,18 +285,26 @@ func (t *Target) startAgent(ctx context.Context, name string, cpus []int, server
 			args = append(args, "--http-work", t.cfg.HTTPWork.String())
 		}
 	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), agent.TokenEnv+"="+token)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	stdin, err := cmd.StdinPipe()
+	// The agent's temporary files (its DNS server's) go to a directory of
+	// the lab's, removed when the agent ends and by lab down: a SIGKILLed
+	// agent cannot remove them itself.
+	tmp, err := t.lab.TempDir(ep)
 	if err != nil {
 		return err
 	}
-	if err := t.lab.Start(ep, cmd, cpus); err != nil {
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), agent.TokenEnv+"="+token, "TMPDIR="+tmp)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	stdin, err := cmd.StdinPipe()
+	if err == nil {
+		err = t.lab.Start(ep, cmd, cpus)
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
 		return fmt.Errorf("start agent on %s: %w", name, err)
 	}
 	p := &agentProc{cmd: cmd, stdin: stdin, exited: make(chan struct{}), cpus: cpus, server: server}
-	go func() { p.err = cmd.Wait(); close(p.exited) }()
+	go func() { p.err = cmd.Wait(); os.RemoveAll(tmp); close(p.exited) }()
 	t.agents[name] = p
 	p.client, err = agent.NewClient(name, "unix:"+sock, token)
 	if err != nil {

@@ -34,6 +34,10 @@ type ProbeConfig struct {
 	// CNIConfDir is where the node's CNI config is mounted ("" =
 	// nodeprobe.DefaultCNIConfDir); tests point it at a scratch one.
 	CNIConfDir string
+	// Kernel is where the node kernel's encryption support is read (the
+	// zero value: the pod's /sys and /proc, the node's kernel's); tests
+	// point it at a fake tree.
+	Kernel nodeprobe.KernelPaths
 }
 
 // ServeProbe serves a node probe's control API until ctx is done: health
@@ -49,7 +53,7 @@ func ServeProbe(ctx context.Context, cfg ProbeConfig) error {
 		return err
 	}
 	h := &handler{token: cfg.Token}
-	p := &probeHandler{opts: nodeprobe.Options{Node: cfg.Node, NetNS: cfg.NetNS, BPFFS: cfg.BPFFS, CNIConfDir: cfg.CNIConfDir}}
+	p := &probeHandler{opts: nodeprobe.Options{Node: cfg.Node, NetNS: cfg.NetNS, BPFFS: cfg.BPFFS, CNIConfDir: cfg.CNIConfDir, Kernel: cfg.Kernel}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathHealth, h.health)
 	mux.HandleFunc("GET "+PathNodeServices, p.nodeServices)
@@ -67,8 +71,8 @@ type probeHandler struct {
 // nodeServices reads the datapath now; ?live=1 asks for the Services in
 // use only, ?endpoints=ref,ref (nodeprobe.PortRef) and
 // ?frontends=key,key (nodeprobe.Key of Cilium) for the endpoint keys of
-// those Service ports too, ?cni=1 for the node's CNI config instead of
-// the datapath. A datapath the probe cannot read
+// those Service ports too, ?cni=1 for the node's CNI config and its
+// kernel's encryption support instead of the datapath. A datapath the probe cannot read
 // (kube-proxy on iptables-legacy) is 501 Not Implemented, which the client
 // turns back into an error wrapping errors.ErrUnsupported.
 func (p *probeHandler) nodeServices(w http.ResponseWriter, r *http.Request) {

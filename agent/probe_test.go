@@ -130,7 +130,7 @@ func TestProbeQueryCrossesTheWire(t *testing.T) {
 }
 
 // ?cni=1 crosses the wire: the probe answers the CNI config of its
-// directory and reads no datapath (its network namespace here does not
+// directory and its kernel's encryption support, and reads no datapath (its network namespace here does not
 // exist, which a datapath read would fail on).
 func TestProbeServesCNIConfig(t *testing.T) {
 	dir := t.TempDir()
@@ -138,11 +138,17 @@ func TestProbeServesCNIConfig(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "10-pods.conflist"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The node's kernel: WireGuard loaded, nothing else readable.
+	kernel := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(kernel, "sys", "module", "wireguard"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	control := "unix:" + filepath.Join(t.TempDir(), "probe.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- ServeProbe(ctx, ProbeConfig{Control: control, Token: "t0ken", Node: "node-c", NetNS: "/nonexistent/netns", CNIConfDir: dir})
+		done <- ServeProbe(ctx, ProbeConfig{Control: control, Token: "t0ken", Node: "node-c", NetNS: "/nonexistent/netns", CNIConfDir: dir,
+			Kernel: nodeprobe.KernelPaths{Root: kernel}})
 	}()
 	defer func() {
 		cancel()
@@ -161,6 +167,9 @@ func TestProbeServesCNIConfig(t *testing.T) {
 	if rep.Node != "node-c" || rep.CNI == nil || rep.CNI.File != "10-pods.conflist" || strings.Join(rep.CNI.Plugins, ",") != "bridge,portmap" ||
 		rep.Datapath != "" || len(rep.Errors) > 0 {
 		t.Fatalf("report %+v (cni %+v), want only the CNI config", rep, rep.CNI)
+	}
+	if k := rep.Kernel; k == nil || k.WireGuard.Support != nodeprobe.KernelAvailable || k.IPsec.Support != nodeprobe.KernelUnknown {
+		t.Errorf("kernel %+v, want WireGuard available (loaded), IPsec unknown", k)
 	}
 	if _, err := c.NodeServices(ctx, nodeprobe.Query{}); err == nil {
 		t.Error("a datapath read in a namespace that does not exist succeeded: the test proves nothing")

@@ -24,6 +24,10 @@ type Options struct {
 	// CNIConfDir is where the node's CNI config is read (Query.CNIConfig);
 	// "" is DefaultCNIConfDir.
 	CNIConfDir string
+	// Kernel is where the kernel's encryption support is read
+	// (Query.CNIConfig); the zero value is a probe pod's view
+	// (ProbeKernelPaths).
+	Kernel KernelPaths
 	// Query asks for more than the counts.
 	Query Query
 }
@@ -41,7 +45,8 @@ type Query struct {
 	// Frontends asks the same of Cilium, whose maps know a Service port
 	// by its frontend only (Key(Cilium, …)); AskEndpoints fills both.
 	Frontends []string `json:"frontends,omitempty"`
-	// CNIConfig asks for Report.CNI, the node's CNI config, instead of the
+	// CNIConfig asks for Report.CNI, the node's CNI config, and
+	// Report.Kernel, its kernel's encryption support, instead of the
 	// Service datapath: a run that only names the CNI must not fail on a
 	// datapath the probe cannot read.
 	CNIConfig bool `json:"cni_config,omitempty"`
@@ -87,11 +92,12 @@ func (e absentError) Error() string { return string(e) }
 // Errors; Read fails only when it cannot say what the datapath holds,
 // with an error wrapping errors.ErrUnsupported for kube-proxy on
 // iptables-legacy, which nftables netlink cannot see. With
-// Query.CNIConfig it reads only the node's CNI config (Report.CNI).
+// Query.CNIConfig it reads only the node's CNI config (Report.CNI) and
+// its kernel's encryption support (Report.Kernel).
 func Read(ctx context.Context, o Options) (*Report, error) {
 	start := time.Now()
 	if o.Query.CNIConfig {
-		return &Report{Node: o.Node, CNI: ReadCNIConfig(o.CNIConfDir), ReadTime: time.Since(start)}, nil
+		return &Report{Node: o.Node, CNI: ReadCNIConfig(o.CNIConfDir), Kernel: ReadKernelEncryption(o.Kernel), ReadTime: time.Since(start)}, nil
 	}
 	if o.BPFFS == "" {
 		o.BPFFS = DefaultBPFFS

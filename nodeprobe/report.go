@@ -46,9 +46,11 @@ type Report struct {
 	EndpointKeysRead bool     `json:"endpoint_keys_read,omitempty"`
 	// CNI is the node's CNI config, when Query.CNIConfig asked for it
 	// (and nothing else was read).
-	CNI      *CNIConfig    `json:"cni,omitempty"`
-	ReadTime time.Duration `json:"read_time"` // how long the read took
-	Errors   []string      `json:"errors,omitempty"`
+	CNI *CNIConfig `json:"cni,omitempty"`
+	// Kernel is the node kernel's encryption support, asked with CNI.
+	Kernel   *KernelEncryption `json:"kernel,omitempty"`
+	ReadTime time.Duration     `json:"read_time"` // how long the read took
+	Errors   []string          `json:"errors,omitempty"`
 }
 
 // MapInfo is one BPF map of the datapath.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/nodeprobe"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -48,7 +49,8 @@ func TestQuickEveryPlacement(t *testing.T) {
 // checkCNIProvenance: the results name the cluster's datapath as it runs:
 // kube-proxy in its mode on the bridge cluster; on Flannel its DaemonSet,
 // version and backend beside kube-proxy; on Cilium its DaemonSet, version
-// and the mode-defining keys of cilium-config, and no kube-proxy.
+// and the mode-defining keys of cilium-config, and no kube-proxy; on all,
+// encryption off and what the nodes' kernels say of it.
 func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
 	t.Helper()
 	var details struct {
@@ -67,6 +69,7 @@ func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
 				Node, File, Network string
 				Plugins             []string
 			} `json:"node_config"`
+			NodeKernel []nodeKernel `json:"node_kernel"`
 		} `json:"cni"`
 	}
 	raw, _ := json.Marshal(res.Target.Details)
@@ -85,9 +88,10 @@ func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
 			}
 		}
 		if c.Plugin != "flannel" || strings.Join(fl, ",") != "kube-flannel-ds v0.28.10" || c.FlannelBackend != "vxlan" ||
-			c.Encryption != "none (flannel backend vxlan)" {
+			!strings.HasPrefix(c.Encryption, "none (flannel backend vxlan") {
 			t.Errorf("provenance does not name Flannel v0.28.10 (DaemonSet kube-flannel-ds, VXLAN, no encryption): %s", raw)
 		}
+		checkKernelEncryption(t, c.Encryption, c.NodeKernel)
 		return
 	}
 	if !e.cilium() {
@@ -101,6 +105,10 @@ func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
 			c.NodeConfig[0].Network != "cnbk-pods" || strings.Join(c.NodeConfig[1].Plugins, ",") != "bridge" {
 			t.Errorf("cni %q from %q, node configs %+v; want bridge from %q", c.Plugin, c.Source, c.NodeConfig, wantSource)
 		}
+		if !strings.HasPrefix(c.Encryption, "unknown (bridge: ") {
+			t.Errorf("encryption %q, want unknown for the bridge", c.Encryption)
+		}
+		checkKernelEncryption(t, c.Encryption, c.NodeKernel)
 		return
 	}
 	cil := c.Cilium
@@ -108,6 +116,58 @@ func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
 		c.KubeProxy != nil || cil == nil || cil.KubeProxyReplacement != "true" || cil.EnableHubble != "true" ||
 		(cil.RoutingMode != "native" && cil.RoutingMode != "tunnel") || !strings.HasPrefix(c.Encryption, "none") {
 		t.Errorf("provenance does not name Cilium v1.20.2 with kube-proxy replacement, Hubble and no encryption: %s", raw)
+	}
+	// The DaemonSet named Cilium and its config leaves encryption off: the
+	// node probes asked the kernels whether they could encrypt.
+	if !strings.HasPrefix(c.Encryption, `none (cilium enable-wireguard="", enable-ipsec=""; `) {
+		t.Errorf("encryption %q, want none from cilium-config and the kernels' word", c.Encryption)
+	}
+	checkKernelEncryption(t, c.Encryption, c.NodeKernel)
+}
+
+// nodeKernel is one node's kernel in the results (cni.node_kernel).
+type nodeKernel struct {
+	Node             string
+	WireGuard, IPsec nodeprobe.KernelSupport
+	Error            string
+}
+
+// checkKernelEncryption: the test cluster's nodes are namespaces of this
+// machine, so their kernel is the one this test runs on. Read here by
+// the node probe's own code with the probe's view (this machine's /sys
+// and /proc, no module tree), it decides what the encryption line must
+// say of WireGuard and IPsec on both nodes ("WireGuard unsupported on
+// this kernel: nodes cnbk-node0, cnbk-node1" on a kernel without it),
+// and what each node's record holds.
+func checkKernelEncryption(t *testing.T, encryption string, got []nodeKernel) {
+	t.Helper()
+	host := nodeprobe.ReadKernelEncryption(nodeprobe.ProbeKernelPaths)
+	t.Logf("this machine's kernel %s: WireGuard %s (%s), IPsec %s (%s)", host.Release,
+		host.WireGuard.Support, host.WireGuard.Detail, host.IPsec.Support, host.IPsec.Detail)
+	says := map[string]string{nodeprobe.KernelUnsupported: " unsupported on this kernel: ",
+		nodeprobe.KernelAvailable: " available on this kernel: ", nodeprobe.KernelUnknown: " support unknown: "}
+	for _, f := range []struct {
+		name string
+		want nodeprobe.KernelSupport
+		of   func(nodeKernel) nodeprobe.KernelSupport
+	}{
+		{"WireGuard", host.WireGuard, func(k nodeKernel) nodeprobe.KernelSupport { return k.WireGuard }},
+		{"IPsec", host.IPsec, func(k nodeKernel) nodeprobe.KernelSupport { return k.IPsec }},
+	} {
+		if want := f.name + says[f.want.Support] + "nodes cnbk-node0, cnbk-node1"; !strings.Contains(encryption, want) {
+			t.Errorf("encryption %q does not say %q (this machine's kernel: %s)", encryption, want, f.want.Detail)
+		}
+		if len(got) != 2 {
+			continue
+		}
+		for _, k := range got {
+			if s := f.of(k); k.Error != "" || s != f.want {
+				t.Errorf("node %s: %s %+v (error %q), want this machine's %+v", k.Node, f.name, s, k.Error, f.want)
+			}
+		}
+	}
+	if len(got) != 2 || got[0].Node != "cnbk-node0" || got[1].Node != "cnbk-node1" {
+		t.Errorf("node_kernel %+v, want cnbk-node0 and cnbk-node1", got)
 	}
 }
 

@@ -190,7 +190,7 @@ func (f *k8sFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.access, "access", k8starget.AccessPortForward, "how the CLI reaches the agents' control API: port-forward (through the API server) or direct (pod IPs; the CLI runs in the cluster or on a node)")
 	fs.StringVar(&f.datapathUsage, "datapath-usage", k8starget.UsageMetrics, "datapath CPU and memory per sample: metrics (metrics API, approximate), kubelet (kubelet summary, exact; needs nodes/proxy: k8s rbac --node-proxy) or off")
 	fs.BoolVar(&f.podSysctls, "pod-sysctls", true, "agent pods set the lab's net.ipv4.ip_local_port_range=1024 65535 and net.ipv4.tcp_tw_reuse=1 (dropped, with a note, where the kubelet refuses it); false: kernel defaults")
-	fs.BoolVar(&f.nodeCNIProbe, "node-cni-probe", true, "when no CNI DaemonSet is recognised, name the CNI from each node's /etc/cni/net.d, read by a privileged node probe pod deployed for a moment; false: never (the CNI stays unknown)")
+	fs.BoolVar(&f.nodeCNIProbe, "node-cni-probe", true, "when no CNI DaemonSet is recognised, name the CNI from each node's /etc/cni/net.d, and when the CNI's config turns encryption off, ask each node's kernel whether it could encrypt, read by a privileged node probe pod deployed for a moment; false: never (the CNI stays unknown, the encryption is the config's alone)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print every manifest the run would apply and exit (contacts no cluster)")
 	fs.BoolVar(&f.force, "force", false, "remove an earlier run's leftovers in the namespace before starting")
 }
@@ -244,7 +244,7 @@ func dryRunK8s(stdout, stderr io.Writer, cfg k8starget.Config) error {
 		for _, p := range probes {
 			objs = append(objs, p)
 		}
-		comments = append(comments, "the node probes (privileged, hostNetwork, the node's /etc/cni/net.d read-only) are created only when no CNI DaemonSet is recognised, to name the CNI from each node's config, and deleted once read (--node-cni-probe=false: never)")
+		comments = append(comments, "the node probes (privileged, hostNetwork, the node's /etc/cni/net.d read-only) are created only when no CNI DaemonSet is recognised, to name the CNI from each node's config, or when the CNI's config turns encryption off, to ask each node's kernel whether it could encrypt, and deleted once read (--node-cni-probe=false: never)")
 	}
 	dummies, about := k8starget.ScaleManifests(cfg, dryRunDummies)
 	objs = append(objs, dummies...)

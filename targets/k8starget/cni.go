@@ -59,6 +59,10 @@ type CNI struct {
 	// (nodecni.go): when no DaemonSet names the CNI, and on every run
 	// whose node probes are up anyway (a sweep's).
 	NodeConfig []NodeCNIConfig `json:"node_config,omitempty"`
+	// NodeKernel is each run node's kernel support for encryption as its
+	// node probe read it (encryption.go), with NodeConfig, and also where
+	// a DaemonSet named the CNI and its config turns encryption off.
+	NodeKernel []NodeKernel `json:"node_kernel,omitempty"`
 	// Cilium is the cilium-config ConfigMap's mode-defining keys.
 	Cilium *CiliumConfig `json:"cilium,omitempty"`
 	// KubeProxy is kube-proxy's mode, absent without kube-proxy.
@@ -67,7 +71,9 @@ type CNI struct {
 	FlannelBackend string `json:"flannel_backend,omitempty"`
 	// Encryption is the CNI's node-to-node encryption as its config says
 	// (encryption.go): "wireguard (cilium enable-wireguard=true)", "none
-	// (…)", or "unknown" when the CNI keeps it where we do not read.
+	// (…)", or "unknown" when the CNI keeps it where we do not read; with
+	// what the nodes' kernels offer where NodeKernel was read ("none
+	// (cilium …; WireGuard unsupported on this kernel: nodes a, b; …)").
 	Encryption string `json:"encryption"`
 }
 

@@ -68,8 +68,10 @@ type NetPolCheck struct {
 	// Hubble is Cilium's enable-hubble as found in cilium-config (only
 	// where Cilium is detected): flow visibility on or off during the run.
 	Hubble string `json:"hubble,omitempty"`
-	// CiliumL7 is the L7 CiliumNetworkPolicy (only where Cilium is
-	// detected; netpol_cilium.go).
+	// CiliumL4 and CiliumL7 are the L3/L4 and the L7
+	// CiliumNetworkPolicy (only where Cilium is detected;
+	// netpol_cilium.go).
+	CiliumL4 *CiliumL4 `json:"cilium_l4,omitempty"`
 	CiliumL7 *CiliumL7 `json:"cilium_l7,omitempty"`
 }
 
@@ -119,11 +121,18 @@ func (r *netPolRun) attempt(ctx context.Context) []NetPolProbe {
 	return out
 }
 
-// probe is a 200 ms TCP_RR from an agent to a server pod's IP. A dropped
-// SYN ends with the run (the engine stops connecting at its deadline).
+// probe is a 200 ms TCP_RR from an agent to a server pod's IP, allowed
+// by the NetworkPolicy from the client only.
 func (r *netPolRun) probe(ctx context.Context, from, to string) NetPolProbe {
+	return r.probeTo(ctx, from, to, from == netPolClient)
+}
+
+// probeTo is a 200 ms TCP_RR from an agent to another's pod IP; allowed
+// says whether the policy under test allows it. A dropped SYN ends with
+// the run (the engine stops connecting at its deadline).
+func (r *netPolRun) probeTo(ctx context.Context, from, to string, allowed bool) NetPolProbe {
 	port := engine.DefaultPort[engine.TCPRR]
-	p := NetPolProbe{From: from, To: to, Addr: net.JoinHostPort(r.ips[to], strconv.Itoa(port)), Allowed: from == netPolClient}
+	p := NetPolProbe{From: from, To: to, Addr: net.JoinHostPort(r.ips[to], strconv.Itoa(port)), Allowed: allowed}
 	o := engine.Options{Test: engine.TCPRR, Host: r.ips[to], Duration: engine.Duration(reachProbe), Streams: 1}
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -175,9 +184,14 @@ func (r *netPolRun) run(ctx context.Context) (*NetPolCheck, error) {
 // an attempt or wait has passed (CNIs program policy asynchronously); it
 // returns the last attempt's probes and how many attempts it made.
 func (r *netPolRun) pollUntil(ctx context.Context, wait time.Duration, done func([]NetPolProbe) bool) ([]NetPolProbe, int, bool, error) {
+	return r.pollProbes(ctx, wait, r.attempt, done)
+}
+
+// pollProbes is pollUntil with other probes than the check's.
+func (r *netPolRun) pollProbes(ctx context.Context, wait time.Duration, attempt func(context.Context) []NetPolProbe, done func([]NetPolProbe) bool) ([]NetPolProbe, int, bool, error) {
 	deadline := time.Now().Add(wait)
 	for attempts := 1; ; attempts++ {
-		probes := r.attempt(ctx)
+		probes := attempt(ctx)
 		if ctx.Err() != nil {
 			return nil, attempts, false, ctx.Err()
 		}

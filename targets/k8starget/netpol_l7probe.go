@@ -43,8 +43,14 @@ func (p L7Probe) passed() bool {
 // l7Check polls until every server answers the allowed path with 200 and
 // the denied path with 403 (the proxy enforces the rule) or wait has
 // passed (Cilium programs its proxy asynchronously). It fills c's
-// Verified, Probes, Attempts and, when not verified, Reason.
-func l7Check(ctx context.Context, c *CiliumL7, from httpProber, servers []string, ips map[string]string, wait, interval time.Duration) error {
+// Verified, Outcome, Probes, Attempts and, when not verified, Reason.
+// noProxy, when set, says why this Cilium cannot enforce the rule
+// (noL7Proxy): then one attempt shows what the servers answer, and
+// noProxy is the reason when the rule is not enforced.
+func l7Check(ctx context.Context, c *CiliumL7, from httpProber, servers []string, ips map[string]string, wait, interval time.Duration, noProxy string) error {
+	if noProxy != "" {
+		wait = 0
+	}
 	start := time.Now()
 	for {
 		c.Probes = nil
@@ -65,11 +71,15 @@ func l7Check(ctx context.Context, c *CiliumL7, from httpProber, servers []string
 			return err
 		}
 		if passed {
-			c.Verified, c.Reason = true, ""
+			c.Verified, c.Outcome, c.Reason = true, NetPolEnforced, ""
 			return nil
 		}
 		if time.Since(start) >= wait {
+			c.Outcome = NetPolNotEnforced
 			c.Reason = "not verified within " + wait.String() + ": " + l7Failure(c.Probes)
+			if noProxy != "" {
+				c.Reason = noProxy + "; " + l7Failure(c.Probes)
+			}
 			return nil
 		}
 		select {

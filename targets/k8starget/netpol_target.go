@@ -37,21 +37,13 @@ func (t *Target) checkNetworkPolicy(ctx context.Context) error {
 		t.progress(" failed\n")
 		return err
 	}
+	t.progress(" %s", res.Outcome)
+	var ciliumNotes []string
 	if cil := t.prov.CNI; cil != nil && cil.Cilium != nil && res.Outcome != NetPolBroken {
 		res.Hubble = or(cil.Cilium.EnableHubble, "not set")
-		if res.CiliumL7, err = applyCiliumL7(ctx, t.cs, t.cfg.Dynamic, t.layout); err != nil {
+		if ciliumNotes, err = t.checkCiliumPolicies(ctx, r, res, noL7Proxy(cil.Cilium)); err != nil {
+			t.progress(" failed\n")
 			return err
-		}
-		t.ciliumL7 = res.CiliumL7.Applied
-		if t.ciliumL7 {
-			t.progress(" L7 rule: probing %s (200) and %s (403) ...", ciliumL7AllowedPath, ciliumL7DeniedPath)
-			if err := l7Check(ctx, res.CiliumL7, t.agents[netPolClient], netPolServers(t.layout), ips, netPolWait, netPolInterval); err != nil {
-				return err
-			}
-			t.progress(" %s;", map[bool]string{true: "verified", false: "NOT verified"}[res.CiliumL7.Verified])
-			if !res.CiliumL7.Verified {
-				t.prov.Notes = append(t.prov.Notes, "CiliumNetworkPolicy L7 rule: "+res.CiliumL7.Reason)
-			}
 		}
 	}
 	if err := settleNetPol(ctx, t.cs, t.layout, res); err != nil {
@@ -59,21 +51,64 @@ func (t *Target) checkNetworkPolicy(ctx context.Context) error {
 	}
 	t.prov.NetworkPolicy = res
 	t.prov.Notes = append(t.prov.Notes, "NetworkPolicy check: "+res.Outcome+": "+res.Verdict)
-	t.progress(" %s\n", res.Outcome)
+	t.prov.Notes = append(t.prov.Notes, ciliumNotes...)
+	t.progress("\n")
 	if res.Outcome != NetPolEnforced {
 		t.progress("warning: %s\n", res.Verdict)
 	}
 	return nil
 }
 
-// closeCiliumL7 removes the L7 policy the check applied (Close).
-func (t *Target) closeCiliumL7() error {
-	if !t.ciliumL7 || t.cfg.Dynamic == nil {
+// checkCiliumPolicies applies the check's CiliumNetworkPolicies where the
+// CRD is served and proves each (netpol_cilium.go): the L3/L4 one by the
+// client's probe to the denied prober dropped, the L7 one by the proxy's
+// 403 on a path it does not allow. notes are the run's: the L3/L4
+// verdict, and the L7 rule's reason when it is not enforced.
+func (t *Target) checkCiliumPolicies(ctx context.Context, r *netPolRun, res *NetPolCheck, noProxy string) (notes []string, err error) {
+	p, why := ciliumPoliciesFor(ctx, t.cs, t.cfg.Dynamic, t.layout)
+	if p == nil {
+		res.CiliumL4 = &CiliumL4{Rule: ciliumL4Rule(), Reason: why}
+		res.CiliumL7 = &CiliumL7{Rule: ciliumL7Rule(t.layout), Reason: why}
+		return nil, nil
+	}
+	t.progress("; CiliumNetworkPolicy L3/L4: probing %s from %s ...", NetPolDeniedEndpoint, netPolClient)
+	l4, err := p.applyCiliumL4(ctx, r)
+	if l4 != nil && l4.Applied {
+		t.ciliumPolicies = append(t.ciliumPolicies, l4.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.CiliumL4 = l4
+	notes = append(notes, l4.Verdict)
+	t.progress(" %s", l4.Outcome)
+	if res.CiliumL7, err = p.applyCiliumL7(ctx); err != nil {
+		return nil, err
+	}
+	t.ciliumPolicies = append(t.ciliumPolicies, res.CiliumL7.Name)
+	t.progress("; L7 rule: probing %s (200) and %s (403) ...", ciliumL7AllowedPath, ciliumL7DeniedPath)
+	if err := l7Check(ctx, res.CiliumL7, t.agents[netPolClient], netPolServers(t.layout), r.ips, netPolWait, netPolInterval, noProxy); err != nil {
+		return nil, err
+	}
+	t.progress(" %s", res.CiliumL7.Outcome)
+	if res.CiliumL7.Verified {
+		return notes, nil
+	}
+	if noProxy != "" {
+		t.progress(" (no L7 proxy on this cluster)")
+	}
+	return append(notes, "CiliumNetworkPolicy L7 rule: "+NetPolNotEnforced+": "+res.CiliumL7.Reason), nil
+}
+
+// closeCiliumPolicies removes the CiliumNetworkPolicies the check applied
+// (Close).
+func (t *Target) closeCiliumPolicies() error {
+	if len(t.ciliumPolicies) == 0 || t.cfg.Dynamic == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.Timeout)
 	defer cancel()
-	return deleteCiliumL7(ctx, t.cfg.Dynamic, t.layout)
+	return deleteCiliumPolicies(ctx, t.cfg.Dynamic, t.layout, t.ciliumPolicies)
 }
 
 // settleNetPol removes a broken policy at once, so the run measures its

@@ -1,6 +1,7 @@
 package k8starget
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -336,93 +337,194 @@ func withCiliumCRD(cs *fake.Clientset) *fakedynamic.FakeDynamicClient {
 		map[schema.GroupVersionResource]string{ciliumNPResource: "CiliumNetworkPolicyList"})
 }
 
-// Where Cilium runs and its CRD exists, the check applies the L7
-// CiliumNetworkPolicy in the run's namespace (HTTP GET from the client to
-// the pod servers' HTTP port), records it and Hubble's state, and Close
-// removes it; without the CRD nothing is applied and the reason is
-// recorded.
-func TestNetPolCiliumL7(t *testing.T) {
+// Where Cilium runs and its CRD exists, the check applies the L3/L4
+// CiliumNetworkPolicy on the denied prober and proves it by the client's
+// probe to the prober dropped, then the L7 one (HTTP GET from the client
+// to the pod servers' HTTP port) proved by the proxy's 403; it records
+// both and Hubble's state, and Close removes them. On a Cilium without
+// an L7 proxy (enable-l7-proxy=false, the test cluster's) the L7 rule is
+// "not enforced: no L7 proxy on this cluster" after one look; without
+// the CRD nothing is applied and the reason is recorded.
+func TestNetPolCilium(t *testing.T) {
 	// Owned by the run's Secret: after a crash, `k8s cleanup` deleting the
-	// Secret lets the garbage collector remove the policy.
-	owned := ciliumL7Policy(netPolLayout(), &metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: SecretName, UID: "u1"})
-	if refs := owned.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "Secret" || refs[0].Name != SecretName || refs[0].UID != "u1" {
-		t.Errorf("owner references %v", refs)
+	// Secret lets the garbage collector remove the policies.
+	owner := &metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: SecretName, UID: "u1"}
+	for _, owned := range []*unstructured.Unstructured{ciliumL4Policy(netPolLayout(), owner), ciliumL7Policy(netPolLayout(), owner)} {
+		if refs := owned.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "Secret" || refs[0].Name != SecretName || refs[0].UID != "u1" {
+			t.Errorf("%s: owner references %v", owned.GetName(), refs)
+		}
 	}
-	for _, tc := range []struct{ crd, enforces bool }{{true, true}, {true, false}, {false, false}} {
-		crd := tc.crd
-		cs := twoNodeCluster()
-		var dyn *fakedynamic.FakeDynamicClient
-		if crd {
-			dyn = withCiliumCRD(cs)
-		} else {
-			dyn = fakedynamic.NewSimpleDynamicClient(runtime.NewScheme())
-		}
-		k := startKubelet(t, cs, testNS, healthy)
-		h := startHealthAgent(t, cs, testNS)
-		// The agent's HTTP probes meet "Cilium's proxy": 403 on a path the
-		// applied policy does not allow when it enforces, 200 otherwise.
-		h.httpStatus = func(path string) int {
-			_, err := dyn.Resource(ciliumNPResource).Namespace(testNS).Get(context.Background(), CiliumL7Name, metav1.GetOptions{})
-			if tc.enforces && err == nil && path != ciliumL7AllowedPath {
-				return 403
+	for _, tc := range []struct {
+		name           string
+		crd            bool
+		l4, l7, noL7   bool // Cilium enforces the L3/L4 policy, the L7 one; runs without an L7 proxy
+		wantL7Attempts int  // 0: several
+	}{
+		{"enforces both", true, true, true, false, 1},
+		{"enforces neither", true, false, false, false, 0},
+		{"no L7 proxy", true, true, false, true, 1},
+		{"no CRD", false, false, false, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := twoNodeCluster()
+			if tc.noL7 {
+				gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+				obj, _ := cs.Tracker().Get(gvr, "kube-system", "cilium-config")
+				cm := obj.(*corev1.ConfigMap)
+				cm.Data["enable-l7-proxy"] = "false"
+				if err := cs.Tracker().Update(gvr, cm, "kube-system"); err != nil {
+					t.Fatal(err)
+				}
 			}
-			return 200
-		}
-		cfg := testConfig("np3")
-		cfg.NetworkPolicyCheck, cfg.Dynamic = true, dyn
-		tgt, err := Open(context.Background(), cfg, cs, &staticAccess{addr: h.srv.URL}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		l7 := tgt.prov.NetworkPolicy.CiliumL7
-		if l7 == nil || l7.Applied != crd || l7.Verified != tc.enforces || (!crd && !strings.Contains(l7.Reason, "CRD ciliumnetworkpolicies.cilium.io is not installed")) {
-			t.Fatalf("%+v: cilium_l7 %+v", tc, l7)
-		}
-		// Verified: the allowed path got 200 and the denied one 403 on
-		// both servers; not: the reason names the probe that failed, after
-		// the bounded wait.
-		switch {
-		case tc.enforces && (len(l7.Probes) != 4 || l7.Probes[1].Want != 403 || l7.Probes[1].Status[403] == 0 || l7.Attempts != 1):
-			t.Errorf("verified L7 check: %+v", l7)
-		case crd && !tc.enforces && (!strings.Contains(l7.Reason, "/cnibench-l7-denied got status 100×200, want 403") || l7.Attempts < 2 ||
-			!slices.ContainsFunc(tgt.prov.Notes, func(n string) bool { return strings.HasPrefix(n, "CiliumNetworkPolicy L7 rule: not verified within") })):
-			t.Errorf("unverified L7 check: %+v, notes %q", l7, tgt.prov.Notes)
-		}
-		acts := slices.DeleteFunc(dyn.Actions(), func(a k8stesting.Action) bool { return a.GetVerb() == "get" }) // the run's, without the fake proxy's Gets
-		if crd {
-			got, err := dyn.Resource(ciliumNPResource).Namespace(testNS).Get(context.Background(), CiliumL7Name, metav1.GetOptions{})
+			var dyn *fakedynamic.FakeDynamicClient
+			if tc.crd {
+				dyn = withCiliumCRD(cs)
+			} else {
+				dyn = fakedynamic.NewSimpleDynamicClient(runtime.NewScheme())
+			}
+			applied := func(name string) bool {
+				_, err := dyn.Tracker().Get(ciliumNPResource, testNS, name)
+				return err == nil
+			}
+			k := startKubelet(t, cs, testNS, healthy)
+			h := startHealthAgent(t, cs, testNS)
+			// The agents' probes meet "Cilium": the client's TCP_RR to the
+			// denied prober (10.244.1.12) is dropped once the L3/L4 policy
+			// is applied when it enforces; HTTP gets the proxy's 403 on a
+			// path the applied L7 policy does not allow when it enforces,
+			// 200 otherwise.
+			h.runHook = func(_ context.Context, _ int, o engine.Options) error {
+				if tc.l4 && o.Host == "10.244.1.12" && applied(CiliumL4Name) {
+					return errors.New("0 transactions, 1 errors map[ETIMEDOUT:1]")
+				}
+				return nil
+			}
+			h.httpStatus = func(path string) int {
+				if tc.l7 && applied(CiliumL7Name) && path != ciliumL7AllowedPath {
+					return 403
+				}
+				return 200
+			}
+			cfg := testConfig("np3")
+			cfg.NetworkPolicyCheck, cfg.Dynamic = true, dyn
+			var progress bytes.Buffer
+			cfg.Progress = &syncWriter{w: &progress}
+			tgt, err := Open(context.Background(), cfg, cs, &staticAccess{addr: h.srv.URL}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			rules, _, _ := unstructured.NestedSlice(got.Object, "spec", "ingress")
-			http, _, _ := unstructured.NestedSlice(rules[0].(map[string]any)["toPorts"].([]any)[0].(map[string]any), "rules", "http")
-			if got.GetLabels()[LabelRunID] != "np3" || len(http) != 1 || http[0].(map[string]any)["method"] != "GET" ||
-				http[0].(map[string]any)["path"] != "/" || !strings.Contains(l7.Rule, "GET / on 8080/TCP from node0-pod0 to [node0-pod1 node1-pod0]") {
-				t.Errorf("policy %v, rule %q", got.Object, l7.Rule)
+			np := tgt.prov.NetworkPolicy
+			l4, l7 := np.CiliumL4, np.CiliumL7
+			if l4 == nil || l7 == nil || l4.Applied != tc.crd || l7.Applied != tc.crd || l7.Verified != tc.l7 {
+				t.Fatalf("cilium_l4 %+v, cilium_l7 %+v", l4, l7)
 			}
-		}
-		dyn.ClearActions()
-		if err := tgt.Close(); err != nil {
-			t.Fatal(err)
-		}
-		acts = append(acts, dyn.Actions()...)
-		k.Stop()
-		assertClean(t, cs)
-		if !crd {
-			continue
-		}
-		// What the run asked of the custom resources, the Role allows.
-		for _, a := range acts {
-			if r := a.GetResource(); a.GetNamespace() != testNS || !allows(NamespaceRules(), r.Group, r.Resource, a.GetVerb(), "") {
-				t.Errorf("not allowed by `cnibench k8s rbac`: %s %s in %q", a.GetVerb(), r.Resource, a.GetNamespace())
+			hasNote := func(prefix string) bool {
+				return slices.ContainsFunc(tgt.prov.Notes, func(n string) bool { return strings.HasPrefix(n, prefix) })
 			}
-		}
-		if len(acts) != 2 || acts[0].GetVerb() != "create" || acts[1].GetVerb() != "delete" {
-			t.Errorf("custom resource calls %v, want a create and a delete", acts)
-		}
-		if l, err := dyn.Resource(ciliumNPResource).Namespace(testNS).List(context.Background(), metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
-			t.Errorf("after Close: %v %v", l, err)
-		}
+			if !tc.crd {
+				if !strings.Contains(l4.Reason, "CRD ciliumnetworkpolicies.cilium.io is not installed") || l4.Reason != l7.Reason || l4.Outcome != "" || l7.Outcome != "" {
+					t.Errorf("without the CRD: cilium_l4 %+v, cilium_l7 %+v", l4, l7)
+				}
+			}
+			// L3/L4: the baseline connected; then dropped (enforced), or
+			// still connecting after the bounded wait.
+			if tc.crd {
+				want := map[bool]string{true: NetPolEnforced, false: NetPolNotEnforced}[tc.l4]
+				if l4.Outcome != want || l4.Baseline == nil || !l4.Baseline.Connected || l4.Probe == nil || l4.Probe.Connected == tc.l4 ||
+					l4.Probe.From != netPolClient || l4.Probe.To != NetPolDeniedEndpoint || l4.Probe.Addr != "10.244.1.12:5203" || l4.Probe.Allowed {
+					t.Errorf("cilium_l4 %+v, baseline %+v, probe %+v; want %s", l4, l4.Baseline, l4.Probe, want)
+				}
+				verdict := map[bool]string{true: "CiliumNetworkPolicy L3/L4 enforced ", false: "CiliumNetworkPolicy L3/L4 not enforced: the probe from node0-pod0 to netpol-denied (10.244.1.12:5203) still connected"}[tc.l4]
+				if !strings.HasPrefix(l4.Verdict, verdict) || !hasNote(verdict) {
+					t.Errorf("verdict %q, notes %q; want %q…", l4.Verdict, tgt.prov.Notes, verdict)
+				}
+				if !strings.Contains(progress.String(), "; CiliumNetworkPolicy L3/L4: probing netpol-denied from node0-pod0 ... "+want+"; L7 rule: probing / (200) and /cnibench-l7-denied (403) ... ") {
+					t.Errorf("progress:\n%s", progress.String())
+				}
+			}
+			// L7: verified, the allowed path got 200 and the denied one 403
+			// on both servers; not: the reason names the probe that failed,
+			// after the bounded wait, or after one look without a proxy.
+			switch {
+			case !tc.crd:
+			case tc.l7:
+				if len(l7.Probes) != 4 || l7.Probes[1].Want != 403 || l7.Probes[1].Status[403] == 0 || l7.Attempts != 1 || l7.Outcome != NetPolEnforced || hasNote("CiliumNetworkPolicy L7 rule") {
+					t.Errorf("enforced L7 check: %+v, notes %q", l7, tgt.prov.Notes)
+				}
+			case tc.noL7:
+				const want = "no L7 proxy on this cluster (cilium-config enable-l7-proxy=false: Cilium refuses policies with L7 rules); GET http://10.244.1.11:8080/cnibench-l7-denied got status 100×200, want 403"
+				if l7.Reason != want || l7.Outcome != NetPolNotEnforced || l7.Attempts != 1 || !hasNote("CiliumNetworkPolicy L7 rule: not enforced: "+want) ||
+					!strings.Contains(progress.String(), "(403) ... not enforced (no L7 proxy on this cluster)\n") {
+					t.Errorf("L7 without a proxy: %+v, notes %q, progress:\n%s", l7, tgt.prov.Notes, progress.String())
+				}
+			default:
+				if !strings.Contains(l7.Reason, "/cnibench-l7-denied got status 100×200, want 403") || l7.Attempts < 2 || l7.Outcome != NetPolNotEnforced ||
+					!hasNote("CiliumNetworkPolicy L7 rule: not enforced: not verified within") {
+					t.Errorf("unverified L7 check: %+v, notes %q", l7, tgt.prov.Notes)
+				}
+			}
+			// Each note one line, the NetworkPolicy check's first.
+			for _, n := range tgt.prov.Notes {
+				if strings.Contains(n, "\n") {
+					t.Errorf("note on several lines: %q", n)
+				}
+			}
+			if i := slices.IndexFunc(tgt.prov.Notes, func(n string) bool { return strings.HasPrefix(n, "NetworkPolicy check:") }); tc.crd && (i < 0 || !strings.HasPrefix(tgt.prov.Notes[i+1], "CiliumNetworkPolicy L3/L4")) {
+				t.Errorf("notes %q", tgt.prov.Notes)
+			}
+			acts := slices.DeleteFunc(dyn.Actions(), func(a k8stesting.Action) bool { return a.GetVerb() == "get" }) // the run's, without the fake proxy's Gets
+			if tc.crd {
+				l4p, err := dyn.Resource(ciliumNPResource).Namespace(testNS).Get(context.Background(), CiliumL4Name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sel, _, _ := unstructured.NestedStringMap(l4p.Object, "spec", "endpointSelector", "matchLabels")
+				in, _, _ := unstructured.NestedSlice(l4p.Object, "spec", "ingress")
+				if sel[LabelEndpoint] != NetPolDeniedEndpoint || sel[LabelRunID] != "np3" || len(in) != 1 ||
+					!strings.Contains(l4.Rule, "ingress to netpol-denied only on 5200/TCP (its control port), from anywhere") {
+					t.Errorf("L3/L4 policy %v, rule %q", l4p.Object, l4.Rule)
+				}
+				got, err := dyn.Resource(ciliumNPResource).Namespace(testNS).Get(context.Background(), CiliumL7Name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rules, _, _ := unstructured.NestedSlice(got.Object, "spec", "ingress")
+				http, _, _ := unstructured.NestedSlice(rules[0].(map[string]any)["toPorts"].([]any)[0].(map[string]any), "rules", "http")
+				if got.GetLabels()[LabelRunID] != "np3" || len(http) != 1 || http[0].(map[string]any)["method"] != "GET" ||
+					http[0].(map[string]any)["path"] != "/" || !strings.Contains(l7.Rule, "GET / on 8080/TCP from node0-pod0 to [node0-pod1 node1-pod0]") {
+					t.Errorf("policy %v, rule %q", got.Object, l7.Rule)
+				}
+			}
+			dyn.ClearActions()
+			if err := tgt.Close(); err != nil {
+				t.Fatal(err)
+			}
+			acts = append(acts, dyn.Actions()...)
+			k.Stop()
+			assertClean(t, cs)
+			if !tc.crd {
+				if len(acts) != 0 {
+					t.Errorf("custom resource calls without the CRD: %v", acts)
+				}
+				return
+			}
+			// What the run asked of the custom resources, the Role allows.
+			for _, a := range acts {
+				if r := a.GetResource(); a.GetNamespace() != testNS || !allows(NamespaceRules(), r.Group, r.Resource, a.GetVerb(), "") {
+					t.Errorf("not allowed by `cnibench k8s rbac`: %s %s in %q", a.GetVerb(), r.Resource, a.GetNamespace())
+				}
+			}
+			var verbs []string
+			for _, a := range acts {
+				verbs = append(verbs, a.GetVerb())
+			}
+			if strings.Join(verbs, ",") != "create,create,delete,delete" {
+				t.Errorf("custom resource calls %v, want two creates and two deletes", verbs)
+			}
+			if l, err := dyn.Resource(ciliumNPResource).Namespace(testNS).List(context.Background(), metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
+				t.Errorf("after Close: %v %v", l, err)
+			}
+		})
 	}
 }
 

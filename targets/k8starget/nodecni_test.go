@@ -2,6 +2,7 @@ package k8starget
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"os"
 	"path/filepath"
@@ -87,6 +88,7 @@ type cniProbeAccess struct {
 	t        *testing.T
 	cs       *fake.Clientset
 	dirs     map[string]string // node → its /etc/cni/net.d
+	kernels  map[string]string // node → the root of its fake /sys and /proc (none: nothing readable)
 	mu       sync.Mutex
 	released []string
 }
@@ -96,12 +98,16 @@ func (a *cniProbeAccess) ControlOn(_ context.Context, p *corev1.Pod, port int) (
 	if err != nil || port != agent.DefaultProbePort || p.Labels[LabelRole] != RoleProbe {
 		a.t.Errorf("probe %s reached on port %d before the Secret exists (%v)", p.Name, port, err)
 	}
+	kernel := a.kernels[p.Spec.NodeName]
+	if kernel == "" {
+		kernel = a.t.TempDir()
+	}
 	control := "unix:" + filepath.Join(a.t.TempDir(), "probe.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- agent.ServeProbe(ctx, agent.ProbeConfig{Control: control, Token: string(sec.(*corev1.Secret).Data[SecretKey]),
-			Node: p.Spec.NodeName, CNIConfDir: a.dirs[p.Spec.NodeName]})
+			Node: p.Spec.NodeName, CNIConfDir: a.dirs[p.Spec.NodeName], Kernel: nodeprobe.KernelPaths{Root: kernel}})
 	}()
 	a.t.Cleanup(func() { cancel(); <-done })
 	return control, nil
@@ -177,6 +183,10 @@ func TestNodeCNIReadWithoutDaemonSet(t *testing.T) {
 	}
 	if len(cni.NodeConfig) != 2 || cni.NodeConfig[1].Network != "cnbk-pods" || cni.KubeProxy == nil || len(cni.Components) != 1 {
 		t.Errorf("node configs %+v, kube-proxy %+v", cni.NodeConfig, cni.KubeProxy)
+	}
+	// The same probes asked the kernels (nothing readable in this fake).
+	if len(cni.NodeKernel) != 2 || !strings.HasSuffix(cni.Encryption, "; WireGuard support unknown: nodes worker-a, worker-b; IPsec support unknown: nodes worker-a, worker-b)") {
+		t.Errorf("node kernels %+v, encryption %q", cni.NodeKernel, cni.Encryption)
 	}
 	d := tgt.Details()["cni"].(map[string]any)
 	if d["plugin"] != "bridge" || d["node_config"].([]any)[0].(map[string]any)["plugins"].([]any)[0] != "bridge" {
@@ -302,5 +312,122 @@ func TestNodeCNIFromSweepProbes(t *testing.T) {
 	}
 	if n := probeCreates(cs); n != 2 {
 		t.Errorf("%d probe pods created, want the sweep's 2", n)
+	}
+}
+
+// kernelRoot is a node's fake /sys and /proc: the golden kernel config
+// (nodeprobe's testdata/kernel) as /proc/config.gz, and the modules
+// named loaded.
+func kernelRoot(t *testing.T, config string, loaded ...string) string {
+	t.Helper()
+	root := t.TempDir()
+	b, err := os.ReadFile(filepath.Join("..", "..", "nodeprobe", "testdata", "kernel", config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	for _, dir := range append([]string{"proc"}, loaded...) {
+		if dir != "proc" {
+			dir = filepath.Join("sys", "module", dir)
+		}
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "proc", "config.gz"), gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// Where a DaemonSet names the CNI and its config leaves encryption off
+// (the test cluster's Cilium), a node probe per node is deployed for a
+// moment to ask each node's kernel whether it could encrypt: the
+// encryption then says which nodes' kernels cannot do WireGuard or
+// IPsec, the probes are gone before measuring, and Cilium stays named by
+// its DaemonSet. With encryption on, or the probe not allowed, nothing
+// is deployed and the encryption is the config's alone.
+func TestNodeKernelEncryptionOnCilium(t *testing.T) {
+	const fcConfig = "config-6.18.44-fc-v669" // the test cluster's kernel: no WireGuard, no ESP
+	for _, c := range []struct {
+		name    string
+		keys    map[string]string // added to cilium-config
+		noProbe bool
+		kernels map[string]string // node → golden config, WireGuard loaded when suffixed "+wg"
+		creates int
+		want    string
+	}{
+		{"no WireGuard on the nodes", nil, false, map[string]string{"worker-a": fcConfig, "worker-b": fcConfig}, 2,
+			`none (cilium enable-wireguard="", enable-ipsec=""; WireGuard unsupported on this kernel: nodes worker-a, worker-b; IPsec unsupported on this kernel: nodes worker-a, worker-b)`},
+		{"one node has it loaded", nil, false, map[string]string{"worker-a": fcConfig + "+wg", "worker-b": fcConfig}, 2,
+			`none (cilium enable-wireguard="", enable-ipsec=""; WireGuard unsupported on this kernel: node worker-b; WireGuard available on this kernel: node worker-a; IPsec unsupported on this kernel: nodes worker-a, worker-b)`},
+		{"nothing readable", nil, false, map[string]string{}, 2,
+			`none (cilium enable-wireguard="", enable-ipsec=""; WireGuard support unknown: nodes worker-a, worker-b; IPsec support unknown: nodes worker-a, worker-b)`},
+		{"encryption on", map[string]string{"enable-wireguard": "true"}, false, nil, 0, "wireguard (cilium enable-wireguard=true)"},
+		{"probe not allowed", nil, true, nil, 0, `none (cilium enable-wireguard="", enable-ipsec="")`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cs := twoNodeCluster()
+			if len(c.keys) > 0 {
+				gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+				obj, _ := cs.Tracker().Get(gvr, "kube-system", "cilium-config")
+				cm := obj.(*corev1.ConfigMap)
+				for k, v := range c.keys {
+					cm.Data[k] = v
+				}
+				if err := cs.Tracker().Update(gvr, cm, "kube-system"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			startKubelet(t, cs, testNS, healthy)
+			h := startHealthAgent(t, cs, testNS)
+			acc := &cniProbeAccess{staticAccess: staticAccess{addr: h.srv.URL}, t: t, cs: cs, kernels: map[string]string{},
+				dirs: cniDirs(t, map[string]string{"worker-a": "05-cilium.conflist", "worker-b": "05-cilium.conflist"})}
+			for node, config := range c.kernels {
+				config, wg := strings.CutSuffix(config, "+wg")
+				var loaded []string
+				if wg {
+					loaded = []string{"wireguard"}
+				}
+				acc.kernels[node] = kernelRoot(t, config, loaded...)
+			}
+			cfg := testConfig("kern1")
+			cfg.NoNodeCNIProbe = c.noProbe
+			var progress bytes.Buffer
+			cfg.Progress = &syncWriter{w: &progress}
+			tgt := openBridge(t, cs, cfg, acc)
+			cni := tgt.prov.CNI
+			if cni.Encryption != c.want || cni.Plugin != "cilium" || cni.Source != "DaemonSet kube-system/cilium" {
+				t.Errorf("cni %q from %q, encryption\n got %q\nwant %q", cni.Plugin, cni.Source, cni.Encryption, c.want)
+			}
+			if n := probeCreates(cs); n != c.creates {
+				t.Errorf("%d probe pods created, want %d", n, c.creates)
+			}
+			probes, _ := cs.CoreV1().Pods(testNS).List(context.Background(), metav1.ListOptions{LabelSelector: LabelRole + "=" + RoleProbe})
+			if len(probes.Items) != 0 {
+				t.Errorf("%d probe pods still there: they must not stay for the measurement", len(probes.Items))
+			}
+			if c.creates == 0 {
+				return
+			}
+			// Each node's evidence is in the details; the progress says it.
+			d := tgt.Details()["cni"].(map[string]any)
+			nk, _ := d["node_kernel"].([]any)
+			if len(nk) != 2 || len(cni.NodeConfig) != 2 {
+				t.Fatalf("node_kernel %v, node configs %+v", d["node_kernel"], cni.NodeConfig)
+			}
+			if c.kernels["worker-a"] == fcConfig {
+				k := nk[0].(map[string]any)
+				if wg := k["wireguard"].(map[string]any); k["node"] != "worker-a" || wg["support"] != "unsupported" || wg["detail"] != "CONFIG_WIREGUARD is not set (/proc/config.gz)" {
+					t.Errorf("node_kernel[0] %v", k)
+				}
+			}
+			if !strings.Contains(progress.String(), `encryption none (cilium enable-wireguard="", enable-ipsec=""): reading the nodes' kernel support for encryption with a node probe ... WireGuard `) {
+				t.Errorf("progress:\n%s", progress.String())
+			}
+		})
 	}
 }

@@ -33,20 +33,20 @@ type Target struct {
 	access  Access
 	context string
 
-	layout   Layout
-	prov     Provenance
-	pods     map[string]*corev1.Pod // endpoint → pod
-	services map[string]string      // server endpoint → ClusterIP
-	agents   map[string]*agent.Client
-	skipped  map[string]string // placement → reason
-	usage    *usageReader      // datapath CPU and memory per sample (usage.go); nil: off
-	scale    scaleState        // Service-scale sweep (scaletarget.go)
-	fallback *sysctlFallback   // agent pods recreated without refused sysctls
-	ciliumL7 bool              // the NetworkPolicy check applied its CiliumNetworkPolicy (netpol_cilium.go)
-	hubble   *hubbleToggle     // the security profile's flows twin (hubble_twin.go); Close restores it
-	restored string            // what Close put back in the cluster's configuration, for the run's notes
-	deaths   *deathWatch       // the agents' pods while the run measures (deathwatch.go)
-	lost     map[string]error  // endpoint → why no pod replaces its dead agent (replace.go)
+	layout         Layout
+	prov           Provenance
+	pods           map[string]*corev1.Pod // endpoint → pod
+	services       map[string]string      // server endpoint → ClusterIP
+	agents         map[string]*agent.Client
+	skipped        map[string]string // placement → reason
+	usage          *usageReader      // datapath CPU and memory per sample (usage.go); nil: off
+	scale          scaleState        // Service-scale sweep (scaletarget.go)
+	fallback       *sysctlFallback   // agent pods recreated without refused sysctls
+	ciliumPolicies []string          // the CiliumNetworkPolicies the NetworkPolicy check applied (netpol_cilium.go)
+	hubble         *hubbleToggle     // the security profile's flows twin (hubble_twin.go); Close restores it
+	restored       string            // what Close put back in the cluster's configuration, for the run's notes
+	deaths         *deathWatch       // the agents' pods while the run measures (deathwatch.go)
+	lost           map[string]error  // endpoint → why no pod replaces its dead agent (replace.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -396,7 +396,7 @@ func (t *Target) Close() error {
 		// The sweep's dummies first (in parallel, rate-limited), then the
 		// run's objects, then the cluster change is reverted: a smaller LB
 		// map must not meet thousands of Services.
-		dummyErr := errors.Join(t.closeScaleServices(), t.closeCiliumL7())
+		dummyErr := errors.Join(t.closeScaleServices(), t.closeCiliumPolicies())
 		_, t.closeErr = Cleanup(t.cs, t.cfg.Namespace, RunSelector(t.cfg.RunID), t.cfg.Timeout, t.cfg.Progress)
 		restored, hubbleErr := t.hubble.restore()
 		t.restored = restored

@@ -267,8 +267,10 @@ test_mode() {
     run_tests -test.run 'Quick' "$@"
     log "tests (Flannel) in $((SECONDS - t)) s"
   else
+    # An agent pod's death is the same to the target on any CNI: it is
+    # tested on Cilium's (3 min), whose endpoints follow the pods.
     t=$SECONDS PHASE="cluster tests (kube-proxy iptables mode)"
-    run_tests "$@"
+    run_tests -test.skip 'AgentPodKilledMidRun' "$@"
     log "tests (iptables mode) in $((SECONDS - t)) s"
     t=$SECONDS PHASE="kube-proxy switch to nftables mode"
     proxy_mode nftables

@@ -42,7 +42,15 @@ cdbg() {
   kctl -n kube-system exec "$pod" -c cilium-agent -- cilium-dbg "$@"
 }
 
-# cilium_config: the ConfigMap cilium-config (keys are the agent's flags).
+# cilium_config: the ConfigMap cilium-config (keys are the agent's flags),
+# as a default `helm install` writes it where the chart's value differs
+# from the binary's default in what the datapath costs (monitor
+# aggregation: the binary's "None" makes every packet a trace event, which
+# Hubble then parses; map preallocation), and masquerading as the chart
+# leaves it (iptables: Cilium then routes in the host stack, "Host
+# Routing: Legacy", as a stock install does). What differs from the chart
+# on purpose: no L7 proxy (cilium-envoy is C++), no operator (CRD
+# identities, Kubernetes IPAM), the node device named, the cluster's paths.
 cilium_config() {
   local routing
   case $CILIUM_ROUTING in
@@ -69,7 +77,7 @@ data:
   kube-proxy-replacement: "true"
   devices: eth0
   enable-l7-proxy: "false"
-  enable-ipv4-masquerade: "false"
+  enable-ipv4-masquerade: "true"
 $routing
   bpf-root: /sys/fs/bpf
   cgroup-root: /var/run/cilium/cgroupv2
@@ -77,6 +85,10 @@ $routing
   write-cni-conf-when-ready: /var/run/cilium/cilium-cni.conflist
   cni-log-file: /var/run/cilium/cilium-cni.log
   enable-hubble: "true"
+  monitor-aggregation: medium
+  monitor-aggregation-interval: "5s"
+  monitor-aggregation-flags: all
+  preallocate-bpf-maps: "false"
   enable-gops: "false"
 EOF
 }

@@ -35,16 +35,24 @@ start() {
   wait_for "$name to start" 10 test -s "$PID_DIR/$name.pid"
 }
 
-# running NAME: the daemon NAME is alive (and is still the process we started).
-# Its cmdline is read twice: while the shell that wrote the pid execs the
-# daemon, the kernel shows an empty cmdline for a moment.
+# running NAME: the daemon NAME is alive and is still the process we started
+# (its command line names our directories: a pid file left by an earlier
+# cluster may name another process by now).
 running() {
   local pid
   pid=$(cat "$PID_DIR/$1.pid" 2>/dev/null) || return 1
-  [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
-  grep -qz "$VAR_DIR\|$RUN_DIR" "/proc/$pid/cmdline" 2>/dev/null && return 0
-  sleep 0.2
-  [ -d "/proc/$pid" ] && grep -qz "$VAR_DIR\|$RUN_DIR" "/proc/$pid/cmdline" 2>/dev/null
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] && grep -qz "$VAR_DIR\|$RUN_DIR" "/proc/$pid/cmdline" 2>/dev/null
+}
+
+# alive NAME: the daemon NAME, started moments ago, has not exited (its
+# process exists and is no zombie). Not its command line: while the shell
+# that wrote the pid execs a large binary on a loaded machine, the kernel
+# shows an empty one (a bring-up failed so, its daemon's log still empty).
+alive() {
+  local pid state
+  pid=$(cat "$PID_DIR/$1.pid" 2>/dev/null) || return 1
+  state=$(awk '/^State:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
 }
 
 # wait_for DESC SECONDS CMD...: polls CMD every 0.5 s until it succeeds;
@@ -53,7 +61,7 @@ wait_for() {
   local desc=$1 timeout=$2; shift 2
   local deadline=$((SECONDS + timeout))
   until "$@" >/dev/null 2>&1; do
-    if [ -n "${WAIT_DAEMON:-}" ] && ! running "$WAIT_DAEMON"; then
+    if [ -n "${WAIT_DAEMON:-}" ] && ! alive "$WAIT_DAEMON"; then
       fail "$WAIT_DAEMON exited while waiting for $desc (its log: $LOG_DIR/$WAIT_DAEMON.log)"
       tail -30 "$LOG_DIR/$WAIT_DAEMON.log" >&2 || true
       return 1

@@ -24,14 +24,7 @@ key=$( (cat "$CLUSTER_DIR"/kube/go.{mod,sum} "$CLUSTER_DIR"/etcd/go.{mod,sum} "$
   "$CLUSTER_DIR"/pause/main.go; echo "$ldflags") | sha256sum | cut -c1-12)
 out=$CACHE_ROOT/$K8S_VERSION-$key
 bin=$out/bin
-mkdir -p "$CACHE_ROOT"
-exec 9>"$CACHE_ROOT/build.lock"
-flock 9 # one build at a time; a second caller then finds it complete
-if [ -e "$out/complete" ]; then
-  echo "$bin"
-  exit 0
-fi
-mkdir -p "$bin"
+cached_build "$out" build.lock "$bin"
 
 # progress NAME LOG PID: one line a minute with the packages compiled so
 # far (go build -v names each), so a CI log shows where the time goes.

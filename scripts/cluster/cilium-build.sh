@@ -17,14 +17,7 @@ ldflags="-s -w -X 'github.com/cilium/cilium/pkg/version.ciliumVersion=${CILIUM_V
 tags=osusergo
 key=$( (cat "$mod"/go.{mod,sum}; echo "$ldflags $tags") | sha256sum | cut -c1-12)
 out=$CACHE_ROOT/cilium-$CILIUM_VERSION-$key
-mkdir -p "$CACHE_ROOT"
-exec 9>"$CACHE_ROOT/build-cilium.lock"
-flock 9
-if [ -e "$out/complete" ]; then
-  echo "$out"
-  exit 0
-fi
-mkdir -p "$out/bin"
+cached_build "$out" build-cilium.lock
 t0=$SECONDS
 log "cilium $CILIUM_VERSION: module download"
 src=$(cd "$mod" && go mod download -json "github.com/cilium/cilium@$CILIUM_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')

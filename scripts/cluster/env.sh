@@ -54,6 +54,22 @@ GLOBAL_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_o
   kernel.keys.root_maxkeys kernel.keys.root_maxbytes
   kernel.unprivileged_bpf_disabled kernel.timer_migration net.core.bpf_jit_enable)
 
+# cached_build DIR LOCK [PRINT]: one build at a time (flock on
+# $CACHE_ROOT/LOCK, held until the calling script exits: a second caller
+# then finds the first one's build complete); when DIR holds a complete
+# build, prints PRINT (default DIR) and ends the calling script.
+cached_build() {
+  local dir=$1 lock=$2 print=${3:-$1}
+  mkdir -p "$CACHE_ROOT"
+  exec 9>"$CACHE_ROOT/$lock"
+  flock 9
+  if [ -e "$dir/complete" ]; then
+    echo "$print"
+    exit 0
+  fi
+  mkdir -p "$dir/bin"
+}
+
 log() { printf '%s cluster: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 # FAIL_NOTES: the reasons of a failure, said again after the logs' tails
 # (CI keeps only the end of the output); a file, as die may run in $(...).

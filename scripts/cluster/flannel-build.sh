@@ -14,14 +14,7 @@ ldflags="-s -w -linkmode external -extldflags -static -X github.com/flannel-io/f
 tags=netgo,osusergo
 key=$( (cat "$mod"/go.{mod,sum}; echo "$ldflags $tags") | sha256sum | cut -c1-12)
 out=$CACHE_ROOT/flannel-$FLANNEL_VERSION-$key
-mkdir -p "$CACHE_ROOT"
-exec 9>"$CACHE_ROOT/build-flannel.lock"
-flock 9
-if [ -e "$out/complete" ]; then
-  echo "$out"
-  exit 0
-fi
-mkdir -p "$out/bin"
+cached_build "$out" build-flannel.lock
 t0=$SECONDS
 log "build flanneld $FLANNEL_VERSION ..."
 if ! (cd "$mod" && nice go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$out/bin/flanneld" github.com/flannel-io/flannel) >"$out/build.log" 2>&1; then

@@ -81,20 +81,12 @@ build_images() {
   esac
 }
 
-# proxy_ready: the DaemonSet's current generation has a Ready pod on each node.
-proxy_ready() {
-  local st
-  st=$(kctl -n kube-system get ds kube-proxy \
-    -o jsonpath='{.metadata.generation} {.status.observedGeneration} {.status.numberReady} {.status.updatedNumberScheduled}')
-  [ "$st" = "$(echo "$st" | cut -d' ' -f1) $(echo "$st" | cut -d' ' -f1) ${#NODES[@]} ${#NODES[@]}" ]
-}
-
 # proxy_apply MODE: kube-proxy's DaemonSet in MODE, rolled out on both nodes.
 proxy_apply() {
   local mode=$1
   sed -e "s|@MODE@|$mode|; s|@IMAGE@|$PROXY_IMAGE|; s|@CLUSTER_CIDR@|$CLUSTER_CIDR|" \
     -e "s|@PKI@|$VAR_DIR/pki|g" scripts/cluster/kube-proxy.yaml | kctl apply -f - >/dev/null
-  wait_for "kube-proxy ($mode mode) Ready on every node" 120 proxy_ready
+  wait_for "kube-proxy ($mode mode) Ready on every node" 120 ds_ready kube-system kube-proxy
   echo "$mode" >"$VAR_DIR/proxy-mode"
 }
 

@@ -93,14 +93,6 @@ $routing
 EOF
 }
 
-# cilium_ready: the DaemonSet's current generation has a Ready pod on each node.
-cilium_ready() {
-  local st
-  st=$(kctl -n kube-system get ds cilium \
-    -o jsonpath='{.metadata.generation} {.status.observedGeneration} {.status.numberReady} {.status.updatedNumberScheduled}')
-  [ "$st" = "$(echo "$st" | cut -d' ' -f1) $(echo "$st" | cut -d' ' -f1) ${#NODES[@]} ${#NODES[@]}" ]
-}
-
 # cilium_up: podCIDRs on the Nodes (no controller allocates them here), the
 # CRDs, the ConfigMap, RBAC and DaemonSet; done when each agent is Ready
 # and its CNI config is in its node's CNI dir.
@@ -114,7 +106,7 @@ cilium_up() {
   cilium_config | kctl apply -f - >/dev/null
   sed -e "s|@IMAGE@|$CILIUM_IMAGE|; s|@CIL@|$CIL|g; s|@API_IP@|$API_IP|; s|@API_PORT@|$API_PORT|" \
     "$CLUSTER_DIR/cilium.yaml" | kctl apply -f - >/dev/null
-  wait_for "the Cilium agents Ready on every node" 300 cilium_ready
+  wait_for "the Cilium agents Ready on every node" 300 ds_ready kube-system cilium
   for ns in "${NODES[@]}"; do
     # The agent writes its CNI config when ready, by create + rename, which
     # containerd 1.6 ignores (it reloads on write, rename-from and remove

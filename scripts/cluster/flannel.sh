@@ -10,13 +10,6 @@ FLANNEL_HOST_DIR=/run/flannel # the nodes' bind target; created (empty) if missi
 # flannel_dir: the compiled flanneld (built on first use).
 flannel_dir() { "$CLUSTER_DIR/flannel-build.sh"; }
 
-flannel_ready() {
-  local st
-  st=$(kctl -n kube-flannel get ds kube-flannel-ds \
-    -o jsonpath='{.metadata.generation} {.status.observedGeneration} {.status.numberReady} {.status.updatedNumberScheduled}')
-  [ "$st" = "$(echo "$st" | cut -d' ' -f1) $(echo "$st" | cut -d' ' -f1) ${#NODES[@]} ${#NODES[@]}" ]
-}
-
 # ipv4_network A.B.C.D/N: the network of an address (198.19.0.1/24 ->
 # 198.19.0.0/24), as the flannel plugin hands host-local its lease.
 ipv4_network() {
@@ -67,7 +60,7 @@ flannel_up() {
   pod_cidrs_patch
   sed -e "s|@IMAGE@|$FLANNEL_IMAGE|; s|@API_IP@|$API_IP|; s|@API_PORT@|$API_PORT|; s|@CLUSTER_CIDR@|$CLUSTER_CIDR|" \
     "$CLUSTER_DIR/flannel.yaml" | kctl apply -f - >/dev/null
-  wait_for "flanneld Ready on every node" 120 flannel_ready
+  wait_for "flanneld Ready on every node" 120 ds_ready kube-flannel kube-flannel-ds
   for ns in "${NODES[@]}"; do
     wait_for "flanneld's lease on $ns" 60 test -s "$RUN_DIR/$ns/flannel/subnet.env"
     flannel_cni_conf "$RUN_DIR/$ns/flannel/subnet.env" "$ns" >"$VAR_DIR/$ns/cni/10-flannel.conflist"

@@ -77,6 +77,15 @@ wait_for() {
 # kctl ARGS...: kubectl as the cluster admin, from node0's namespace.
 kctl() { in_ns "${NODES[0]}" "$BIN/kubectl" --kubeconfig "$VAR_DIR/pki/admin.kubeconfig" "$@"; }
 
+# ds_ready NAMESPACE NAME: the DaemonSet's current generation has a Ready
+# pod on each node.
+ds_ready() {
+  local st
+  st=$(kctl -n "$1" get ds "$2" \
+    -o jsonpath='{.metadata.generation} {.status.observedGeneration} {.status.numberReady} {.status.updatedNumberScheduled}')
+  [ "$st" = "$(echo "$st" | cut -d' ' -f1) $(echo "$st" | cut -d' ' -f1) ${#NODES[@]} ${#NODES[@]}" ]
+}
+
 # pod_cidrs_patch: each Node's podCIDR (no controller allocates them here;
 # flannel's kube subnet manager and Cilium's kubernetes IPAM read them).
 pod_cidrs_patch() {

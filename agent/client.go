@@ -13,11 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
-	"github.com/cnibench/cnibench/kinds"
-	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // Client talks to one agent's control API.

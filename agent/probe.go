@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 )
 
 // DefaultProbePort is a node probe's control port: agents use 5200, the

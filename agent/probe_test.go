@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/datapath/iptables"
 	"github.com/cnibench/cnibench/datapath/nftables"
-	"github.com/cnibench/cnibench/internal/labtest"
-	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 // startProbe serves a node probe reading the namespace at ns on a unix

@@ -25,8 +25,8 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/internal/version"
-	"github.com/cnibench/cnibench/kinds"
 )
 
 // API paths and headers of the control protocol.

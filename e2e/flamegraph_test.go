@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cnibench/cnibench/flamegraph"
 	cnbresults "github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite/flamegraph"
 )
 
 // run --flame-graph samples the chosen test's CPU stacks in an extra

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/lab/tuning"
 	cnbresults "github.com/cnibench/cnibench/results"
-	"github.com/cnibench/cnibench/tuning"
 )
 
 // The tuning matrix in one run: each tuning is read back before anything

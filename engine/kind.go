@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 
-	"github.com/cnibench/cnibench/kinds"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // The engine's two kinds: stream tests (throughput, UDP loss) and

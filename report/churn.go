@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/churn"
-	"github.com/cnibench/cnibench/kinds"
+	"github.com/cnibench/cnibench/datapath/churn"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/churn"
+	"github.com/cnibench/cnibench/datapath/churn"
 	"github.com/cnibench/cnibench/engine/httpload/httpapi"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"

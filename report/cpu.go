@@ -3,7 +3,7 @@ package report
 import (
 	"fmt"
 
-	"github.com/cnibench/cnibench/kinds"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // cpuLines says, per column of a section, where the CPU of a unit of work

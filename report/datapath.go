@@ -3,7 +3,7 @@ package report
 import (
 	"strings"
 
-	"github.com/cnibench/cnibench/kinds"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/results"
 )
 

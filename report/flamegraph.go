@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cnibench/cnibench/flamegraph"
+	"github.com/cnibench/cnibench/suite/flamegraph"
 )
 
 // FlameGraph is one profiled sample of a run (run --flame-graph): where

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cnibench/cnibench/flamegraph"
 	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite/flamegraph"
 )
 
 // A run with a profiled sample gets a "Flame graphs" section: the graph
@@ -16,7 +16,7 @@ import (
 // in Markdown; a graph whose stacks are gone, or that could not be made,
 // says why instead.
 func TestFlameGraphSection(t *testing.T) {
-	f, err := os.Open("../flamegraph/testdata/perf-script-tcp-stream.txt")
+	f, err := os.Open("../suite/flamegraph/testdata/perf-script-tcp-stream.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

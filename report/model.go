@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine/engineapi"
-	"github.com/cnibench/cnibench/kinds"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
 )

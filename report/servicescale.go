@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/datapath/sweep"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
-	"github.com/cnibench/cnibench/sweep"
 )
 
 // ServiceScale is the analysis of a Service-scale sweep (issue 4, item 4):

@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/cnibench/cnibench/sweep"
+	"github.com/cnibench/cnibench/datapath/sweep"
 )
 
 // scaleTable is one table of the Service-scale section, as plain strings

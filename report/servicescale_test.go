@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/datapath/sweep"
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
-	"github.com/cnibench/cnibench/sweep"
 )
 
 const scaleFixture = "servicescale"

@@ -1,8 +1,8 @@
 package results
 
 import (
-	"github.com/cnibench/cnibench/churn"
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/datapath/churn"
 )
 
 // Churn is a churn run's plan: every scenario keeps the same Services

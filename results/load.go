@@ -1,6 +1,6 @@
 package results
 
-import "github.com/cnibench/cnibench/kinds"
+import "github.com/cnibench/cnibench/engine/kinds"
 
 // asLoad returns the load-engine view of an HTTP or DNS sample, for
 // Summarize (metrics read it through the kinds' Read).

@@ -7,12 +7,12 @@ package results
 import (
 	"time"
 
-	"github.com/cnibench/cnibench/churn"
+	"github.com/cnibench/cnibench/datapath/churn"
+	"github.com/cnibench/cnibench/datapath/sweep"
 	"github.com/cnibench/cnibench/engine/dnsload/dnsapi"
 	"github.com/cnibench/cnibench/engine/engineapi"
 	"github.com/cnibench/cnibench/engine/httpload/httpapi"
-	"github.com/cnibench/cnibench/kinds"
-	"github.com/cnibench/cnibench/sweep"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // SchemaVersion is bumped on any incompatible change to Run.

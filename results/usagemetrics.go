@@ -1,6 +1,6 @@
 package results
 
-import "github.com/cnibench/cnibench/kinds"
+import "github.com/cnibench/cnibench/engine/kinds"
 
 // Datapath metrics: what the datapath components (Sample.DatapathUsage)
 // spent on the work a sample did, next to the client's and server's own

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checks that the committed BPF objects (datapath/ebpf, policy/ebpf and
-# flows: *_bpfel.{o,go}) are what the C sources produce, per package: runs
+# Checks that the committed BPF objects (datapath/ebpf, lab/policy/ebpf and
+# lab/flows: *_bpfel.{o,go}) are what the C sources produce, per package: runs
 # gen.go's bpf2go lines on a temporary copy of the sources and compares
 # the outputs byte for byte.
 #
@@ -77,7 +77,7 @@ check_pkg() {
 	done
 }
 
-for src in datapath/ebpf policy/ebpf flows; do
+for src in datapath/ebpf lab/policy/ebpf lab/flows; do
 	check_pkg "$src"
 done
 if [ "$status" -ne 0 ]; then

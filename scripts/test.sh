@@ -29,7 +29,7 @@ go test -p 1 -count=1 -timeout 40m "$@" ./...
 FUZZTIME=${FUZZTIME:-10s}
 if [ "$FUZZTIME" != 0 ]; then
   for target in agent:FuzzRunRequest results:FuzzLoad report:FuzzRender \
-      internal/cli:FuzzPlanFlags internal/cli:FuzzScaleSteps internal/cli:FuzzLabFlags; do
+      cmd/cnibench/internal/cli:FuzzPlanFlags cmd/cnibench/internal/cli:FuzzScaleSteps cmd/cnibench/internal/cli:FuzzLabFlags; do
     pkg=${target%%:*} name=${target#*:} corpus=${target%%:*}/testdata/fuzz/${target#*:}
     before=$(ls "$corpus" 2>/dev/null | wc -l)
     rc=0; out=$(go test -run '^$' -fuzz "^$name\$" -fuzztime "$FUZZTIME" "./$pkg" 2>&1) || rc=$?

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/churn"
+	"github.com/cnibench/cnibench/datapath/churn"
 	"github.com/cnibench/cnibench/results"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/churn"
+	"github.com/cnibench/cnibench/datapath/churn"
 )
 
 // The churn schedule programs every scenario's steady state, churns only

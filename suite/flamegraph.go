@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/flamegraph"
 	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite/flamegraph"
 )
 
 // FlameGraphDir is where a run's flame graphs go, beside results.json.

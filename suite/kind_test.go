@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/kinds"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/results"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/datapath/sweep"
 	"github.com/cnibench/cnibench/results"
-	"github.com/cnibench/cnibench/sweep"
 )
 
 // ServiceScaleTest is the --tests name of the Service-scale sweep, a test

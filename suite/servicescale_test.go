@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/datapath/sweep"
 	"github.com/cnibench/cnibench/results"
-	"github.com/cnibench/cnibench/sweep"
 )
 
 // memDatapath holds in memory whatever it was last programmed with: a

@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/cnibench/cnibench/internal/cli"
+	"github.com/cnibench/cnibench/cmd/cnibench/internal/cli"
 )
 
 func main() { os.Exit(cli.Execute()) }

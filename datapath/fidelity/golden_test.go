@@ -11,7 +11,7 @@ import (
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/datapath/iptables"
 	"github.com/cnibench/cnibench/datapath/nftables"
-	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 var update = flag.Bool("update", false, "reprogram the lab datapaths as root and rewrite testdata/lab-*")

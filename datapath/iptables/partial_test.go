@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/internal/labtest"
 	"github.com/cnibench/cnibench/internal/nsexec"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 // With partial syncs on, a sync after a sync (kube-proxy's

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 // These run without root on iptables-save output recorded from the real

@@ -3,7 +3,7 @@ package nftables
 import (
 	"testing"
 
-	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 // TestProgramTimes measures a full sync from an empty namespace at each

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 // The layout's transactions touch no kernel, so these run without root on

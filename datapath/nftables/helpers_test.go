@@ -3,7 +3,7 @@ package nftables
 import (
 	"testing"
 
-	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 // newOrSkip builds a Datapath, closed at cleanup, skipping when the machine

@@ -10,8 +10,8 @@ import (
 
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/internal/hosttest"
-	"github.com/cnibench/cnibench/internal/labtest"
 	"github.com/cnibench/cnibench/internal/nsexec"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 var layouts = []struct {

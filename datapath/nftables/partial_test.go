@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/internal/labtest"
 	"github.com/cnibench/cnibench/internal/nsexec"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 // A sync after a sync (kube-proxy's partial sync) rewrites the chains of

@@ -5,8 +5,8 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/cnibench/cnibench/internal/labtest"
 	"github.com/cnibench/cnibench/internal/nsexec"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 var update = flag.Bool("update", false, "program the real datapath as root and rewrite testdata/*.json")

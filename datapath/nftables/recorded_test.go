@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 // These run without root on nft output recorded from the real tool

@@ -21,7 +21,7 @@ import (
 	"github.com/cnibench/cnibench/datapath/fidelity"
 	"github.com/cnibench/cnibench/datapath/iptables"
 	"github.com/cnibench/cnibench/datapath/nftables"
-	"github.com/cnibench/cnibench/internal/labtest"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 // fidelityNamespaces hold the Services the fidelity test programs through

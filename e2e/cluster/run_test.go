@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 	"github.com/cnibench/cnibench/results"
 )
 

@@ -3,7 +3,7 @@ package dnsload
 import (
 	"fmt"
 
-	"github.com/cnibench/cnibench/kinds"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // The DNS kind, against dnsmasq in the server pod answering 1,000

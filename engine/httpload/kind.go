@@ -3,7 +3,7 @@ package httpload
 import (
 	"fmt"
 
-	"github.com/cnibench/cnibench/kinds"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // The HTTP kind, as the TKE and EKS reports measure it: max RPS over

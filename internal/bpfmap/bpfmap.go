@@ -1,5 +1,5 @@
 // Package bpfmap reads and writes whole BPF maps in batches, for the eBPF
-// Service datapaths (datapath/ebpf) and the eBPF policy (policy/ebpf).
+// Service datapaths (datapath/ebpf) and the eBPF policy (lab/policy/ebpf).
 package bpfmap
 
 import (

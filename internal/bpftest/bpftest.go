@@ -1,5 +1,5 @@
 // Package bpftest holds the checks every package with bpf2go objects
-// runs in its tests (datapath/ebpf, policy/ebpf): the committed objects
+// runs in its tests (datapath/ebpf, lab/policy/ebpf): the committed objects
 // come from the committed sources, and the Go mirrors of map keys and
 // values have the layout the objects' BTF records. Only tests import it.
 package bpftest

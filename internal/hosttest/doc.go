@@ -6,5 +6,5 @@
 // root's ip_forward while the tests run.
 //
 // It imports nothing of cnibench, so the lab package's own tests can use it
-// (internal/labtest imports lab and cannot be imported by them).
+// (lab/labtest imports lab and cannot be imported by them).
 package hosttest

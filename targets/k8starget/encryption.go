@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 )
 
 // NodeKernel is one run node's kernel as its node probe read it: whether

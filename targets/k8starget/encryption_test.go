@@ -3,7 +3,7 @@ package k8starget
 import (
 	"testing"
 
-	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 )
 
 // The CNI's encryption mode is read from where each CNI keeps it, and

@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	enginekinds "github.com/cnibench/cnibench/kinds"
+	enginekinds "github.com/cnibench/cnibench/engine/kinds"
 )
 
 // ImageOptions describe the agent image.

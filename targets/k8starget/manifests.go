@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
-	enginekinds "github.com/cnibench/cnibench/kinds"
+	enginekinds "github.com/cnibench/cnibench/engine/kinds"
 )
 
 // Names of the objects of a run (one run per namespace at a time: the

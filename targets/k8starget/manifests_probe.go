@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cnibench/cnibench/agent"
-	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 )
 
 // Node probes: one privileged hostNetwork pod per node the run uses,

@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 )
 
 // noCNIDaemonSet is CNI.Source when no DaemonSet of a known CNI runs.

@@ -18,7 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/cnibench/cnibench/agent"
-	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 	"github.com/cnibench/cnibench/suite"
 )
 
@@ -125,7 +125,7 @@ func cniDirs(t *testing.T, files map[string]string) map[string]string {
 	dirs := map[string]string{}
 	for node, file := range files {
 		dirs[node] = t.TempDir()
-		b, err := os.ReadFile(filepath.Join("..", "..", "nodeprobe", "testdata", "cni", file))
+		b, err := os.ReadFile(filepath.Join("..", "..", "agent", "nodeprobe", "testdata", "cni", file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,7 +321,7 @@ func TestNodeCNIFromSweepProbes(t *testing.T) {
 func kernelRoot(t *testing.T, config string, loaded ...string) string {
 	t.Helper()
 	root := t.TempDir()
-	b, err := os.ReadFile(filepath.Join("..", "..", "nodeprobe", "testdata", "kernel", config))
+	b, err := os.ReadFile(filepath.Join("..", "..", "agent", "nodeprobe", "testdata", "kernel", config))
 	if err != nil {
 		t.Fatal(err)
 	}

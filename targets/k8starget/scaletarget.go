@@ -11,10 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/datapath/sweep"
 	"github.com/cnibench/cnibench/suite"
-	"github.com/cnibench/cnibench/sweep"
 )
 
 // DefaultRolloutTimeout bounds each Cilium restart of the LB-map change

@@ -25,10 +25,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/datapath/sweep"
 	"github.com/cnibench/cnibench/suite"
-	"github.com/cnibench/cnibench/sweep"
 )
 
 // scaleConfig is a Service-scale run of pod-to-service/other-node with

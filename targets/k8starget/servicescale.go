@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/sweep"
+	"github.com/cnibench/cnibench/datapath/sweep"
 )
 
 // Defaults of the cluster Service-scale sweep's API writes (each Service

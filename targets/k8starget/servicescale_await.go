@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/nodeprobe"
 )
 
 // heldWait is one PerChange Program's changes until every node holds

@@ -10,8 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/nodeprobe"
 )
 
 // The churn's side of ClusterServices (PerChange): Program writes only

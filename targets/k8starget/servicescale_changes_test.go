@@ -16,9 +16,9 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/cnibench/cnibench/churn"
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/nodeprobe"
+	"github.com/cnibench/cnibench/datapath/churn"
 )
 
 // A churn on a cluster: the churn's changes (endpoints scaled and

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/nodeprobe"
 )
 
 // DefaultChurnSyncInterval is the probes' read interval during a churn:

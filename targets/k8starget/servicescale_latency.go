@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cnibench/cnibench/nodeprobe"
-	"github.com/cnibench/cnibench/sweep"
+	"github.com/cnibench/cnibench/agent/nodeprobe"
+	"github.com/cnibench/cnibench/datapath/sweep"
 )
 
 // latencyTracker learns when each Service a step creates is first held by

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cnibench/cnibench/agent/nodeprobe"
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/nodeprobe"
-	"github.com/cnibench/cnibench/sweep"
+	"github.com/cnibench/cnibench/datapath/sweep"
 )
 
 // Sync verification modes of a cluster sweep (--sync-verify).

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/sweep"
+	"github.com/cnibench/cnibench/datapath/sweep"
 )
 
 // Dummy Services are created with EndpointSlices (never v1 Endpoints), in

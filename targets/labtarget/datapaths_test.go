@@ -8,8 +8,8 @@ import (
 
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/datapath/ebpf"
-	"github.com/cnibench/cnibench/internal/labtest"
 	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/lab/labtest"
 	"github.com/cnibench/cnibench/suite"
 )
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/datapath"
-	"github.com/cnibench/cnibench/flows"
 	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/lab/flows"
 )
 
 // flowProbes is how many connections the toggle check makes: each must

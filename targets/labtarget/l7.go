@@ -13,8 +13,8 @@ import (
 
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/engine/httpload"
-	"github.com/cnibench/cnibench/l7proxy"
 	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/lab/l7proxy"
 	"github.com/cnibench/cnibench/suite"
 )
 

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/datapath/sweep"
 	"github.com/cnibench/cnibench/lab"
-	"github.com/cnibench/cnibench/sweep"
 )
 
 // nodeDatapaths is one Service datapath spread over the lab's nodes, as

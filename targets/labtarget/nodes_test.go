@@ -9,9 +9,9 @@ import (
 
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/datapath/ebpf"
-	"github.com/cnibench/cnibench/internal/labtest"
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/internal/nsexec"
+	"github.com/cnibench/cnibench/lab/labtest"
 )
 
 // The sweep's datapath programs every node, as kube-proxy does: each

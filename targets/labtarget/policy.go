@@ -11,8 +11,8 @@ import (
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/lab"
-	"github.com/cnibench/cnibench/policy"
-	_ "github.com/cnibench/cnibench/policy/all" // registers the enforcers policy.ForDatapath picks from
+	"github.com/cnibench/cnibench/lab/policy"
+	_ "github.com/cnibench/cnibench/lab/policy/all" // registers the enforcers policy.ForDatapath picks from
 )
 
 // PolicyCheck is what the run programmed as L3/L4 policy and how it

@@ -10,8 +10,8 @@ import (
 
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/lab"
-	"github.com/cnibench/cnibench/policy"
-	"github.com/cnibench/cnibench/tuning"
+	"github.com/cnibench/cnibench/lab/policy"
+	"github.com/cnibench/cnibench/lab/tuning"
 )
 
 // scenarios are the lab configurations `run --scenarios` knows, each a

@@ -11,8 +11,8 @@ import (
 	"github.com/cnibench/cnibench/datapath"
 	_ "github.com/cnibench/cnibench/datapath/all" // registers every datapath OpenDatapaths opens by name
 	"github.com/cnibench/cnibench/datapath/ebpf"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/internal/netnsx"
-	"github.com/cnibench/cnibench/kinds"
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/suite"
 )

@@ -8,8 +8,8 @@ import (
 
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/lab/tuning"
 	"github.com/cnibench/cnibench/suite"
-	"github.com/cnibench/cnibench/tuning"
 )
 
 // tuningState is what the run's tunings did and how to undo them.

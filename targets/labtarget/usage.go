@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cnibench/cnibench/flows"
-	"github.com/cnibench/cnibench/l7proxy"
 	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/lab/flows"
+	"github.com/cnibench/cnibench/lab/l7proxy"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 )

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -18,44 +17,22 @@ import (
 // else 0. The first column stays the baseline of everything else.
 func setAgainst(cols []Column) {
 	for i := 1; i < len(cols); i++ {
-		own := scenarioParts(cols[i].Scenario)
+		own := cols[i].parts
 		best, bestN := 0, 0
 		for j := range cols {
 			if j == i || cols[j].Run != cols[i].Run {
 				continue
 			}
-			p := scenarioParts(cols[j].Scenario)
-			if len(p) < len(own) && len(p) > bestN && subset(p, own) {
+			p := cols[j].parts
+			if len(p) < len(own) && len(p) > bestN && own.Covers(p) {
 				best, bestN = j, len(p)
 			}
 		}
 		cols[i].Against = best
 		if bestN > 0 {
-			var added []string
-			for _, p := range own {
-				if !slices.Contains(scenarioParts(cols[best].Scenario), p) {
-					added = append(added, p)
-				}
-			}
-			cols[i].Adds = strings.Join(added, "+")
+			cols[i].Adds = own.Without(cols[best].parts.Has).String()
 		}
 	}
-}
-
-func scenarioParts(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(strings.ToLower(s), "+")
-}
-
-func subset(a, b []string) bool {
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
 }
 
 // anyAgainst tells whether some column is an overhead column (adds parts

@@ -3,6 +3,8 @@ package report
 import (
 	"strings"
 	"testing"
+
+	"github.com/cnibench/cnibench/results"
 )
 
 // A column that adds parts to another column's scenario is compared with
@@ -15,6 +17,9 @@ func TestSetAgainst(t *testing.T) {
 		{Label: "iptables+policy", Scenario: "iptables+policy"},
 		{Label: "vxlan+iptables+policy", Scenario: "vxlan+iptables+policy"},
 		{Label: "r2/iptables+flows", Scenario: "iptables+flows", Run: 1},
+	}
+	for i := range cols {
+		cols[i].parts = results.Scenario{Name: cols[i].Scenario}.ScenarioName()
 	}
 	setAgainst(cols)
 	want := []int{0, 0, 0, 2, 3, 0}

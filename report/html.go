@@ -68,7 +68,10 @@ type labelled struct {
 	Cells []string
 }
 
-type scenarioView struct{ Name, Kind, Details, Sysctls, Policy, L7, Flows, Tuning, Encryption string }
+type scenarioView struct {
+	Name, Kind, Details, Sysctls string
+	Checks                       []CheckLine
+}
 
 type colView struct{ Label, Colour string }
 
@@ -104,7 +107,7 @@ func newHTMLView(rep *Report) htmlView {
 			if len(rep.Runs) > 1 {
 				name = r.Label + "/" + sc.Name
 			}
-			v.Scenarios = append(v.Scenarios, scenarioView{name, sc.Kind, detailsText(sc.Details), sc.Sysctls, sc.Policy, sc.L7, sc.Flows, sc.Tuning, sc.Encryption})
+			v.Scenarios = append(v.Scenarios, scenarioView{name, sc.Kind, detailsText(sc.Details), sc.Sysctls, sc.Checks})
 		}
 	}
 	labels, vals := envRows(rep.Runs)

@@ -50,20 +50,8 @@ func Markdown(w io.Writer, rep *Report) error {
 			if sc.Sysctls != "" {
 				fmt.Fprintf(b, "  - Effective sysctls (read by each agent in its network namespace): %s\n", mdText(sc.Sysctls))
 			}
-			if sc.Policy != "" {
-				fmt.Fprintf(b, "  - L3/L4 policy, enforcement checked before measuring: %s\n", mdText(sc.Policy))
-			}
-			if sc.Flows != "" {
-				fmt.Fprintf(b, "  - Flow observability on, checked before measuring: %s\n", mdText(sc.Flows))
-			}
-			if sc.Encryption != "" {
-				fmt.Fprintf(b, "  - Encryption between nodes, proved before measuring: %s\n", mdText(sc.Encryption))
-			}
-			if sc.Tuning != "" {
-				fmt.Fprintf(b, "  - Tuning, read back from the kernel before measuring: %s\n", mdText(sc.Tuning))
-			}
-			if sc.L7 != "" {
-				fmt.Fprintf(b, "  - L7 policy on HTTP, checked before measuring (the proxies' CPU is the datapath CPU of each sample): %s\n", mdText(sc.L7))
+			for _, c := range sc.Checks {
+				fmt.Fprintf(b, "  - %s: %s\n", mdText(c.Label), mdText(c.Text))
 			}
 		}
 	}

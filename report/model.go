@@ -127,20 +127,9 @@ type ScenarioInfo struct {
 	// Sysctls are the endpoints' effective sysctls as their agents read
 	// them, on one line (sysctls.go); "" when not recorded.
 	Sysctls string `json:"sysctls,omitempty"`
-	// Policy is the L3/L4 policy the scenario ran under and its
-	// enforcement check, on one line (policy.go); "" without policy.
-	Policy string `json:"policy,omitempty"`
-	// L7 is the L7 proxy policy its HTTP traffic went through and its
-	// checks, on one line (policy.go); "" without.
-	L7 string `json:"l7,omitempty"`
-	// Flows is how flow events were recorded and the on-check; "" off.
-	Flows string `json:"flows,omitempty"`
-	// Tuning is what each of the scenario's tunings did (applied, not
-	// applicable, failed) and what was read back (tuning.go); "" without.
-	Tuning string `json:"tuning,omitempty"`
-	// Encryption is how traffic between nodes was encrypted and proved
-	// so (encryption.go); "" without.
-	Encryption string `json:"encryption,omitempty"`
+	// Checks are how the scenario's parts proved themselves on before
+	// measuring, a line per label (checks.go); none without parts.
+	Checks []CheckLine `json:"checks,omitempty"`
 }
 
 // Column is one (run, scenario).
@@ -156,6 +145,8 @@ type Column struct {
 	// with ("policy"), "" when it is compared with the first column as
 	// another contender.
 	Adds string `json:"adds,omitempty"`
+	// parts are the scenario's parts as the run recorded them (against.go).
+	parts results.ScenarioName
 }
 
 // Section is one (test, placement) with every metric in every column.
@@ -387,7 +378,7 @@ func buildColumns(rep *Report, in []Input) (colResults []map[string]results.Resu
 		}
 		rep.Runs = append(rep.Runs, runInfo(run, label))
 		for _, sc := range scenarioNames(run) {
-			col := Column{Run: ri, RunID: run.RunID, Scenario: sc, Label: columnLabel(run, sc)}
+			col := Column{Run: ri, RunID: run.RunID, Scenario: sc, Label: columnLabel(run, sc), parts: scenarioParts(run, sc)}
 			if len(in) > 1 {
 				col.Label = label
 				if len(scenarioNames(run)) > 1 {
@@ -716,6 +707,20 @@ func scenarioNames(run *results.Run) []string {
 	return names
 }
 
+// scenarioParts are the parts of run's scenario named sc, as recorded
+// (results.Scenario.ScenarioName reads older files); none for an unnamed one.
+func scenarioParts(run *results.Run, sc string) results.ScenarioName {
+	if sc == "" {
+		return nil
+	}
+	for _, s := range run.Scenarios {
+		if s.Name == sc {
+			return s.ScenarioName()
+		}
+	}
+	return results.Scenario{Name: sc}.ScenarioName()
+}
+
 // columnLabel names a scenario; results without one (single-scenario runs
 // of older versions) are named after their lab or target kind.
 func columnLabel(run *results.Run, sc string) string {
@@ -772,8 +777,7 @@ func runInfo(run *results.Run, label string) RunInfo {
 	}
 	for _, sc := range scs {
 		ri.Scenarios = append(ri.Scenarios, ScenarioInfo{Name: sc.Name, Kind: sc.Target.Kind, Details: flatten(sc.Target.Details),
-			Sysctls: sysctlsText(run, sc.Target.Details), Policy: policyText(sc.Target.Details), L7: l7Text(sc.Target.Details), Flows: flowsText(sc.Target.Details),
-			Tuning: tuningText(sc.Target.Details), Encryption: encryptionText(sc.Target.Details)})
+			Sysctls: sysctlsText(run, sc.Target.Details), Checks: checkLines(sc)})
 	}
 	return ri
 }
@@ -784,8 +788,8 @@ func runInfo(run *results.Run, label string) RunInfo {
 func flatten(d map[string]any) map[string]string {
 	out := map[string]string{}
 	for k, v := range d {
-		if k == "policy" || k == "l7" || k == "flows" || k == "tuning" || k == "encryption" {
-			continue // lines of their own (ScenarioInfo.Policy, L7, Flows, Tuning, Encryption)
+		if checkDetails[k] {
+			continue // lines of their own (ScenarioInfo.Checks)
 		}
 		switch x := v.(type) {
 		case map[string]any:

@@ -66,20 +66,14 @@ type PolicyScaleFit struct {
 	N           int    `json:"n"`
 }
 
-// policyBase is scenario without its policy part ("policy" or
+// policyBase is a scenario without its policy part ("policy" or
 // "policy-N"): the datapath a policy-scale step belongs to. ok is false
 // for a scenario without policy. The step's rule count is read from what
 // the run programmed (details' policy.scale_rules), not from the name.
-func policyBase(scenario string) (base string, ok bool) {
-	var rest []string
-	for _, p := range strings.Split(scenario, "+") {
-		if p == "policy" || strings.HasPrefix(p, "policy-") {
-			ok = true
-			continue
-		}
-		rest = append(rest, p)
-	}
-	return strings.Join(rest, "+"), ok
+func policyBase(parts results.ScenarioName) (base string, ok bool) {
+	isPolicy := func(p string) bool { return p == "policy" || strings.HasPrefix(p, "policy-") }
+	rest := parts.Without(isPolicy)
+	return rest.String(), len(rest) < len(parts)
 }
 
 // buildPolicyScale finds the policy-scale sweeps among rep's columns (one
@@ -92,7 +86,7 @@ func buildPolicyScale(rep *Report, run *results.Run) *PolicyScale {
 	byBase := map[string]*PolicyScaleDatapath{}
 	var order []string
 	for ci, c := range rep.Columns {
-		base, ok := policyBase(c.Scenario)
+		base, ok := policyBase(c.parts)
 		if !ok {
 			continue
 		}
@@ -103,7 +97,7 @@ func buildPolicyScale(rep *Report, run *results.Run) *PolicyScale {
 			order = append(order, base)
 		}
 		st := PolicyScaleStep{Scenario: c.Scenario, column: ci}
-		if p, ok := detail[policyCheck](details[c.Scenario], "policy"); ok {
+		if p, ok := detail[results.PolicyCheck](details[c.Scenario], "policy"); ok {
 			d.Enforcer = p.Enforcer
 			st.Rules, st.ProgramMs, st.Held = p.ScaleRules, Num(float64(p.Program)/float64(time.Millisecond)), p.Counts.Rules
 		}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/cnibench/cnibench/results"
 )
 
 func TestPolicyBase(t *testing.T) {
@@ -14,7 +16,7 @@ func TestPolicyBase(t *testing.T) {
 		"iptables+policy": {"iptables", true}, "vxlan+ebpf+policy-10k": {"vxlan+ebpf", true},
 		"nftables+policy-250": {"nftables", true}, "ebpf": {"ebpf", false},
 	} {
-		base, ok := policyBase(sc)
+		base, ok := policyBase(results.Scenario{Name: sc}.ScenarioName())
 		if base != want.base || ok != want.ok {
 			t.Errorf("%s: %q %v, want %+v", sc, base, ok, want)
 		}

@@ -3,6 +3,8 @@ package report
 import (
 	"strings"
 	"testing"
+
+	"github.com/cnibench/cnibench/results"
 )
 
 // The tuning line gives each tuning's outcome and what was read back, and
@@ -13,7 +15,7 @@ func TestTuningText(t *testing.T) {
 		map[string]any{"name": "cc-reno", "status": "applied", "detail": "read back: reno in 6 namespaces", "sites": float64(6)},
 		map[string]any{"name": "busy-poll", "status": "not applicable", "detail": "host-wide sysctls", "sites": float64(0)},
 	}}
-	got := tuningText(d)
+	got := legacyText(results.TuningLabel, d)
 	for _, want := range []string{"cc-reno applied (read back: reno in 6 namespaces)", "busy-poll not applicable (host-wide sysctls): nothing measured under it"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("tuning line %q lacks %q", got, want)
@@ -22,7 +24,7 @@ func TestTuningText(t *testing.T) {
 	if strings.Contains(strings.Split(got, ";")[0], "nothing measured") {
 		t.Errorf("an applied tuning is said unmeasured: %q", got)
 	}
-	if tuningText(map[string]any{"lab": "x"}) != "" {
+	if legacyText(results.TuningLabel, map[string]any{"lab": "x"}) != "" {
 		t.Error("a tuning line without tunings")
 	}
 	if _, ok := flatten(d)["tuning"]; ok {
@@ -53,13 +55,13 @@ func TestTuningText(t *testing.T) {
 func TestEncryptionText(t *testing.T) {
 	d := map[string]any{"encryption": map[string]any{"mode": "wireguard", "implementation": "wireguard-go", "kernel_wireguard": "unsupported: WireGuard devices on this kernel (operation not supported)",
 		"pod_mtu": float64(1440), "probes": []any{"node0-pod0 → node1-pod0 connected: node0 cnb_wg0 3 packets out (encrypted), 2 in (decrypted), node1 cnb_wg0 2 packets out (encrypted), 3 in (decrypted)"}}}
-	got := encryptionText(d)
+	got := legacyText(results.EncryptionLabel, d)
 	for _, want := range []string{"wireguard by wireguard-go", "pods' MTU 1440", "kernel WireGuard: unsupported", "node1 cnb_wg0 2 packets out"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("encryption line %q lacks %q", got, want)
 		}
 	}
-	if encryptionText(map[string]any{}) != "" {
+	if legacyText(results.EncryptionLabel, map[string]any{}) != "" {
 		t.Error("an encryption line without encryption")
 	}
 	if _, ok := flatten(d)["encryption.mode"]; ok {

@@ -135,6 +135,12 @@ type Target struct {
 type Scenario struct {
 	Name   string `json:"name"`
 	Target Target `json:"target"`
+	// Parts are the scenario's parts as the run parsed its name (older
+	// files have none: ScenarioName reads them from Name).
+	Parts ScenarioName `json:"parts,omitempty"`
+	// Checks are how each part proved itself on before measuring, the
+	// lines the report shows beside the scenario (checks.go).
+	Checks []Check `json:"checks,omitempty"`
 }
 
 // Plan is what was asked for, after defaults were filled in.

@@ -58,7 +58,7 @@ func TestRunnerRecordsAgentDeaths(t *testing.T) {
 	var calls []string
 	k := &keeperTarget{loopTarget: loopTarget{startAgent(t), &calls, "a"},
 		died: map[int]string{4: "agent on s died: signal: killed", 5: "agent on c died: exit status 1"}}
-	r := &Runner{Scenarios: []Scenario{{"a", k}}, Plan: rrPlan(t, 3, 100*time.Millisecond), OutDir: t.TempDir(), RunID: "k"}
+	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: k}}, Plan: rrPlan(t, 3, 100*time.Millisecond), OutDir: t.TempDir(), RunID: "k"}
 	run, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestRunnerClientDeathEndsSampleAtOnce(t *testing.T) {
 	k := &keeperTarget{loopTarget: loopTarget{startAgent(t), &calls, "a"}, done: make(chan struct{}),
 		died: map[int]string{2: "agent on c died: signal: killed"}, failed: errors.New("agent on c: start: no such file")}
 	time.AfterFunc(200*time.Millisecond, func() { close(k.done) })
-	r := &Runner{Scenarios: []Scenario{{"a", k}}, Plan: rrPlan(t, 1, 5*time.Second), OutDir: t.TempDir(), RunID: "k"}
+	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: k}}, Plan: rrPlan(t, 1, 5*time.Second), OutDir: t.TempDir(), RunID: "k"}
 	run, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func (k *lateDeathTarget) ReplaceDead(_ context.Context, eps []string) (error, e
 func TestRunnerFailedSampleAwaitsLateDeath(t *testing.T) {
 	var calls []string
 	k := &lateDeathTarget{loopTarget: loopTarget{startAgent(t), &calls, "a"}, serverDone: make(chan struct{})}
-	r := &Runner{Scenarios: []Scenario{{"a", k}}, Plan: rrPlan(t, 1, 2*time.Second), OutDir: t.TempDir(), RunID: "k"}
+	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: k}}, Plan: rrPlan(t, 1, 2*time.Second), OutDir: t.TempDir(), RunID: "k"}
 	run, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func TestRunnerWaitsTheTargetsDeathGrace(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var calls []string
 			k := &lateDeathTarget{loopTarget: loopTarget{startAgent(t), &calls, "a"}, serverDone: make(chan struct{}), after: 1500 * time.Millisecond}
-			r := &Runner{Scenarios: []Scenario{{"a", c.tgt(k)}}, Plan: rrPlan(t, 1, 2*time.Second), OutDir: t.TempDir(), RunID: "k"}
+			r := &Runner{Scenarios: []Scenario{{Name: "a", Target: c.tgt(k)}}, Plan: rrPlan(t, 1, 2*time.Second), OutDir: t.TempDir(), RunID: "k"}
 			run, err := r.Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -229,7 +229,7 @@ func (m *movingTarget) ServerAddr(placement string) (string, error) {
 func TestRunnerReaimsAMovedServer(t *testing.T) {
 	var calls []string
 	m := &movingTarget{loopTarget: loopTarget{startAgent(t), &calls, "a"}}
-	r := &Runner{Scenarios: []Scenario{{"a", m}}, Plan: rrPlan(t, 3, 200*time.Millisecond), OutDir: t.TempDir(), RunID: "k"}
+	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: m}}, Plan: rrPlan(t, 3, 200*time.Millisecond), OutDir: t.TempDir(), RunID: "k"}
 	run, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +259,7 @@ func TestRunnerNotesAFailedReplacement(t *testing.T) {
 	var calls []string
 	k := &keeperTarget{loopTarget: loopTarget{startAgent(t), &calls, "a"},
 		died: map[int]string{1: "agent pod p (s on n) was deleted"}, failed: errors.New("agent s: pod p-r1 unschedulable")}
-	r := &Runner{Scenarios: []Scenario{{"a", k}}, Plan: rrPlan(t, 1, 100*time.Millisecond), OutDir: t.TempDir(), RunID: "k"}
+	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: k}}, Plan: rrPlan(t, 1, 100*time.Millisecond), OutDir: t.TempDir(), RunID: "k"}
 	run, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,6 @@ package suite
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/datapath/churn"
@@ -26,10 +24,8 @@ const ChurnPart = "churn"
 // short-connection HTTP, and connection setup.
 var ChurnTests = []string{"HTTP_RPS_C64", "HTTP_RPS_SHORT_C64", "TCP_CRR"}
 
-// Churned tells whether a scenario name has the churn part.
-func Churned(scenario string) bool {
-	return slices.Contains(strings.Split(strings.ToLower(scenario), "+"), ChurnPart)
-}
+// Churned tells whether a scenario has the churn part.
+func Churned(sc Scenario) bool { return sc.Parts.Has(ChurnPart) }
 
 // Churn is the churn schedule: every scenario's Service datapath holds
 // the test Services among Options.Services dummies, programmed once; then
@@ -96,7 +92,7 @@ func (s *Churn) Prepare(ctx context.Context, r *Runner) (int, error) {
 
 // prepare programs one scenario's steady state.
 func (s *Churn) prepare(ctx context.Context, r *Runner, sc Scenario) (*churnState, results.ChurnScenario, string, error) {
-	rec := results.ChurnScenario{Scenario: sc.Name, Churned: Churned(sc.Name)}
+	rec := results.ChurnScenario{Scenario: sc.Name, Churned: Churned(sc)}
 	tgt, dp, test, placement, err := reprogrammable(sc, "churn its Service datapath")
 	if err != nil {
 		return nil, rec, "", err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/datapath/churn"
+	"github.com/cnibench/cnibench/results"
 )
 
 // The churn schedule programs every scenario's steady state, churns only
@@ -26,12 +27,12 @@ func TestChurnSchedule(t *testing.T) {
 	zero := time.Duration(0)
 	opts := churn.Options{Services: 20, Endpoints: 2, Rate: 50, MinSync: &zero}
 
-	r := &Runner{Scenarios: []Scenario{{"mem", plain}}, Plan: plan, OutDir: t.TempDir(), RunID: "churn", Schedule: &Churn{Options: opts}}
+	r := &Runner{Scenarios: []Scenario{{Name: "mem", Target: plain}}, Plan: plan, OutDir: t.TempDir(), RunID: "churn", Schedule: &Churn{Options: opts}}
 	if _, err := r.Run(context.Background()); err == nil || !strings.Contains(err.Error(), `no scenario churns: add one with the "churn" part (e.g. mem+churn beside mem)`) {
 		t.Fatalf("without a churned scenario: %v", err)
 	}
 
-	r = &Runner{Scenarios: []Scenario{{"mem", plain}, {"mem+churn", twin}}, Plan: plan, OutDir: t.TempDir(), RunID: "churn", Schedule: &Churn{Options: opts}}
+	r = &Runner{Scenarios: []Scenario{{Name: "mem", Target: plain}, {Name: "mem+churn", Parts: results.ScenarioName{"mem", ChurnPart}, Target: twin}}, Plan: plan, OutDir: t.TempDir(), RunID: "churn", Schedule: &Churn{Options: opts}}
 	run, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func TestFlameGraphNeedsPinnedLabCPUs(t *testing.T) {
 		t.Fatalf("flame graph of %q", plan.FlameGraph)
 	}
 	plan.Warmup = 0
-	r := &Runner{Scenarios: []Scenario{{"a", loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: t.TempDir(), RunID: "test"}
+	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: t.TempDir(), RunID: "test"}
 	run, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

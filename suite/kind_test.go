@@ -115,7 +115,7 @@ func TestRunnerRunsRegisteredKind(t *testing.T) {
 	}
 	plan.Warmup = 0
 	out := t.TempDir()
-	r := &Runner{Scenarios: []Scenario{{"a", loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: out, RunID: "ping"}
+	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: out, RunID: "ping"}
 	if _, err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,9 @@ import (
 type Scenario struct {
 	Name   string
 	Target Target
+	// Parts are Name parsed into its parts (by the CLI, once): the run
+	// records them, and the churn asks them whether it churns.
+	Parts results.ScenarioName
 }
 
 // Runner runs a plan on one or more scenarios through one sample loop and
@@ -75,7 +78,7 @@ func (r *Runner) Run(ctx context.Context) (*results.Run, error) {
 	}
 	r.total, r.done = total, 0
 	for _, sc := range r.Scenarios {
-		r.run.Scenarios = append(r.run.Scenarios, results.Scenario{Name: sc.Name,
+		r.run.Scenarios = append(r.run.Scenarios, results.Scenario{Name: sc.Name, Parts: sc.Parts, Checks: targetChecks(sc),
 			Target: results.Target{Kind: sc.Target.Kind(), Details: sc.Target.Details()}})
 		r.run.Notes = append(r.run.Notes, targetNotes(sc)...)
 	}

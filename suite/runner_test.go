@@ -75,7 +75,7 @@ func TestRunnerInterleavesScenarios(t *testing.T) {
 	plan.Warmup = 0
 	out := t.TempDir()
 	r := &Runner{
-		Scenarios: []Scenario{{"a", loopTarget{c, &calls, "a"}}, {"b", loopTarget{c, &calls, "b"}}},
+		Scenarios: []Scenario{{Name: "a", Target: loopTarget{c, &calls, "a"}}, {Name: "b", Target: loopTarget{c, &calls, "b"}}},
 		Plan:      plan, OutDir: out, RunID: "test",
 	}
 	run, err := r.Run(context.Background())
@@ -119,7 +119,7 @@ func TestRunnerInterrupted(t *testing.T) {
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 450*time.Millisecond)
 	defer cancel()
-	r := &Runner{Scenarios: []Scenario{{"a", loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: out, RunID: "test"}
+	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: out, RunID: "test"}
 	if _, err := r.Run(ctx); err == nil {
 		t.Fatal("cancelled run returned no error")
 	}
@@ -146,7 +146,7 @@ func TestRunnerHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan.Warmup = 0
-	r := &Runner{Scenarios: []Scenario{{"a", loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: t.TempDir(), RunID: "test"}
+	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: t.TempDir(), RunID: "test"}
 	run, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func TestRunnerDNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan.Warmup = 0
-	r := &Runner{Scenarios: []Scenario{{"a", loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: t.TempDir(), RunID: "test"}
+	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: t.TempDir(), RunID: "test"}
 	run, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ func TestServiceScaleScheduleKeepsUsageNotes(t *testing.T) {
 	}
 	plan.Warmup = 0
 	out := t.TempDir()
-	r := &Runner{Scenarios: []Scenario{{"a", tgt}}, Plan: plan, OutDir: out, RunID: "sweep",
+	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: tgt}}, Plan: plan, OutDir: out, RunID: "sweep",
 		Schedule: &ServiceScale{Sweep: sweep.Options{Steps: []int{0, 5}, Endpoints: 2, Position: datapath.PositionLast}}}
 	run, err := r.Run(context.Background())
 	if err != nil {

@@ -21,7 +21,7 @@ func TestRunnerStopsWhenResultsCannotBeSaved(t *testing.T) {
 	plan := rrPlan(t, 6, 100*time.Millisecond)
 	out := t.TempDir()
 	saves := 0
-	r := &Runner{Scenarios: []Scenario{{"a", loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: out, RunID: "full",
+	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: out, RunID: "full",
 		store: func(dir string, run *results.Run) error {
 			saves++
 			if saves > 3 { // the empty document, then two samples

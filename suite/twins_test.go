@@ -83,7 +83,7 @@ func TestTwinsSchedule(t *testing.T) {
 	plan.Questions = TwinQuestions("c")
 	sched := &Twins{Base: "c", Twins: []Twin{{"c+flows", flows}, {"c+policy", policy}, {"c+l7-node", l7}},
 		NotMeasured: []results.NotMeasured{{Part: "l7-egress", Reason: "no egress proxy"}, {Part: "l7-sidecar", Reason: "no sidecars"}}}
-	r := &Runner{Scenarios: []Scenario{{"c", tgt("c")}, {"c+policy", tgt("c+policy")}, {"c+l7-node", tgt("c+l7-node")}, {"c+flows", tgt("c+flows")}},
+	r := &Runner{Scenarios: []Scenario{{Name: "c", Target: tgt("c")}, {Name: "c+policy", Target: tgt("c+policy")}, {Name: "c+l7-node", Target: tgt("c+l7-node")}, {Name: "c+flows", Target: tgt("c+flows")}},
 		Plan: plan, OutDir: t.TempDir(), RunID: "twins", Schedule: sched}
 	run, err := r.Run(context.Background())
 	if err != nil {
@@ -132,7 +132,7 @@ func TestTwinsSchedule(t *testing.T) {
 
 	// No twin left: refused in one line naming every part's reason.
 	flows.refuse, policy.refuse = errors.New("no Cilium"), errors.New("this CNI does not enforce NetworkPolicy")
-	r = &Runner{Scenarios: []Scenario{{"c", tgt("c")}, {"c+policy", tgt("c+policy")}, {"c+flows", tgt("c+flows")}},
+	r = &Runner{Scenarios: []Scenario{{Name: "c", Target: tgt("c")}, {Name: "c+policy", Target: tgt("c+policy")}, {Name: "c+flows", Target: tgt("c+flows")}},
 		Plan: plan, OutDir: t.TempDir(), RunID: "twins2", Schedule: &Twins{Base: "c", Twins: []Twin{{"c+flows", flows}, {"c+policy", policy}}}}
 	if _, err := r.Run(context.Background()); err == nil || err.Error() != "no twin of c can be measured: flows: no Cilium; policy: this CNI does not enforce NetworkPolicy" {
 		t.Errorf("no twin: %v", err)

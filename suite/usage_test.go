@@ -55,7 +55,7 @@ func runUsage(t *testing.T, tgt *usageTarget, tests ...string) *results.Run {
 	}
 	plan.Warmup = 0
 	out := t.TempDir()
-	r := &Runner{Scenarios: []Scenario{{"k8s", tgt}}, Plan: plan, OutDir: out, RunID: "usage"}
+	r := &Runner{Scenarios: []Scenario{{Name: "k8s", Target: tgt}}, Plan: plan, OutDir: out, RunID: "usage"}
 	run, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func (t *Target) SecurityTwins(base string) ([]suite.Twin, []suite.Scenario, []r
 	twins = append(twins, suite.Twin{Scenario: base + "+flows", Toggle: flows})
 	var scs []suite.Scenario
 	for _, tw := range twins {
-		scs = append(scs, suite.Scenario{Name: tw.Scenario, Target: &TwinTarget{Target: t, Part: tw.Toggle.Part()}})
+		scs = append(scs, suite.Scenario{Name: tw.Scenario, Parts: results.ScenarioName{base, tw.Toggle.Part()}, Target: &TwinTarget{Target: t, Part: tw.Toggle.Part()}})
 	}
 	return twins, scs, l7NotMeasured(t.prov.CNI)
 }

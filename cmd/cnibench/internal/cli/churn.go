@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cnibench/cnibench/datapath/churn"
+	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
 	"github.com/cnibench/cnibench/suite"
 )
@@ -89,17 +90,16 @@ func (f *churnFlags) plan(o suite.Options) (churn.Options, *suite.Plan, error) {
 
 // withChurned pairs every scenario with its churned twin ("iptables" with
 // "iptables+churn"), each twin right after it, unless the list has it.
-func withChurned(names []string) []string {
-	var out []string
+func withChurned(names []results.ScenarioName) []results.ScenarioName {
+	var out []results.ScenarioName
 	has := map[string]bool{}
 	for _, n := range names {
-		has[strings.ToLower(strings.TrimSpace(n))] = true
+		has[n.String()] = true
 	}
 	for _, n := range names {
-		n = strings.ToLower(strings.TrimSpace(n))
 		out = append(out, n)
-		if !suite.Churned(n) && !has[n+"+"+suite.ChurnPart] {
-			out = append(out, n+"+"+suite.ChurnPart)
+		if twin := n.With(suite.ChurnPart); !n.Has(suite.ChurnPart) && !has[twin.String()] {
+			out = append(out, twin)
 		}
 	}
 	return out

@@ -11,7 +11,14 @@ import (
 // Every scenario gets its churned twin right after it, unless the list
 // has it; a churned scenario is kept as given.
 func TestWithChurned(t *testing.T) {
-	got := withChurned([]string{"iptables", "ebpf+churn", "ebpf", " NFTables "})
+	names, err := parseScenarios([]string{"iptables", "ebpf+churn", "ebpf", " NFTables "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range withChurned(names) {
+		got = append(got, n.String())
+	}
 	want := []string{"iptables", "iptables+churn", "ebpf+churn", "ebpf", "nftables", "nftables+churn"}
 	if !slices.Equal(got, want) {
 		t.Errorf("withChurned: %v, want %v", got, want)
@@ -48,7 +55,11 @@ func TestChurnFlagErrors(t *testing.T) {
 			t.Errorf("%v: a multi-line error: %q", c.args, err)
 		}
 	}
-	if !suite.Churned("IPTABLES+Churn") || suite.Churned("iptables") || suite.Churned("churned") {
+	churned := func(name string) bool {
+		n, err := parseScenarios([]string{name})
+		return err == nil && suite.Churned(suite.Scenario{Parts: n[0]})
+	}
+	if !churned("IPTABLES+Churn") || churned("iptables") || churned("churned") {
 		t.Error("suite.Churned")
 	}
 }

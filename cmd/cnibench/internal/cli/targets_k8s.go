@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/targets/k8starget"
 )
@@ -123,7 +124,8 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	if req.churn != nil {
 		// The churn's twins: the same cluster, without and with churn
 		// during the samples (one Target: closed once).
-		return []suite.Scenario{{Name: name, Target: tgt}, {Name: name + "+" + suite.ChurnPart, Target: tgt}}, nil
+		cluster := results.ScenarioName{name}
+		return []suite.Scenario{{Name: name, Parts: cluster, Target: tgt}, {Name: name + "+" + suite.ChurnPart, Parts: cluster.With(suite.ChurnPart), Target: tgt}}, nil
 	}
 	if cfg.Security != nil {
 		// The security profile's twins: the same cluster with and without
@@ -131,9 +133,9 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 		twins, scs, notMeasured := tgt.SecurityTwins(name)
 		req.plan.Questions = suite.TwinQuestions(name)
 		req.twins = &suite.Twins{Base: name, Twins: twins, NotMeasured: notMeasured}
-		return append([]suite.Scenario{{Name: name, Target: tgt}}, scs...), nil
+		return append([]suite.Scenario{{Name: name, Parts: results.ScenarioName{name}, Target: tgt}}, scs...), nil
 	}
-	return []suite.Scenario{{Name: name, Target: tgt}}, nil
+	return []suite.Scenario{{Name: name, Parts: results.ScenarioName{name}, Target: tgt}}, nil
 }
 
 // header prints the run's first line: the cluster, and for a sweep how it

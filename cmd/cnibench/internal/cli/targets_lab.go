@@ -12,6 +12,7 @@ import (
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/datapath/ebpf"
 	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/targets/labtarget"
 )
@@ -40,8 +41,9 @@ type httpServerFlags struct {
 // namedLab is one scenario's lab: the scenario as the user named it (the
 // report's column, "iptables") and its lab (cfg.Name, short: "ipt").
 type namedLab struct {
-	name string
-	cfg  lab.Config
+	name  string
+	parts results.ScenarioName
+	cfg   lab.Config
 }
 
 func (k *labKind) register(fs *pflag.FlagSet) {
@@ -114,7 +116,7 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 		if err != nil {
 			return scs, err
 		}
-		scs = append(scs, suite.Scenario{Name: l.name, Target: tgt})
+		scs = append(scs, suite.Scenario{Name: l.name, Parts: l.parts, Target: tgt})
 	}
 	return scs, nil
 }
@@ -128,21 +130,25 @@ func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := splitList(k.scenarios)
-	if !req.reprograms() && len(names) == 0 {
+	list := splitList(k.scenarios)
+	if !req.reprograms() && len(list) == 0 {
 		// A profile may compare scenarios (datapaths: iptables vs ebpf).
 		if prof, err := suite.LookupProfile(req.plan.Profile); err == nil {
-			names = prof.Scenarios
+			list = prof.Scenarios
 		}
 	}
-	if !req.reprograms() && len(names) == 0 {
-		return []namedLab{{name: labCfg.Name, cfg: labCfg}}, nil
+	if !req.reprograms() && len(list) == 0 {
+		return []namedLab{{name: labCfg.Name, parts: results.ScenarioName{labCfg.Name}, cfg: labCfg}}, nil
 	}
 	switch {
-	case len(names) == 0 && req.churn != nil:
-		names = splitList(defaultChurnScenarios)
-	case len(names) == 0:
-		names = splitList(defaultScaleScenarios)
+	case len(list) == 0 && req.churn != nil:
+		list = splitList(defaultChurnScenarios)
+	case len(list) == 0:
+		list = splitList(defaultScaleScenarios)
+	}
+	names, err := parseScenarios(list)
+	if err != nil {
+		return nil, err
 	}
 	if req.churn != nil {
 		names = withChurned(names)
@@ -150,14 +156,14 @@ func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 	var labs []namedLab
 	seen := map[string]bool{}
 	for _, n := range names {
-		cfg, err := labtarget.ScenarioConfig(n, labCfg)
+		cfg, err := labtarget.ScenarioConfig(n.String(), labCfg)
 		if err != nil {
 			return nil, err
 		}
 		// With an explicit --lab, the scenario labs are named after it too,
 		// so two runs with scenarios never share a lab.
 		if req.flags.Changed("lab") {
-			cfg.Name = labtarget.FitLabName(k.g.labName+cfg.Name, k.g.labName+"/"+strings.ToLower(strings.TrimSpace(n)))
+			cfg.Name = labtarget.FitLabName(k.g.labName+cfg.Name, k.g.labName+"/"+n.String())
 			if err := cfg.Validate(); err != nil {
 				return nil, fmt.Errorf("--lab %s + scenario %s: %w (use a shorter --lab)", k.g.labName, n, err)
 			}
@@ -167,7 +173,7 @@ func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 		}
 		if !seen[cfg.Name] {
 			seen[cfg.Name] = true
-			labs = append(labs, namedLab{name: strings.ToLower(strings.TrimSpace(n)), cfg: cfg})
+			labs = append(labs, namedLab{name: n.String(), parts: n, cfg: cfg})
 		}
 	}
 	return labs, nil
@@ -231,6 +237,20 @@ func scalePlacement(candidates []string, l namedLab) string {
 		return candidates[1]
 	}
 	return candidates[0]
+}
+
+// parseScenarios parses --scenarios (or a profile's) once into their
+// parts; a bad name is a one-line error naming it.
+func parseScenarios(list []string) ([]results.ScenarioName, error) {
+	var out []results.ScenarioName
+	for _, s := range list {
+		n, err := results.ParseScenarioName(s)
+		if err != nil {
+			return nil, fmt.Errorf("--scenarios: %w", err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func scenarioNames(labs []namedLab) []string {

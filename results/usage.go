@@ -58,7 +58,16 @@ type ComponentUsage struct {
 // NewDatapathUsage fills in the per-component cores and the totals, and
 // sorts the components by plugin, node and pod.
 func NewDatapathUsage(source string, seconds float64, comps []ComponentUsage) *DatapathUsage {
-	u := &DatapathUsage{Source: source, Seconds: seconds, Components: comps}
+	u := &DatapathUsage{Source: source, Components: comps}
+	u.Total(seconds)
+	return u
+}
+
+// Total sorts u's components and sums them over seconds (each one's
+// cores, u's CPU, memory and cores): what NewDatapathUsage does to a
+// usage whose components were added one by one.
+func (u *DatapathUsage) Total(seconds float64) {
+	u.Seconds, u.CPUSec, u.MemoryBytes, u.Cores = seconds, 0, 0, 0
 	sort.Slice(u.Components, func(i, j int) bool {
 		a, b := u.Components[i], u.Components[j]
 		if a.Plugin != b.Plugin {
@@ -80,5 +89,4 @@ func NewDatapathUsage(source string, seconds float64, comps []ComponentUsage) *D
 	if seconds > 0 {
 		u.Cores = u.CPUSec / seconds
 	}
-	return u
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	cnbresults "github.com/cnibench/cnibench/results"
-	"github.com/cnibench/cnibench/targets/labtarget"
 )
 
 // WireGuard between the nodes, natively routed and under VXLAN, against
@@ -49,7 +48,7 @@ func TestEncryptionScenarios(t *testing.T) {
 		if !ok {
 			continue
 		}
-		var c labtarget.EncryptionCheck
+		var c cnbresults.EncryptionCheck
 		decode(t, raw, &c)
 		wantMTU := map[string]int{"native+wireguard": 1440, "vxlan+wireguard": 1390}[sc.Name]
 		if c.MTU != wantMTU || len(c.Probes) != 1 || !strings.Contains(c.Probes[0], "packets out (encrypted)") || c.Kernel == "" {

@@ -12,6 +12,7 @@ import (
 	labcfg "github.com/cnibench/cnibench/lab"
 	cnbresults "github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/targets/labtarget"
+	"github.com/cnibench/cnibench/targets/labtarget/part"
 )
 
 // securityLabs are the scenario labs of scenarios under l's --lab, named
@@ -19,11 +20,15 @@ import (
 func securityLabs(t *testing.T, l *lab, scenarios ...string) []*lab {
 	var suffixes []string
 	for _, sc := range scenarios {
-		cfg, err := labtarget.ScenarioConfig(sc, labcfg.Config{Nodes: 2, PodsPerNode: 2})
+		n, err := cnbresults.ParseScenarioName(sc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := labtarget.FitLabName(l.name+cfg.Name, l.name+"/"+sc)
+		cfg, err := labtarget.ScenarioConfig(n, labcfg.Config{Nodes: 2, PodsPerNode: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := part.FitLabName(l.name+cfg.Lab.Name, l.name+"/"+sc)
 		suffixes = append(suffixes, strings.TrimPrefix(name, l.name))
 	}
 	return scenarioLabs(t, l, suffixes...)
@@ -149,7 +154,7 @@ func checkFeatureDetails(t *testing.T, scenario string, details map[string]any) 
 	has := func(p string) bool { return slices.Contains(parts, p) }
 	scaled := strings.HasPrefix(parts[len(parts)-1], "policy-")
 	if has("policy") || scaled {
-		var pol labtarget.PolicyCheck
+		var pol cnbresults.PolicyCheck
 		decode(t, details["policy"], &pol)
 		dropped := 0
 		for _, p := range pol.Probes {
@@ -167,7 +172,7 @@ func checkFeatureDetails(t *testing.T, scenario string, details map[string]any) 
 		t.Errorf("%s: policy details without policy", scenario)
 	}
 	if has("l7-node") || has("l7-egress") || has("l7-sidecar") {
-		var l7 labtarget.L7Check
+		var l7 cnbresults.L7Check
 		decode(t, details["l7"], &l7)
 		if len(l7.Checks) == 0 || !strings.Contains(strings.Join(l7.Checks, ";"), " 403 from ") {
 			t.Errorf("%s: L7 check %+v: want a 403 from the enforcing proxy", scenario, l7)
@@ -176,7 +181,7 @@ func checkFeatureDetails(t *testing.T, scenario string, details map[string]any) 
 		t.Errorf("%s: l7 details without L7", scenario)
 	}
 	if has("flows") {
-		var fl labtarget.FlowsCheck
+		var fl cnbresults.FlowsCheck
 		decode(t, details["flows"], &fl)
 		if fl.SYNs < uint64(fl.Probes) || fl.Probes == 0 {
 			t.Errorf("%s: flows check %+v: want a SYN event per probe connection", scenario, fl)

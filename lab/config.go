@@ -34,45 +34,8 @@ type Config struct {
 	// (one of datapath.Names), "" for none; recorded here, programmed by
 	// the run that uses the lab.
 	ServiceDatapath string `json:"service_datapath,omitempty"`
-	// Policy puts L3/L4 NetworkPolicy on the run's pods (servers accept
-	// only their clients, clients reach only their servers), enforced by
-	// the mechanism of the Service datapath's family (policy.ForDatapath);
-	// recorded here, programmed and verified by the run that uses the lab.
-	Policy bool `json:"policy,omitempty"`
-	// PolicyRules adds that many dummy rules (one /32 peer and one port
-	// each, policy.ScaleRules) in front of each server's real ingress rule:
-	// a policy-scale step, what N NetworkPolicy rules per pod cost.
-	PolicyRules int `json:"policy_rules,omitempty"`
-	// L7 puts an HTTP allow-list policy on the run's HTTP traffic through
-	// a real proxy (HAProxy): "per-node" (one proxy per server node, as
-	// Cilium for an ingress policy), "per-node-egress" (one on the client's
-	// node, as Cilium for an egress policy) or "sidecar" (one per pod, as
-	// Istio); "" for none. Started
-	// and verified (200 allowed, 403 denied) by the run that uses the lab.
-	L7 string `json:"l7,omitempty"`
-	// Flows turns flow observability on: per-flow events from the
-	// datapath (a BPF ring buffer at tc for eBPF Service datapaths, NFLOG
-	// otherwise) read by a consumer per node, as Hubble or flow logs do;
-	// started and verified (events counted) by the run that uses the lab.
-	Flows bool `json:"flows,omitempty"`
-	// Tuning lists the kernel tunings of the scenario (package tuning's
-	// names: "cc-bbr", "gro-off", "notrack", …); recorded here, applied,
-	// verified and undone by the run that uses the lab.
-	Tuning   []string `json:"tuning,omitempty"`
-	StateDir string   `json:"-"` // default "/run/cnibench"
+	StateDir        string `json:"-"` // default "/run/cnibench"
 }
-
-// maxPolicyRules bounds Config.PolicyRules: the distinct dummy peers
-// policy.ScaleRules has (policy.MaxScalePeers; lab cannot import policy).
-const maxPolicyRules = 1 << 15
-
-// The L7 proxy models of Config.L7 (l7proxy's PerNode, PerNodeEgress and
-// Sidecar).
-const (
-	L7PerNode       = "per-node"
-	L7PerNodeEgress = "per-node-egress"
-	L7Sidecar       = "sidecar"
-)
 
 // DefaultSysctls returns the sysctls applied in every node and pod namespace
 // when Config.Sysctls is nil. Keys absent from a namespace (for example
@@ -151,12 +114,6 @@ func (c *Config) Validate() error {
 	}
 	if c.ServiceDatapath != "" && !slices.Contains(datapath.Names(), c.ServiceDatapath) {
 		return fmt.Errorf("lab config: service datapath %q unknown (known: %s)", c.ServiceDatapath, strings.Join(datapath.Names(), ", "))
-	}
-	if c.PolicyRules < 0 || c.PolicyRules > maxPolicyRules {
-		return fmt.Errorf("lab config: policy_rules must be in 0..%d, got %d", maxPolicyRules, c.PolicyRules)
-	}
-	if c.L7 != "" && c.L7 != L7PerNode && c.L7 != L7PerNodeEgress && c.L7 != L7Sidecar {
-		return fmt.Errorf("lab config: l7 must be %q, %q or %q, got %q", L7PerNode, L7PerNodeEgress, L7Sidecar, c.L7)
 	}
 	if c.StateDir == "" {
 		c.StateDir = DefaultStateDir

@@ -151,15 +151,6 @@ func (l *Lab) Status() (string, error) {
 	if d := l.Config.ServiceDatapath; d != "" {
 		fmt.Fprintf(&b, "services: %s datapath (programmed by each run that uses the lab)\n", d)
 	}
-	if l.Config.Policy {
-		fmt.Fprintf(&b, "policy: L3/L4 NetworkPolicy on the run's pods (programmed and verified by each run that uses the lab)\n")
-	}
-	if l.Config.Flows {
-		fmt.Fprintf(&b, "flows: flow events recorded on every node (started and verified by each run that uses the lab)\n")
-	}
-	if l.Config.L7 != "" {
-		fmt.Fprintf(&b, "l7: HTTP policy through %s proxies (started and verified by each run that uses the lab)\n", l.Config.L7)
-	}
 	if l.Routing == RoutingVXLAN {
 		under := MTU
 		if l.Config.Encryption != "" {

@@ -51,13 +51,13 @@ func TestScenarioLabNames(t *testing.T) {
 		// Tunings by their tokens.
 		"native+cc-bbr": "nativebbr", "ebpf+gro-off": "ebpfngro", "ebpf+notrack": "ebpfntr", "native+busy-poll": "nativebpol", "native+mtu-9000": "nativem9000", "vxlan+wireguard": "vxlanwg",
 	} {
-		cfg, err := ScenarioConfig(scenario, base)
-		if err != nil || cfg.Name != want {
-			t.Errorf("%s: lab %q (%v), want %q", scenario, cfg.Name, err, want)
+		sc, err := configure(scenario, base)
+		if err != nil || sc.Lab.Name != want {
+			t.Errorf("%s: lab %q (%v), want %q", scenario, sc.Lab.Name, err, want)
 		}
 	}
-	_, err := ScenarioConfig("vxlan+bogus", base)
-	want := `unknown scenario "bogus" (known: busy-poll, cc-ALGO, churn, ebpf, ebpf-tc, flows, gro-off, gro-on, gso-off, gso-on, iptables, iptables-legacy, l7-egress, l7-node, l7-sidecar, mtu-N, native, nftables, nftables-flat, node-rps, notrack, policy, policy-N, socklb-off, vxlan, wireguard; combine with +, e.g. vxlan+ebpf)`
+	_, err := configure("vxlan+bogus", base)
+	want := `scenario "vxlan+bogus": unknown scenario "bogus" (known: busy-poll, cc-ALGO, churn, ebpf, ebpf-tc, flows, gro-off, gro-on, gso-off, gso-on, iptables, iptables-legacy, l7-egress, l7-node, l7-sidecar, mtu-N, native, nftables, nftables-flat, node-rps, notrack, policy, policy-N, socklb-off, vxlan, wireguard; combine with +, e.g. vxlan+ebpf)`
 	if err == nil || err.Error() != want {
 		t.Errorf("vxlan+bogus: %v, want %q", err, want)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
+	"github.com/cnibench/cnibench/targets/labtarget/part"
 )
 
 // Config of the lab target.
@@ -44,6 +45,10 @@ type Config struct {
 	// EBPF sizes the eBPF Service datapaths' maps (the Service-scale sweep
 	// sets AutoSize or LBMapMax); zero = their defaults.
 	EBPF ebpf.Options
+	// Parts are the scenario's parts (ScenarioConfig): the run opens them
+	// on the lab, proves them and closes them, whether it brought the lab
+	// up or found it running.
+	Parts []part.Part
 }
 
 // Target is an open lab with running agents. Close it.
@@ -57,11 +62,7 @@ type Target struct {
 	serverCPUs []int
 	dir        string
 	dps        []datapath.Datapath      // the lab's Service datapath, when it has one
-	policy     *policyState             // the lab's L3/L4 policy, when it has one (policy.go)
-	l7         *l7State                 // the lab's L7 proxies, when it has them (l7.go)
-	flows      *flowsState              // the lab's flow recorders, when flows are on (flows.go)
-	tuning     *tuningState             // the scenario's tunings, when it has any (tuning.go)
-	encryption *encryptionState         // the lab's node-to-node encryption, checked (encryption.go)
+	stack      part.Stack               // the scenario's parts, open (parts.go)
 	sysctls    map[string]agent.Sysctls // effective, per endpoint (sysctls.go)
 	notes      []string
 }
@@ -137,31 +138,12 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 			cpus = t.clientCPUs
 		}
 		if err := t.startAgent(ctx, ep, cpus, !isClient[ep]); err != nil {
-			t.progress(" %s\n", failedOr(ctx))
+			t.progress(" %s\n", part.FailedOr(ctx))
 			return t, err
 		}
 	}
 	t.progress(" ready\n")
-	if err := t.openTuning(ctx); err != nil { // before the sysctls are read: cc-* shows there
-		return t, err
-	}
-	t.readSysctls(ctx)
-	if err := t.openEncryption(ctx); err != nil {
-		return t, err
-	}
-	if err := t.openServices(ctx); err != nil {
-		return t, err
-	}
-	if err := t.openPolicy(ctx); err != nil {
-		return t, err
-	}
-	if err := t.openL7(ctx); err != nil {
-		return t, err
-	}
-	if err := t.openFlows(ctx); err != nil {
-		return t, err
-	}
-	return t, nil
+	return t, t.openParts(ctx)
 }
 
 // useOrBringUp loads the running lab, or brings one up for the run (and
@@ -172,7 +154,6 @@ func (t *Target) useOrBringUp(ctx context.Context) (*lab.Lab, error) {
 	switch {
 	case err == nil:
 		t.progress("using the running lab %q (%d nodes); it is left running afterwards\n", l.Config.Name, len(l.Nodes))
-		runFeatures(&l.Config, cfg.Lab)
 		// Encryption is built with the lab: a run cannot add it.
 		if want := cfg.Lab.Encryption; want != "" && l.Config.Encryption != want {
 			return nil, fmt.Errorf("lab %q is up without encryption %s, which this run asks for: take it down (cnibench --lab %s lab down) or bring it up with --encryption %s",
@@ -183,7 +164,7 @@ func (t *Target) useOrBringUp(ctx context.Context) (*lab.Lab, error) {
 		start := time.Now()
 		l, err = lab.Up(ctx, cfg.Lab)
 		if err != nil {
-			t.progress(" %s\n", failedOr(ctx))
+			t.progress(" %s\n", part.FailedOr(ctx))
 			return nil, err
 		}
 		t.created = true
@@ -192,14 +173,6 @@ func (t *Target) useOrBringUp(ctx context.Context) (*lab.Lab, error) {
 		return nil, err
 	}
 	return l, nil
-}
-
-// runFeatures gives a running lab the run's policy, L7 and flows: each
-// run programs and removes them (as it does its tunings), and `lab up`
-// cannot set them, so a scenario such as ebpf+l7-sidecar on a lab left
-// up measures with its feature, not silently without.
-func runFeatures(running *lab.Config, run lab.Config) {
-	running.Policy, running.PolicyRules, running.L7, running.Flows = run.Policy, run.PolicyRules, run.L7, run.Flows
 }
 
 // endpoints lists, in start order, the endpoints the run's placements
@@ -330,8 +303,8 @@ func (t *Target) Details() map[string]any {
 		"mtu":                 l.MTU,
 		"sysctls":             l.Sysctls,
 		"cgroup_root":         l.CgroupRoot,
-		"client_cpus":         cpuList(t.clientCPUs),
-		"server_cpus":         cpuList(t.serverCPUs),
+		"client_cpus":         part.CPUList(t.clientCPUs),
+		"server_cpus":         part.CPUList(t.serverCPUs),
 		"lab_created_by_run":  t.created,
 		"http_response_bytes": httpSize(t.cfg.HTTPResponseSize),
 		"http_work":           t.cfg.HTTPWork.String(),
@@ -339,24 +312,7 @@ func (t *Target) Details() map[string]any {
 		"topology":            l.Nodes,
 		"endpoint_sysctls":    t.sysctlDetails(),
 	}
-	if p := t.policyDetails(); p != nil {
-		d["policy"] = p
-	}
-	if c := t.l7Details(); c != nil {
-		d["l7"] = c
-	}
-	if c := t.flowsDetails(); c != nil {
-		d["flows"] = c
-	}
-	if c := t.tuningDetails(); c != nil {
-		d["tuning"] = c
-	}
-	if c := t.encryptionDetails(); c != nil {
-		d["encryption"] = c
-	}
-	if m := t.podMTU(); m > 0 {
-		d["mtu"] = m
-	}
+	t.stack.AddDetails(d)
 	return d
 }
 
@@ -367,10 +323,7 @@ func (t *Target) Placement(name string) (results.Placement, error) {
 		return results.Placement{}, fmt.Errorf("placement %s is not available on the lab target", name)
 	}
 	path, node, _ := strings.Cut(name, "/")
-	if err := l7Unsupported(t.lab.Config, name); err != nil {
-		return results.Placement{}, err
-	}
-	if err := tuningUnsupported(t, name); err != nil {
+	if err := t.stack.Unsupported(name); err != nil {
 		return results.Placement{}, err
 	}
 	if ts, ok := testServices[name]; ok {
@@ -424,26 +377,7 @@ func (t *Target) CPUSeconds(endpoint string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return cgroupCPUSeconds(ep.Cgroup)
-}
-
-// cgroupCPUSeconds is the CPU time a cgroup v2 dir's processes used
-// (usage_usec of cpu.stat, there without the cpu controller).
-func cgroupCPUSeconds(dir string) (float64, error) {
-	if dir == "" {
-		return 0, errors.New("cgroup v2 unavailable: no CPU accounting")
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
-			us, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return us / 1e6, err
-		}
-	}
-	return 0, errors.New("cpu.stat has no usage_usec")
+	return part.CgroupCPUSeconds(ep.Cgroup)
 }
 
 // Close stops the agents and, if Open brought the lab up, takes it down.
@@ -453,9 +387,7 @@ func (t *Target) Close() error {
 		// part of the teardown (a signal then lands in "teardown").
 		t.progress("taking lab %q down ...", t.lab.Config.Name)
 	}
-	t.unpinDaemons()
-	policyErr := errors.Join(t.closeFlows(), t.closeL7(), t.closePolicy(), t.closeTuning())
-	t.closeServices()
+	partsErr := t.stack.Close()
 	for _, p := range t.agents {
 		_ = p.stdin.Close() // the agent exits on stdin EOF
 	}
@@ -475,24 +407,15 @@ func (t *Target) Close() error {
 	if t.created && t.lab != nil {
 		if _, err := lab.Down(t.cfg.Lab.StateDir, t.lab.Config.Name); err != nil {
 			t.progress(" failed\n")
-			return errors.Join(policyErr, err)
+			return errors.Join(partsErr, err)
 		}
 		t.progress(" done\n")
 		t.created = false
 	}
-	if policyErr != nil {
-		return fmt.Errorf("removing the policy, L7 proxies or flow recorders: %w", policyErr)
+	if partsErr != nil {
+		return fmt.Errorf("removing the scenario's parts: %w", partsErr)
 	}
 	return nil
-}
-
-// failedOr ends a progress line cut short: "interrupted" after a signal
-// (ctx cancelled), else "failed".
-func failedOr(ctx context.Context) string {
-	if ctx.Err() != nil {
-		return "interrupted"
-	}
-	return "failed"
 }
 
 func (t *Target) progress(format string, a ...any) {
@@ -507,17 +430,6 @@ func randomToken() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
-}
-
-func cpuList(cpus []int) string {
-	if len(cpus) == 0 {
-		return "unpinned"
-	}
-	var s []string
-	for _, c := range cpus {
-		s = append(s, strconv.Itoa(c))
-	}
-	return strings.Join(s, ",")
 }
 
 // tail returns the last line(s) of a log for error messages.

@@ -104,8 +104,10 @@ type Env interface {
 	// RunPods are the run's client and server pods (no host endpoints).
 	RunPods() (clients, servers []string, err error)
 	// ServiceVIP is the test Service address of a pod-to-service
-	// placement, ok false for any other.
+	// placement, ok false for any other; PlacementServer the endpoint
+	// another placement's client dials.
 	ServiceVIP(placement string) (vip string, ok bool)
+	PlacementServer(placement string) string
 	// NodeCPUs are the CPUs node i's work runs on (nil: unpinned);
 	// ClientCPUs and ServerCPUs the agents'.
 	NodeCPUs(i int) []int

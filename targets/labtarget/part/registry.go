@@ -11,8 +11,8 @@ import (
 
 // Def is a registered kind of part: the names it recognises.
 type Def struct {
-	// Help is how --help and errors list it: "policy", "policy-N".
-	Help string
+	// Help is how --help and errors list its names: "policy", "policy-N".
+	Help []string
 	// Parse returns the part name stands for; ok is false for a name that
 	// is not of this kind, err says why one that is cannot be (policy-0).
 	Parse func(name string) (p Part, ok bool, err error)
@@ -25,7 +25,7 @@ var defs []Def
 
 // Register adds a kind of part; call it from the part package's init.
 func Register(d Def) {
-	if d.Help == "" || d.Parse == nil {
+	if len(d.Help) == 0 || d.Parse == nil {
 		panic("part.Register: a Def needs Help and Parse")
 	}
 	defs = append(defs, d)
@@ -35,7 +35,7 @@ func Register(d Def) {
 func Names() []string {
 	var n []string
 	for _, d := range defs {
-		n = append(n, d.Help)
+		n = append(n, d.Help...)
 	}
 	sort.Strings(n)
 	return slices.Compact(n)

@@ -119,7 +119,7 @@ func TestStackCancelled(t *testing.T) {
 // after the tokens; an unknown part is a one-line error naming it.
 func TestConfigure(t *testing.T) {
 	var log []string
-	Register(Def{Help: "zz-fake", Parse: func(n string) (Part, bool, error) {
+	Register(Def{Help: []string{"zz-fake"}, Parse: func(n string) (Part, bool, error) {
 		if n == "zz-bad" {
 			return nil, true, fmt.Errorf("%q: a bad fake", n)
 		}

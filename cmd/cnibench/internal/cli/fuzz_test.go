@@ -13,8 +13,10 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/targets/labtarget"
+	"github.com/cnibench/cnibench/targets/labtarget/part"
 )
 
 // oneLineNaming fails unless err is one line that quotes one of pieces
@@ -173,7 +175,12 @@ func FuzzLabFlags(f *testing.F) {
 		}
 		byLab := map[string]lab.Config{}
 		for _, n := range splitList(scenarios) {
-			sc, err := labtarget.ScenarioConfig(n, cfg)
+			name, err := results.ParseScenarioName(n)
+			var scn part.Scenario
+			if err == nil {
+				scn, err = labtarget.ScenarioConfig(name, cfg)
+			}
+			sc := scn.Lab
 			if err != nil {
 				oneLineNaming(t, err, "scenario", append(strings.Split(strings.ToLower(n), "+"), n, strings.ToLower(strings.TrimSpace(n))))
 				continue

@@ -15,6 +15,7 @@ import (
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/targets/labtarget"
+	"github.com/cnibench/cnibench/targets/labtarget/part"
 )
 
 func init() {
@@ -42,8 +43,9 @@ type httpServerFlags struct {
 // report's column, "iptables") and its lab (cfg.Name, short: "ipt").
 type namedLab struct {
 	name  string
-	parts results.ScenarioName
+	named results.ScenarioName
 	cfg   lab.Config
+	parts []part.Part // the scenario's, opened by its run
 }
 
 func (k *labKind) register(fs *pflag.FlagSet) {
@@ -106,7 +108,7 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 		}
 	}()
 	for _, l := range labs {
-		cfg := labtarget.Config{Lab: l.cfg, Placements: req.plan.Placements, RunID: req.runID, Progress: req.progress,
+		cfg := labtarget.Config{Lab: l.cfg, Parts: l.parts, Placements: req.plan.Placements, RunID: req.runID, Progress: req.progress,
 			HTTPResponseSize: k.hs.responseSize, HTTPWork: k.hs.work}
 		if req.reprograms() {
 			cfg.Placements = []string{scalePlacement(req.plan.Placements, l)}
@@ -116,7 +118,7 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 		if err != nil {
 			return scs, err
 		}
-		scs = append(scs, suite.Scenario{Name: l.name, Parts: l.parts, Target: tgt})
+		scs = append(scs, suite.Scenario{Name: l.name, Parts: l.named, Target: tgt})
 	}
 	return scs, nil
 }
@@ -138,7 +140,7 @@ func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 		}
 	}
 	if !req.reprograms() && len(list) == 0 {
-		return []namedLab{{name: labCfg.Name, parts: results.ScenarioName{labCfg.Name}, cfg: labCfg}}, nil
+		return []namedLab{{name: labCfg.Name, named: results.ScenarioName{labCfg.Name}, cfg: labCfg}}, nil
 	}
 	switch {
 	case len(list) == 0 && req.churn != nil:
@@ -156,14 +158,15 @@ func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 	var labs []namedLab
 	seen := map[string]bool{}
 	for _, n := range names {
-		cfg, err := labtarget.ScenarioConfig(n.String(), labCfg)
+		sc, err := labtarget.ScenarioConfig(n, labCfg)
 		if err != nil {
 			return nil, err
 		}
+		cfg := sc.Lab
 		// With an explicit --lab, the scenario labs are named after it too,
 		// so two runs with scenarios never share a lab.
 		if req.flags.Changed("lab") {
-			cfg.Name = labtarget.FitLabName(k.g.labName+cfg.Name, k.g.labName+"/"+n.String())
+			cfg.Name = part.FitLabName(k.g.labName+cfg.Name, k.g.labName+"/"+n.String())
 			if err := cfg.Validate(); err != nil {
 				return nil, fmt.Errorf("--lab %s + scenario %s: %w (use a shorter --lab)", k.g.labName, n, err)
 			}
@@ -173,7 +176,7 @@ func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 		}
 		if !seen[cfg.Name] {
 			seen[cfg.Name] = true
-			labs = append(labs, namedLab{name: n.String(), parts: n, cfg: cfg})
+			labs = append(labs, namedLab{name: n.String(), named: n, cfg: cfg, parts: sc.Parts})
 		}
 	}
 	return labs, nil

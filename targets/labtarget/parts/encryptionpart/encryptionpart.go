@@ -1,4 +1,10 @@
-package labtarget
+// Package encryptionpart is the lab's node-to-node encryption as a
+// scenario part ("wireguard", or the run's --encryption): built with the
+// lab, proved before anything is measured (a connection from node0's
+// first pod to a pod on every other node moves packets out and in through
+// both ends' WireGuard devices), its daemons pinned to their nodes' CPUs
+// and their CPU each sample's datapath usage.
+package encryptionpart
 
 import (
 	"context"
@@ -20,64 +26,109 @@ import (
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/lab/wireguard"
 	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/targets/labtarget/part"
 )
 
-// EncryptionCheck is how a scenario's node-to-node encryption was proved
-// on before measuring; results keep it in the target's details.
-type EncryptionCheck struct {
-	Mode           string `json:"mode"`           // "wireguard"
-	Implementation string `json:"implementation"` // what encrypts
-	// Kernel says whether this kernel has WireGuard devices ("available",
-	// or the unsupported error): the userspace daemon stands in for it.
-	Kernel string `json:"kernel_wireguard"`
-	// KernelESP is the same for IPsec ESP, the other mode CNIs offer
-	// (not used by the lab: recorded so a reader knows what this kernel
-	// could have compared).
-	KernelESP string `json:"kernel_ipsec_esp"`
-	MTU       int    `json:"pod_mtu"` // pods' MTU, lowered by the overhead
-	// Probes are connections from node0's first pod to a pod on each
-	// other node, with what each node's device counted meanwhile.
-	Probes []string `json:"probes"`
-	// Pinned says where each node's daemon ran during the run.
-	Pinned []string `json:"pinned,omitempty"`
+func init() {
+	part.Register(part.Def{Help: []string{lab.EncryptionWireGuard}, Parse: part.Exact(wg),
+		Implied: func(c lab.Config) part.Part {
+			if c.Encryption == lab.EncryptionWireGuard {
+				return wg
+			}
+			return nil
+		}})
 }
 
-// encryptionState is the run's encryption: its check and the daemons
-// whose CPU is the datapath's.
-type encryptionState struct {
-	check    EncryptionCheck
+// wg is the wireguard part: pod traffic between nodes encrypted by
+// WireGuard (lab/wireguard); with vxlan, the overlay's packets are.
+var wg = wireGuard{}
+
+type wireGuard struct{}
+
+func (wireGuard) Name() string                  { return lab.EncryptionWireGuard }
+func (wireGuard) Token() string                 { return "wg" }
+func (wireGuard) Phase() part.Phase             { return part.Encryption }
+func (wireGuard) Configure(c *lab.Config)       { c.Encryption = lab.EncryptionWireGuard }
+func (wireGuard) Conflicts(part.Scenario) error { return nil }
+
+// Open proves the lab's encryption and pins its daemons.
+func (wireGuard) Open(ctx context.Context, env part.Env) (part.Opened, error) {
+	l := env.Lab()
+	env.Progress("checking %s encryption between %d nodes ...", l.Config.Encryption, len(l.Nodes))
+	o, err := checkWireGuard(ctx, l)
+	if err != nil {
+		env.Progress(" %s\n", part.FailedOr(ctx))
+		return nil, fmt.Errorf("encryption %s: %w", l.Config.Encryption, err)
+	}
+	if err := o.pinDaemons(env); err != nil {
+		env.Progress(" %s\n", part.FailedOr(ctx))
+		return o, fmt.Errorf("encryption %s: %w", l.Config.Encryption, err)
+	}
+	env.Progress(" encrypted\n")
+	return o, nil
+}
+
+// opened is the run's encryption: its check and the daemons whose CPU is
+// the datapath's.
+type opened struct {
+	lab      *lab.Lab
+	check    results.EncryptionCheck
 	cgroups  map[string]string      // node → daemon cgroup
 	affinity map[string]unix.CPUSet // node → its daemon's CPUs before the run
 }
 
-// openEncryption proves the lab's node-to-node encryption before
-// anything is measured: every node's daemon runs, and a connection from
-// node0's first pod to a pod on every other node moves packets out and in
-// through both ends' WireGuard devices (their kernel counters).
-func (t *Target) openEncryption(ctx context.Context) error {
-	l := t.lab
-	if l.Config.Encryption == "" {
-		return nil
+// Checks implements part.Opened.
+func (o *opened) Checks() []results.Check {
+	return []results.Check{{Part: lab.EncryptionWireGuard, Label: results.EncryptionLabel, Text: o.check.Text()}}
+}
+
+// AddDetails implements part.Detailer.
+func (o *opened) AddDetails(d map[string]any) { d["encryption"] = o.check }
+
+// Close gives the daemons back the CPUs they had: a lab that was up
+// before the run stays up after it, daemons and all.
+func (o *opened) Close() error {
+	if o != nil {
+		o.unpinDaemons()
 	}
-	t.progress("checking %s encryption between %d nodes ...", l.Config.Encryption, len(l.Nodes))
-	c, err := t.checkWireGuard(ctx)
-	if err != nil {
-		t.progress(" %s\n", failedOr(ctx))
-		return fmt.Errorf("encryption %s: %w", l.Config.Encryption, err)
-	}
-	t.encryption = c
-	if err := t.pinDaemons(); err != nil {
-		t.progress(" %s\n", failedOr(ctx))
-		return fmt.Errorf("encryption %s: %w", l.Config.Encryption, err)
-	}
-	t.progress(" encrypted\n")
 	return nil
 }
 
-func (t *Target) checkWireGuard(ctx context.Context) (*encryptionState, error) {
-	l := t.lab
-	st := &encryptionState{cgroups: map[string]string{},
-		check: EncryptionCheck{Mode: l.Config.Encryption, MTU: l.MTU,
+// StartUsage implements part.Meter: each node's daemon's CPU so far.
+func (o *opened) StartUsage(context.Context) (any, error) { return o.daemonCPU() }
+
+// EndUsage implements part.Meter: the daemons' CPU since mark.
+func (o *opened) EndUsage(_ context.Context, mark any, u *results.DatapathUsage) error {
+	before, _ := mark.(map[string]float64)
+	after, err := o.daemonCPU()
+	if err != nil {
+		return err
+	}
+	for _, node := range slices.Sorted(maps.Keys(after)) {
+		u.Components = append(u.Components, results.ComponentUsage{Plugin: "wireguard-go", Pod: "wg-" + node, CPUSec: after[node] - before[node]})
+	}
+	return nil
+}
+
+// daemonCPU is each node's daemon's CPU so far, by node.
+func (o *opened) daemonCPU() (map[string]float64, error) {
+	out := map[string]float64{}
+	for node, cg := range o.cgroups {
+		if cg == "" {
+			continue
+		}
+		v, err := part.CgroupCPUSeconds(cg)
+		if err != nil {
+			return nil, fmt.Errorf("wireguard daemon of %s: %w", node, err)
+		}
+		out[node] = v
+	}
+	return out, nil
+}
+
+func checkWireGuard(ctx context.Context, l *lab.Lab) (*opened, error) {
+	st := &opened{lab: l, cgroups: map[string]string{},
+		check: results.EncryptionCheck{Mode: l.Config.Encryption, MTU: l.MTU,
 			Implementation: "wireguard-go (golang.zx2c4.com/wireguard: userspace, on a TUN device) in a daemon per node, in its own cgroup"}}
 	if err := wireguard.KernelSupport(); err != nil {
 		st.check.Kernel = err.Error()
@@ -95,7 +146,7 @@ func (t *Target) checkWireGuard(ctx context.Context) (*encryptionState, error) {
 		}
 		st.cgroups[n.Name] = n.WireGuard.Cgroup
 		if n.WireGuard.Cgroup != "" {
-			if _, err := cgroupCPUSeconds(n.WireGuard.Cgroup); err != nil {
+			if _, err := part.CgroupCPUSeconds(n.WireGuard.Cgroup); err != nil {
 				return nil, fmt.Errorf("%s daemon: %w", n.Name, err)
 			}
 		}
@@ -177,52 +228,17 @@ func probeTCP(from, to lab.Pod) string {
 	return outcome
 }
 
-// encryptionCPU is each node's daemon's CPU so far, by node.
-func (t *Target) encryptionCPU() (map[string]float64, error) {
-	if t.encryption == nil {
-		return nil, nil
-	}
-	out := map[string]float64{}
-	for node, cg := range t.encryption.cgroups {
-		if cg == "" {
-			continue
-		}
-		v, err := cgroupCPUSeconds(cg)
-		if err != nil {
-			return nil, fmt.Errorf("wireguard daemon of %s: %w", node, err)
-		}
-		out[node] = v
-	}
-	return out, nil
-}
-
-// encryptionComponents are the daemons' CPU between two readings.
-func encryptionComponents(before, after map[string]float64) []results.ComponentUsage {
-	var out []results.ComponentUsage
-	for _, node := range slices.Sorted(maps.Keys(after)) {
-		out = append(out, results.ComponentUsage{Plugin: "wireguard-go", Pod: "wg-" + node, CPUSec: after[node] - before[node]})
-	}
-	return out
-}
-
-func (t *Target) encryptionDetails() *EncryptionCheck {
-	if t.encryption == nil {
-		return nil
-	}
-	return &t.encryption.check
-}
-
 // pinDaemons runs each node's WireGuard daemon on that node's CPUs
 // (nodeCPUsAt), as a node's kernel WireGuard would encrypt on its own. The
 // CPUs each daemon had before are kept for unpinDaemons, since a lab that
 // was up before the run stays up after it.
-func (t *Target) pinDaemons() error {
-	if t.encryption == nil || len(t.clientCPUs) == 0 {
+func (o *opened) pinDaemons(env part.Env) error {
+	if len(env.ClientCPUs()) == 0 {
 		return nil
 	}
-	t.encryption.affinity = map[string]unix.CPUSet{}
-	for i, n := range t.lab.Nodes {
-		cpus := t.nodeCPUsAt(i)
+	o.affinity = map[string]unix.CPUSet{}
+	for i, n := range o.lab.Nodes {
+		cpus := env.NodeCPUs(i)
 		var set unix.CPUSet
 		for _, c := range cpus {
 			set.Set(c)
@@ -232,32 +248,29 @@ func (t *Target) pinDaemons() error {
 			if err := unix.SchedGetaffinity(tid, &was); err != nil {
 				continue // the thread ended
 			}
-			if _, seen := t.encryption.affinity[n.Name]; !seen {
-				t.encryption.affinity[n.Name] = was
+			if _, seen := o.affinity[n.Name]; !seen {
+				o.affinity[n.Name] = was
 			}
 			if err := unix.SchedSetaffinity(tid, &set); err != nil {
 				return fmt.Errorf("pin %s's WireGuard daemon (thread %d) to CPUs %v: %w", n.Name, tid, cpus, err)
 			}
 		}
-		t.encryption.check.Pinned = append(t.encryption.check.Pinned, fmt.Sprintf("%s on CPUs %s", n.Name, cpuList(cpus)))
+		o.check.Pinned = append(o.check.Pinned, fmt.Sprintf("%s on CPUs %s", n.Name, part.CPUList(cpus)))
 	}
 	return nil
 }
 
 // unpinDaemons gives every thread of the daemons, those started while
 // pinned too, the CPUs the daemon had before.
-func (t *Target) unpinDaemons() {
-	if t.encryption == nil {
-		return
-	}
-	for _, n := range t.lab.Nodes {
-		if was, ok := t.encryption.affinity[n.Name]; ok {
+func (o *opened) unpinDaemons() {
+	for _, n := range o.lab.Nodes {
+		if was, ok := o.affinity[n.Name]; ok {
 			for _, tid := range daemonThreads(n) {
 				_ = unix.SchedSetaffinity(tid, &was) // a thread that ended needs nothing
 			}
 		}
 	}
-	t.encryption.affinity = nil
+	o.affinity = nil
 }
 
 // daemonThreads are the threads of the processes in n's WireGuard

@@ -1,4 +1,4 @@
-package labtarget
+package flowspart
 
 import (
 	"testing"

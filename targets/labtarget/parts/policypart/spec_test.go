@@ -1,4 +1,4 @@
-package labtarget
+package policypart
 
 import (
 	"net/netip"

@@ -124,8 +124,7 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	if req.churn != nil {
 		// The churn's twins: the same cluster, without and with churn
 		// during the samples (one Target: closed once).
-		cluster := results.ScenarioName{name}
-		return []suite.Scenario{{Name: name, Parts: cluster, Target: tgt}, {Name: name + "+" + suite.ChurnPart, Parts: cluster.With(suite.ChurnPart), Target: tgt}}, nil
+		return []suite.Scenario{{Name: name, Parts: results.ScenarioName{name}, Target: tgt}, {Name: name + "+" + suite.ChurnPart, Parts: results.ScenarioName{name, suite.ChurnPart}, Target: tgt}}, nil
 	}
 	if cfg.Security != nil {
 		// The security profile's twins: the same cluster with and without

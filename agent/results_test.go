@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // proxy stands between client and agent on loopback, as a port-forward
@@ -179,7 +180,7 @@ func startTestAgent(t *testing.T, f *fakeRun) *testAgent {
 	return a
 }
 
-var rrOptions = engine.Options{Test: engine.TCPRR, Host: "127.0.0.1", Duration: engine.Duration(time.Second)}
+var rrOptions = engine.Options{Test: engine.TCPRR, Host: "127.0.0.1", RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(time.Second)}}
 
 // A connection cut mid-run loses the POST's answer, not the result: the
 // client fetches it by request id, and the agent ran the test once.
@@ -474,7 +475,7 @@ func TestRealRunSurvivesCut(t *testing.T) {
 		cutMidRun <- h.results.running()
 	}()
 	c, _ := NewClient("a", "tcp:"+p.addr(), "tok")
-	o := engine.Options{Test: engine.TCPRR, Host: "127.0.0.1", Port: srv.Port(engine.TCPRR), Duration: engine.Duration(300 * time.Millisecond)}
+	o := engine.Options{Test: engine.TCPRR, Host: "127.0.0.1", Port: srv.Port(engine.TCPRR), RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(300 * time.Millisecond)}}
 	res, err := c.Run(ctx, o)
 	if err != nil {
 		t.Fatalf("TCP_RR with a cut connection: %v", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -67,9 +68,9 @@ func TestSummarizeMediansAndMergedLatency(t *testing.T) {
 	}
 	t0 := time.Now()
 	r := Result{Test: "TCP_RR", Samples: []Sample{
-		{Start: t0, End: t0.Add(2 * time.Second), ClientCPUSec: 2, Engine: &engine.Result{Seconds: 1, Transactions: 900, RatePerSec: 100, Latency: mk(10, 900)}},
-		{Start: t0, End: t0.Add(time.Second), Engine: &engine.Result{Seconds: 1, Transactions: 100, RatePerSec: 300, Latency: mk(1000, 100)}},
-		{Engine: &engine.Result{Seconds: 1, Transactions: 10, RatePerSec: 200, Latency: mk(10, 10)}},
+		{Start: t0, End: t0.Add(2 * time.Second), ClientCPUSec: 2, Engine: &engine.Result{RunnerResults: kinds.RunnerResults{Seconds: 1}, Transactions: 900, RatePerSec: 100, Latency: mk(10, 900)}},
+		{Start: t0, End: t0.Add(time.Second), Engine: &engine.Result{RunnerResults: kinds.RunnerResults{Seconds: 1}, Transactions: 100, RatePerSec: 300, Latency: mk(1000, 100)}},
+		{Engine: &engine.Result{RunnerResults: kinds.RunnerResults{Seconds: 1}, Transactions: 10, RatePerSec: 200, Latency: mk(10, 10)}},
 		{Error: "agent went away"},
 	}}
 	s, err := Summarize(r)

@@ -9,6 +9,7 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
 )
@@ -167,11 +168,10 @@ func (o Options) resolveLists(p *Plan, prof Profile) error {
 // EngineOptions builds the engine options of one test on one server address.
 func (p *Plan) EngineOptions(spec TestSpec, host string) engine.Options {
 	o := engine.Options{
-		Test:     spec.Engine,
-		Host:     host,
-		Duration: p.Duration,
-		Warmup:   p.Warmup,
-		Streams:  1,
+		Test:          spec.Engine,
+		Host:          host,
+		RunnerOptions: kinds.RunnerOptions{Duration: p.Duration, Warmup: p.Warmup},
+		Streams:       1,
 	}
 	if spec.Multi {
 		o.Streams = p.Streams

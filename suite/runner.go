@@ -282,14 +282,14 @@ func (p *Plan) newResult(spec TestSpec, pl results.Placement, scenario string) r
 	switch {
 	case k.Options != nil:
 		t := kinds.Test{Name: spec.Name, Kind: spec.Kind, About: spec.About, Multi: spec.Multi, Template: spec.Template}
-		res.Options = engine.Options{Test: engine.Test(spec.Name), Host: pl.ServerAddr, Duration: p.Duration, Warmup: p.Warmup}
+		res.Options = engine.Options{Test: engine.Test(spec.Name), Host: pl.ServerAddr, RunnerOptions: kinds.RunnerOptions{Duration: p.Duration, Warmup: p.Warmup}}
 		res.KindOptions = k.Options(t, pl.ServerAddr, kinds.Plan{Duration: time.Duration(p.Duration), Warmup: time.Duration(p.Warmup),
 			Streams: p.Streams, Mode: string(p.Mode)})
 	case spec.IsDNS():
-		res.Options = engine.Options{Test: "DNS", Host: pl.ServerAddr, Duration: p.Duration, Warmup: p.Warmup}
+		res.Options = engine.Options{Test: "DNS", Host: pl.ServerAddr, RunnerOptions: kinds.RunnerOptions{Duration: p.Duration, Warmup: p.Warmup}}
 		res.DNSOptions = p.DNSOptions(spec, pl.ServerAddr)
 	case spec.IsHTTP():
-		res.Options = engine.Options{Test: "HTTP", Host: pl.ServerAddr, Duration: p.Duration, Warmup: p.Warmup}
+		res.Options = engine.Options{Test: "HTTP", Host: pl.ServerAddr, RunnerOptions: kinds.RunnerOptions{Duration: p.Duration, Warmup: p.Warmup}}
 		res.HTTPOptions = p.HTTPOptions(spec, pl.ServerAddr)
 	default:
 		res.Options = p.EngineOptions(spec, pl.ServerAddr)

@@ -12,7 +12,9 @@ package kinds
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -110,22 +112,8 @@ var (
 func Register(k Kind) {
 	mu.Lock()
 	defer mu.Unlock()
-	if k.Name == "" || k.Owns == nil || k.Read == nil || k.Line == nil {
-		panic(fmt.Sprintf("kinds: kind %q needs a name, Owns, Read and Line", k.Name))
-	}
-	if (k.Key == "") != (k.NewResult == nil) || (k.OptionsKey == "") != (k.NewOptions == nil) {
-		panic("kinds: kind " + k.Name + " needs a key with each New function")
-	}
-	if (k.Run != nil || k.Options != nil) && (k.Run == nil || k.Options == nil || k.Key == "" || k.OptionsKey == "") {
-		panic("kinds: kind " + k.Name + " runs through the registry: it needs Options, Run and both keys")
-	}
-	for _, o := range kinds {
-		if k.Key != "" && (k.Key == o.Key || k.Key == o.OptionsKey) || k.OptionsKey != "" && (k.OptionsKey == o.Key || k.OptionsKey == o.OptionsKey) {
-			panic("kinds: kinds " + o.Name + " and " + k.Name + " share a results key")
-		}
-	}
-	if _, dup := kinds[k.Name]; dup {
-		panic("kinds: kind " + k.Name + " registered twice")
+	if err := check(k); err != nil {
+		panic("kinds: kind " + k.Name + ": " + err.Error())
 	}
 	for i, t := range k.Tests {
 		if t.Kind != "" && t.Kind != k.Name {
@@ -139,6 +127,52 @@ func Register(k Kind) {
 		}
 	}
 	kinds[k.Name] = k
+}
+
+// check refuses an incomplete kind, one whose options or results lack the
+// base every kind's have, and one whose results keys another kind holds
+// for other types (kinds of one engine share its keys and types).
+func check(k Kind) error {
+	if k.Name == "" || k.Owns == nil || k.Read == nil || k.Line == nil {
+		return errors.New("needs a name, Owns, Read and Line")
+	}
+	if (k.Key == "") != (k.NewResult == nil) || (k.OptionsKey == "") != (k.NewOptions == nil) {
+		return errors.New("needs a key with each New function")
+	}
+	if (k.Run != nil || k.Options != nil) && (k.Run == nil || k.Options == nil || k.Key == "" || k.OptionsKey == "") {
+		return errors.New("runs through the registry: it needs Options, Run and both keys")
+	}
+	if k.NewOptions != nil {
+		if _, ok := k.NewOptions().(Runs); !ok {
+			return errors.New("its options must embed kinds.RunnerOptions")
+		}
+	}
+	if k.NewResult != nil {
+		if _, ok := k.NewResult().(Measures); !ok {
+			return errors.New("its results must embed kinds.RunnerResults")
+		}
+	}
+	if _, dup := kinds[k.Name]; dup {
+		return errors.New("registered twice")
+	}
+	for _, o := range kinds {
+		if clash(k.Key, k.NewResult, o) || clash(k.OptionsKey, k.NewOptions, o) {
+			return errors.New("shares a results key with kind " + o.Name + " for another type")
+		}
+	}
+	return nil
+}
+
+// clash tells whether key, holding what newV returns, is one of o's keys
+// holding another type.
+func clash(key string, newV func() any, o Kind) bool {
+	if key == "" {
+		return false
+	}
+	same := func(oKey string, oNew func() any) bool {
+		return key == oKey && reflect.TypeOf(newV()) == reflect.TypeOf(oNew())
+	}
+	return (key == o.Key || key == o.OptionsKey) && !same(o.Key, o.NewResult) && !same(o.OptionsKey, o.NewOptions)
 }
 
 // Lookup returns a registered kind.

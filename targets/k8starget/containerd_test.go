@@ -226,7 +226,7 @@ func TestImageRunsAgentUnderContainerd(t *testing.T) {
 	if err := lc.WaitReady(ctx, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	res, err := lc.Run(ctx, engine.Options{Test: engine.TCPRR, Host: server.IP, Duration: engine.Duration(time.Second), Streams: 1})
+	res, err := lc.Run(ctx, engine.Options{Test: engine.TCPRR, Host: server.IP, RunnerOptions: engine.RunnerOptions{Duration: engine.Duration(time.Second)}, Streams: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

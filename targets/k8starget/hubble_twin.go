@@ -151,7 +151,7 @@ func (h *hubbleToggle) prove(ctx context.Context, agents []ciliumAgent, on bool)
 	if client == nil || srv == nil {
 		return "", fmt.Errorf("no client or server agent to send the flows proof's connections")
 	}
-	res, err := client.Run(ctx, engine.Options{Test: engine.TCPCRR, Host: srv.Status.PodIP, Duration: engine.Duration(hubbleProbe), Streams: 1})
+	res, err := client.Run(ctx, engine.Options{Test: engine.TCPCRR, Host: srv.Status.PodIP, RunnerOptions: engine.RunnerOptions{Duration: engine.Duration(hubbleProbe)}, Streams: 1})
 	if err != nil {
 		return "", fmt.Errorf("the flows proof's TCP_CRR from %s to %s: %w", netPolClient, h.server, err)
 	}

@@ -133,7 +133,7 @@ func (r *netPolRun) probe(ctx context.Context, from, to string) NetPolProbe {
 func (r *netPolRun) probeTo(ctx context.Context, from, to string, allowed bool) NetPolProbe {
 	port := engine.DefaultPort[engine.TCPRR]
 	p := NetPolProbe{From: from, To: to, Addr: net.JoinHostPort(r.ips[to], strconv.Itoa(port)), Allowed: allowed}
-	o := engine.Options{Test: engine.TCPRR, Host: r.ips[to], Duration: engine.Duration(reachProbe), Streams: 1}
+	o := engine.Options{Test: engine.TCPRR, Host: r.ips[to], RunnerOptions: engine.RunnerOptions{Duration: engine.Duration(reachProbe)}, Streams: 1}
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	res, err := r.probers[from].Run(rctx, o)

@@ -93,7 +93,7 @@ func l7Check(ctx context.Context, c *CiliumL7, from httpProber, servers []string
 // l7Probe is a 200 ms HTTP keep-alive load with one connection on path.
 func l7Probe(ctx context.Context, from httpProber, to, ip, path string, want int) L7Probe {
 	o := httpload.Options{Host: ip, Port: int(httpPort()), Path: path, KeepAlive: true, Connections: 1, Threads: 1,
-		Duration: engine.Duration(reachProbe)}
+		RunnerOptions: engine.RunnerOptions{Duration: engine.Duration(reachProbe)}}
 	p := L7Probe{To: to, URL: "http://" + net.JoinHostPort(ip, strconv.Itoa(int(httpPort()))) + path, Want: want}
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()

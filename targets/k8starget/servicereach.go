@@ -83,7 +83,7 @@ func (t *Target) servicesReachable(ctx context.Context, timeout time.Duration) (
 
 func (t *Target) waitReachable(ctx context.Context, r serviceRoute, deadline time.Time, timeout time.Duration) error {
 	c := t.agents[r.client]
-	o := engine.Options{Test: engine.TCPRR, Host: r.clusterIP, Duration: engine.Duration(reachProbe), Streams: 1}
+	o := engine.Options{Test: engine.TCPRR, Host: r.clusterIP, RunnerOptions: engine.RunnerOptions{Duration: engine.Duration(reachProbe)}, Streams: 1}
 	var last string
 	for {
 		rctx, cancel := context.WithTimeout(ctx, max(time.Until(deadline), 0)+30*time.Second)

@@ -90,17 +90,17 @@ func fuzzSample(t *testing.T, rng *rand.Rand, test string, v float64) results.Sa
 			h.Mode, h.TargetQPS, h.AchievedRatio = "fixed-qps", 1000, v/1000
 			h.MissedTarget, h.MissedByPercent = v < 990, math.Max(0, 100*(1-v/1000))
 		}
-		s.HTTP = h
+		s.Result = h
 	case strings.HasPrefix(test, "DNS"):
-		s.DNS = &dnsload.Result{Mode: "max-rate", RunnerResults: kinds.RunnerResults{Seconds: 1}, Sent: int64(v), Responses: int64(v), OK: int64(v), QPS: v, Latency: lat()}
+		s.Result = &dnsload.Result{Mode: "max-rate", RunnerResults: kinds.RunnerResults{Seconds: 1}, Sent: int64(v), Responses: int64(v), OK: int64(v), QPS: v, Latency: lat()}
 	case strings.HasSuffix(test, "STREAM"):
 		e := &engine.Result{Test: engine.Test(test), RunnerResults: kinds.RunnerResults{Seconds: 1}, Streams: 1, ThroughputBitsSec: v * 1e9, BytesReceived: int64(v * 1e9 / 8)}
 		if test == "UDP_STREAM" {
 			e.PacketsSent, e.PacketsReceived, e.LossPercent, e.OfferedBitsSec = 1000, 990, 1, v*1.01e9
 		}
-		s.Engine = e
+		s.Result = e
 	default:
-		s.Engine = &engine.Result{Test: engine.Test(test), RunnerResults: kinds.RunnerResults{Seconds: 1}, Streams: 1, Transactions: int64(v) + 1, RatePerSec: v, Latency: lat()}
+		s.Result = &engine.Result{Test: engine.Test(test), RunnerResults: kinds.RunnerResults{Seconds: 1}, Streams: 1, Transactions: int64(v) + 1, RatePerSec: v, Latency: lat()}
 	}
 	return s
 }
@@ -126,7 +126,7 @@ func fuzzRun(t *testing.T, sh fuzzShape) *results.Run {
 				continue
 			}
 			for _, sc := range run.Scenarios {
-				r := results.Result{Scenario: sc.Name, Test: test, Placement: p, Options: engine.Options{Test: engine.Test(test), Host: p.ServerAddr, RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(time.Second)}}}
+				r := results.Result{Scenario: sc.Name, Test: test, Placement: p, Options: &engine.Options{Test: engine.Test(test), Host: p.ServerAddr, RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(time.Second)}}}
 				for round := 1; round <= run.Plan.Rounds; round++ {
 					var s results.Sample
 					if sh.failed&(1<<(n%16)) != 0 {

@@ -124,8 +124,8 @@ func TestRunnerRunsRegisteredKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := run.Results[0]
-	if o, ok := res.KindOptions.(*pingOptions); !ok || o.Host != "127.0.0.1" || o.Duration != kinds.Duration(100*time.Millisecond) {
-		t.Fatalf("options %#v", res.KindOptions)
+	if o, ok := res.Options.(*pingOptions); !ok || o.Host != "127.0.0.1" || o.Duration != kinds.Duration(100*time.Millisecond) {
+		t.Fatalf("options %#v", res.Options)
 	}
 	for _, s := range res.Samples {
 		p, ok := s.Result.(*pingResult)

@@ -12,6 +12,7 @@ package kinds
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -48,18 +49,20 @@ type Kind struct {
 	Check func(result any) error
 	// Table is the kind's terminal table in reports.
 	Table Table
-	// Storage of a kind without a typed field in results (every kind but
-	// the four built-in ones, whose fields predate the registry): Key
-	// names a sample's result in results.json ("toy"), OptionsKey a
-	// Result's options ("toy_options"); NewResult and NewOptions return
-	// the pointers to decode them into.
+	// Storage in results.json: Key names a sample's result ("engine",
+	// "http", "toy"), OptionsKey a Result's options ("options",
+	// "http_options", "toy_options"); NewResult and NewOptions return the
+	// pointers to decode them into. Kinds of one engine share its keys
+	// (stream and rr); OwnsOptions, if set, then tells a kind's options
+	// apart (for a result whose test left the catalogue, and for options
+	// another kind wrote under the shared key).
 	Key, OptionsKey       string
 	NewResult, NewOptions func() any
-	// Running a kind without typed paths of its own (the built-in kinds
-	// have theirs in suite and agent): Options builds a test's options
-	// (a pointer, stored in results.Result.KindOptions) for one server
-	// address; Run is the client side, run by the client's agent; Listen,
-	// if set, starts the server side in every agent and returns its serve
+	OwnsOptions           func(options any) bool
+	// Running: Options builds a test's options (a pointer, stored in
+	// results.Result.Options) for one server address; Run is the client
+	// side, run by the client's agent (agent.Client.RunKind); Listen, if
+	// set, starts the server side in every agent and returns its serve
 	// loop, which returns once ctx is done and its sockets are closed.
 	Options func(t Test, host string, p Plan) any
 	Run     func(ctx context.Context, options any) (any, error)
@@ -71,6 +74,25 @@ type Plan struct {
 	Duration, Warmup time.Duration
 	Streams          int    // flows of Multi tests
 	Mode             string // request/response: "blocking" or "busy-poll"
+	// PortShare is the placement's share of the client's ephemeral ports
+	// for kinds that open many connections (nil: the whole range).
+	PortShare *PortShare
+	// Ports are server ports, by Port name, where servers listen off
+	// their kind's number (a test's loopback DNS server, client --port).
+	Ports map[string]int
+}
+
+// Port is the server port named name: Ports' number, else def.
+func (p Plan) Port(name string, def int) int {
+	if n, ok := p.Ports[name]; ok {
+		return n
+	}
+	return def
+}
+
+// Runner is the base of the options Options built.
+func (p Plan) Runner() RunnerOptions {
+	return RunnerOptions{Duration: Duration(p.Duration), Warmup: Duration(p.Warmup)}
 }
 
 // Test is one named suite test: its kind, what it measures and the
@@ -231,6 +253,38 @@ func Of(result any) (Kind, bool) {
 		}
 	}
 	return Kind{}, false
+}
+
+// OfOptions returns the kind whose options these are (a pointer of its
+// NewOptions type that it owns); ok is false for options no kind owns.
+func OfOptions(options any) (Kind, bool) {
+	if options == nil {
+		return Kind{}, false
+	}
+	for _, k := range All() {
+		if k.ownsOptions(options) {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// ownsOptions tells whether options are of k's type and k's own.
+func (k Kind) ownsOptions(options any) bool {
+	if k.NewOptions == nil || reflect.TypeOf(options) != reflect.TypeOf(k.NewOptions()) {
+		return false
+	}
+	return k.OwnsOptions == nil || k.OwnsOptions(options)
+}
+
+// DecodeOptions reads options stored under k's OptionsKey; ok is false
+// when they are not k's own (another kind's under a shared key).
+func (k Kind) DecodeOptions(raw []byte) (options any, ok bool, err error) {
+	v := k.NewOptions()
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", k.OptionsKey, err)
+	}
+	return v, k.ownsOptions(v), nil
 }
 
 // ExposedPorts lists the data ports the agent image and pod declare.

@@ -132,8 +132,8 @@ func TestToyKind(t *testing.T) {
 			Result: &toyResult{Pings: pings, RunnerResults: kinds.RunnerResults{Seconds: 2}}}
 	}
 	res := results.Result{Scenario: "default", Test: "TOY_PING", Placement: results.Placement{Path: "pod-to-pod", Node: "same-node"},
-		KindOptions: &toyOptions{Host: "198.19.1.10"},
-		Samples:     []results.Sample{smp(1, 1000), smp(2, 3000), {Round: 3, Error: "toy server down"}}}
+		Options: &toyOptions{Host: "198.19.1.10"},
+		Samples: []results.Sample{smp(1, 1000), smp(2, 3000), {Round: 3, Error: "toy server down"}}}
 	run := &results.Run{SchemaVersion: results.SchemaVersion, RunID: "toy", Status: results.StatusComplete,
 		Scenarios: []results.Scenario{{Name: "default"}}, Plan: results.Plan{Rounds: 3}, Results: []results.Result{res}}
 
@@ -155,8 +155,8 @@ func TestToyKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := back.Results[0]
-	if o, ok := got.KindOptions.(*toyOptions); !ok || o.Host != "198.19.1.10" || got.Kind() != "toy" {
-		t.Fatalf("loaded options %#v, kind %q", got.KindOptions, got.Kind())
+	if o, ok := got.Options.(*toyOptions); !ok || o.Host != "198.19.1.10" || got.Kind() != "toy" {
+		t.Fatalf("loaded options %#v, kind %q", got.Options, got.Kind())
 	}
 	if r, ok := got.Samples[1].Result.(*toyResult); !ok || r.Pings != 3000 {
 		t.Fatalf("loaded sample %#v", got.Samples[1].Result)

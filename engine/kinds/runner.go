@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -94,3 +95,23 @@ func (s *PortShare) Validate() error {
 	}
 	return nil
 }
+
+// RunWith adapts an engine's typed client (Run of options O giving *R) to
+// Kind.Run: options are a *O, a failed run returns a nil result.
+func RunWith[O, R any](run func(context.Context, O) (*R, error)) func(context.Context, any) (any, error) {
+	return func(ctx context.Context, options any) (any, error) {
+		o, ok := options.(*O)
+		if !ok {
+			return nil, fmt.Errorf("options %T, want %T", options, o)
+		}
+		r, err := run(ctx, *o)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+}
+
+// New returns a function that returns a new *T, for NewOptions and
+// NewResult.
+func New[T any]() func() any { return func() any { return new(T) } }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/results"
 )
 
 // Reachability check of the run's test Services: kube-proxy or Cilium
@@ -87,7 +89,7 @@ func (t *Target) waitReachable(ctx context.Context, r serviceRoute, deadline tim
 	var last string
 	for {
 		rctx, cancel := context.WithTimeout(ctx, max(time.Until(deadline), 0)+30*time.Second)
-		res, err := c.Run(rctx, o)
+		res, err := agent.RunAs[engine.Result](rctx, c, results.KindRR, &o)
 		cancel()
 		switch {
 		case err != nil:

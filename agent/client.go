@@ -14,9 +14,6 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/agent/nodeprobe"
-	"github.com/cnibench/cnibench/engine"
-	"github.com/cnibench/cnibench/engine/dnsload"
-	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/engine/kinds"
 )
 
@@ -118,24 +115,12 @@ func (c *Client) WaitReady(ctx context.Context, timeout time.Duration) error {
 	return fmt.Errorf("agent %s did not become ready within %s: %v", c.name, timeout, last)
 }
 
-// Run asks the agent to run the client side of a test and returns its result.
-func (c *Client) Run(ctx context.Context, o engine.Options) (*engine.Result, error) {
-	return call[engine.Result](ctx, c, PathRun, o)
-}
-
-// RunHTTP asks the agent to run the client side of an HTTP load test.
-func (c *Client) RunHTTP(ctx context.Context, o httpload.Options) (*httpload.Result, error) {
-	return call[httpload.Result](ctx, c, PathHTTP, o)
-}
-
-// RunDNS asks the agent to run the client side of a DNS load test.
-func (c *Client) RunDNS(ctx context.Context, o dnsload.Options) (*dnsload.Result, error) {
-	return call[dnsload.Result](ctx, c, PathDNS, o)
-}
-
-// RunKind runs a test of a registered kind without a method of its own
-// (kinds.Kind.Run) on this agent: options are the kind's, the result is
-// its NewResult.
+// RunKind asks the agent to run the client side of a test of a
+// registered kind: options are the kind's (a pointer to its options
+// type), the result is its NewResult's type. An agent that does not know
+// the request (not found, or options it cannot read) is asked its
+// version: an agent of another cnibench version than this CLI's is the
+// usual cause, and the error says so.
 func (c *Client) RunKind(ctx context.Context, kind string, options any) (any, error) {
 	k, ok := kinds.Lookup(kind)
 	if !ok || k.Run == nil {
@@ -143,19 +128,9 @@ func (c *Client) RunKind(ctx context.Context, kind string, options any) (any, er
 	}
 	res := k.NewResult()
 	if err := c.runCall(ctx, PathKind+kind, options, res); err != nil {
-		return nil, err
+		return nil, c.versionHint(ctx, err)
 	}
 	return res, nil
-}
-
-// call posts options to a run endpoint and decodes its result, fetching
-// the result again by request id when the answer is lost (refetch.go).
-func call[R any](ctx context.Context, c *Client, path string, in any) (*R, error) {
-	var res R
-	if err := c.runCall(ctx, path, in, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
 }
 
 // do is one plain request (health, node services): an answer lost on the

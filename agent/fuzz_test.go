@@ -7,14 +7,17 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"testing"
-
-	"github.com/cnibench/cnibench/engine"
-	"github.com/cnibench/cnibench/engine/dnsload"
-	"github.com/cnibench/cnibench/engine/httpload"
 )
 
-// fuzzRoutes are the run endpoints a fuzzed request goes to (route % 4).
-var fuzzRoutes = []string{PathRun, PathHTTP, PathDNS, PathKind + "stream"}
+// The built-in kinds' run routes, as the CLI posts them.
+const (
+	pathRR   = PathKind + "rr"
+	pathHTTP = PathKind + "http"
+	pathDNS  = PathKind + "dns"
+)
+
+// fuzzRoutes are the run endpoints a fuzzed request goes to (route % 5).
+var fuzzRoutes = []string{pathRR, pathHTTP, pathDNS, PathKind + "stream", PathKind + "nokind"}
 
 // FuzzRunRequest sends arbitrary run requests (route, body, budget and
 // request-id headers, Authorization) through the agent's real routes, with
@@ -80,21 +83,19 @@ func FuzzRunRequest(f *testing.F) {
 // Validate again changes nothing and finds nothing.
 func revalidate(t *testing.T, got any) {
 	t.Helper()
-	var again options
-	switch o := got.(type) {
-	case engine.Options:
-		again = &o
-	case httpload.Options:
-		again = &o
-	case dnsload.Options:
-		again = &o
-	default:
-		t.Fatalf("a run got options of type %T", got)
+	v := reflect.ValueOf(got)
+	if v.Kind() != reflect.Pointer {
+		t.Fatalf("a run got options of type %T, want a pointer", got)
 	}
+	again, ok := reflect.New(v.Elem().Type()).Interface().(options)
+	if !ok {
+		t.Fatalf("a run got options of type %T, which do not validate", got)
+	}
+	reflect.ValueOf(again).Elem().Set(v.Elem())
 	if err := again.Validate(); err != nil {
 		t.Fatalf("options %+v, accepted once, fail again: %v", got, err)
 	}
-	if v := reflect.ValueOf(again).Elem().Interface(); !reflect.DeepEqual(v, got) {
+	if !reflect.DeepEqual(again, got) {
 		t.Fatalf("validating accepted options again changed them:\n%+v\n%+v", got, v)
 	}
 }

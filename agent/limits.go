@@ -10,9 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/engine"
-	"github.com/cnibench/cnibench/engine/dnsload"
-	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/engine/kinds"
 )
 
@@ -45,18 +42,14 @@ func newControlServer(h http.Handler, l limits) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: l.readHeader, ReadTimeout: l.read, IdleTimeout: l.idle}
 }
 
-// runners are the client sides the run endpoints start: the engines, or
-// in tests counting fakes, through which a test sees that a refused
+// runners are the client sides the run endpoint starts: the kinds' own,
+// or in tests counting fakes, through which a test sees that a refused
 // request started nothing.
 type runners struct {
-	engine func(context.Context, engine.Options) (*engine.Result, error)
-	http   func(context.Context, httpload.Options) (*httpload.Result, error)
-	dns    func(context.Context, dnsload.Options) (*dnsload.Result, error)
-	kind   func(context.Context, kinds.Kind, any) (any, error)
+	kind func(context.Context, kinds.Kind, any) (any, error)
 }
 
-var realRunners = runners{engine: engine.Run, http: httpload.Run, dns: dnsload.Run,
-	kind: func(ctx context.Context, k kinds.Kind, o any) (any, error) { return k.Run(ctx, o) }}
+var realRunners = runners{kind: func(ctx context.Context, k kinds.Kind, o any) (any, error) { return k.Run(ctx, o) }}
 
 func (h *handler) runners() runners {
 	if h.run != nil {

@@ -28,24 +28,18 @@ type countingRunners struct {
 }
 
 func (c *countingRunners) runners() *runners {
-	return &runners{
-		engine: func(ctx context.Context, o engine.Options) (*engine.Result, error) {
-			c.begin(ctx, o)
-			return &engine.Result{Test: o.Test, Options: o, Transactions: 7}, nil
-		},
-		http: func(ctx context.Context, o httpload.Options) (*httpload.Result, error) {
-			c.begin(ctx, o)
-			return &httpload.Result{Options: o, Requests: 7}, nil
-		},
-		dns: func(ctx context.Context, o dnsload.Options) (*dnsload.Result, error) {
-			c.begin(ctx, o)
-			return &dnsload.Result{Options: o}, nil
-		},
-		kind: func(ctx context.Context, _ kinds.Kind, o any) (any, error) {
-			c.begin(ctx, o)
-			return o, nil
-		},
-	}
+	return &runners{kind: func(ctx context.Context, _ kinds.Kind, o any) (any, error) {
+		c.begin(ctx, o)
+		switch o := o.(type) {
+		case *engine.Options:
+			return &engine.Result{Test: o.Test, Options: *o, Transactions: 7}, nil
+		case *httpload.Options:
+			return &httpload.Result{Options: *o, Requests: 7}, nil
+		case *dnsload.Options:
+			return &dnsload.Result{Options: *o}, nil
+		}
+		return o, nil
+	}}
 }
 
 func (c *countingRunners) begin(ctx context.Context, o any) {
@@ -99,8 +93,8 @@ func withAuth(t *testing.T, addr, method, path, body, auth string) (int, string)
 func TestTokenRefusedStartsNothing(t *testing.T) {
 	c := &countingRunners{}
 	addr := serveLimited(t, c, defaultLimits)
-	bodies := map[string]string{PathRun: rrBody, PathHTTP: `{"host":"127.0.0.1","duration":"1s"}`,
-		PathDNS: `{"server":"127.0.0.1","duration":"1s"}`, PathKind + "stream": rrBody}
+	bodies := map[string]string{pathRR: rrBody, pathHTTP: `{"host":"127.0.0.1","duration":"1s"}`,
+		pathDNS: `{"server":"127.0.0.1","duration":"1s"}`, PathKind + "stream": rrBody}
 	for _, auth := range []string{"", "Bearer wrong", "tok", "Bearer tok2", "Bearer  tok", "bearer tok", "Basic dG9rOg=="} {
 		for path, body := range bodies {
 			if status, scheme := withAuth(t, addr, "POST", path, body, auth); status != http.StatusUnauthorized || !strings.HasPrefix(scheme, "Bearer") {
@@ -117,7 +111,7 @@ func TestTokenRefusedStartsNothing(t *testing.T) {
 		t.Fatalf("%d runs started by unauthenticated requests, want 0", n)
 	}
 	// The right token runs: the refusals above were the token's doing.
-	if got := raw(t, addr, "POST", PathRun, rrBody, "tok"); got.status != http.StatusOK || c.started.Load() != 1 {
+	if got := raw(t, addr, "POST", pathRR, rrBody, "tok"); got.status != http.StatusOK || c.started.Load() != 1 {
 		t.Fatalf("with the token: %d %s, %d runs; want 200 and 1 run", got.status, got.body, c.started.Load())
 	}
 }
@@ -129,15 +123,15 @@ func TestBodyLimit(t *testing.T) {
 	c := &countingRunners{}
 	addr := serveLimited(t, c, defaultLimits)
 	huge := `{"test":"TCP_RR","host":"` + strings.Repeat("a", 100<<10) + `","duration":"1s"}`
-	if got := raw(t, addr, "POST", PathRun, huge, "tok"); got.status != http.StatusRequestEntityTooLarge || !strings.Contains(string(got.body), "limit of 65536 bytes") {
+	if got := raw(t, addr, "POST", pathRR, huge, "tok"); got.status != http.StatusRequestEntityTooLarge || !strings.Contains(string(got.body), "limit of 65536 bytes") {
 		t.Errorf("100 KiB body: %d %q, want 413 naming the 65536-byte limit", got.status, short(got.body))
 	}
 	padded := rrBody + strings.Repeat(" ", 70<<10) // the excess after the options counts too
-	if got := raw(t, addr, "POST", PathRun, padded, "tok"); got.status != http.StatusRequestEntityTooLarge {
+	if got := raw(t, addr, "POST", pathRR, padded, "tok"); got.status != http.StatusRequestEntityTooLarge {
 		t.Errorf("options + 70 KiB of spaces: %d %q, want 413", got.status, short(got.body))
 	}
 	for _, body := range []string{rrBody + rrBody, rrBody + " x", rrBody + "]"} {
-		if got := raw(t, addr, "POST", PathRun, body, "tok"); got.status != http.StatusBadRequest || !strings.Contains(string(got.body), "after the options") {
+		if got := raw(t, addr, "POST", pathRR, body, "tok"); got.status != http.StatusBadRequest || !strings.Contains(string(got.body), "after the options") {
 			t.Errorf("body %q: %d %q, want 400 about data after the options", body, got.status, short(got.body))
 		}
 	}
@@ -145,7 +139,7 @@ func TestBodyLimit(t *testing.T) {
 		t.Fatalf("%d runs started by refused bodies, want 0", n)
 	}
 	under := rrBody + strings.Repeat("\n", 60<<10)
-	if got := raw(t, addr, "POST", PathRun, under, "tok"); got.status != http.StatusOK || c.started.Load() != 1 {
+	if got := raw(t, addr, "POST", pathRR, under, "tok"); got.status != http.StatusOK || c.started.Load() != 1 {
 		t.Fatalf("60 KiB body: %d %q, %d runs; want 200 and 1 run", got.status, short(got.body), c.started.Load())
 	}
 }
@@ -188,11 +182,11 @@ func TestSlowClientCutOff(t *testing.T) {
 	}
 
 	headers := dial()
-	_, _ = io.WriteString(headers, "POST "+PathRun+" HTTP/1.1\r\nHost: agent\r\n") // and no end of headers
+	_, _ = io.WriteString(headers, "POST "+pathRR+" HTTP/1.1\r\nHost: agent\r\n") // and no end of headers
 	closedWithin(t, headers, 3*time.Second, "stalled headers")
 
 	body := dial()
-	_, _ = io.WriteString(body, "POST "+PathRun+" HTTP/1.1\r\nHost: agent\r\nAuthorization: Bearer tok\r\nContent-Length: 200\r\n\r\n"+rrBody[:10])
+	_, _ = io.WriteString(body, "POST "+pathRR+" HTTP/1.1\r\nHost: agent\r\nAuthorization: Bearer tok\r\nContent-Length: 200\r\n\r\n"+rrBody[:10])
 	closedWithin(t, body, 3*time.Second, "stalled body")
 
 	idle := dial()
@@ -217,7 +211,7 @@ func TestSlowClientCutOff(t *testing.T) {
 func TestRunOutlivesReadLimit(t *testing.T) {
 	c := &countingRunners{hold: 3 * fastLimits.read}
 	addr := serveLimited(t, c, fastLimits)
-	got := raw(t, addr, "POST", PathRun, rrBody, "tok", HeaderRequest, "long")
+	got := raw(t, addr, "POST", pathRR, rrBody, "tok", HeaderRequest, "long")
 	if got.status != http.StatusOK || got.header.Get(HeaderChecksum) != checksum(got.body) || !strings.Contains(string(got.body), `"transactions":7`) {
 		t.Fatalf("run of %s behind a %s read limit: %d %v %q, want its 200 answer", c.hold, fastLimits.read, got.status, got.header, got.body)
 	}
@@ -261,7 +255,7 @@ func TestGoroutinesReported(t *testing.T) {
 	if err != nil || hl.Goroutines < 1 {
 		t.Fatalf("health %+v, %v: want the goroutine count", hl, err)
 	}
-	if got := raw(t, ln.Addr().String(), "POST", PathRun, rrBody, "tok", HeaderRequest, "g1"); got.status != http.StatusOK {
+	if got := raw(t, ln.Addr().String(), "POST", pathRR, rrBody, "tok", HeaderRequest, "g1"); got.status != http.StatusOK {
 		t.Fatalf("run: %d %s", got.status, got.body)
 	}
 	h.busy.Lock() // the run's goroutine has logged

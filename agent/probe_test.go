@@ -85,7 +85,7 @@ func TestProbeServesNodeServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A probe runs no engine: the run endpoints are not there.
-	if err := c.do(ctx, "POST", PathRun, struct{}{}, &struct{}{}); err == nil {
+	if err := c.do(ctx, "POST", pathRR, struct{}{}, &struct{}{}); err == nil {
 		t.Fatal("a probe answered a run request")
 	}
 }

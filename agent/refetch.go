@@ -71,7 +71,7 @@ func (c *Client) runCall(ctx context.Context, path string, in, out any) error {
 				return fmt.Errorf("agent %s: answer to run %s lost (%v), and the agent does not know the run (never received, or the agent restarted)", c.name, id, lost)
 			}
 		case err == nil:
-			return fmt.Errorf("agent %s: %s", c.name, rp.text())
+			return &refusedError{agent: c.name, status: rp.status, text: rp.text()}
 		case errors.Is(err, errChecksum):
 			damaged++
 			if damaged >= 2 {

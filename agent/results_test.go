@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // proxy stands between client and agent on loopback, as a port-forward
@@ -156,9 +157,11 @@ type testAgent struct {
 func startTestAgent(t *testing.T, f *fakeRun) *testAgent {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &testAgent{h: &handler{token: "tok", ctx: ctx}}
+	a := &testAgent{h: &handler{token: "tok", ctx: ctx, run: &runners{kind: func(ctx context.Context, _ kinds.Kind, o any) (any, error) {
+		return kinds.RunWith(f.run)(ctx, o)
+	}}}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+PathRun, runHandler[engine.Options](a.h, "options", f.run))
+	mux.HandleFunc("POST "+PathKind+"{kind}", a.h.kindRun)
 	mux.HandleFunc("GET "+PathResult+"{id}", func(w http.ResponseWriter, r *http.Request) {
 		a.gets.Add(1)
 		a.h.result(w, r)
@@ -179,7 +182,12 @@ func startTestAgent(t *testing.T, f *fakeRun) *testAgent {
 	return a
 }
 
-var rrOptions = engine.Options{Test: engine.TCPRR, Host: "127.0.0.1", Duration: engine.Duration(time.Second)}
+// runRR runs a TCP_RR (or other engine test) through c, as the runner does.
+func runRR(ctx context.Context, c *Client, o engine.Options) (*engine.Result, error) {
+	return RunAs[engine.Result](ctx, c, "rr", &o)
+}
+
+var rrOptions = engine.Options{Test: engine.TCPRR, Host: "127.0.0.1", RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(time.Second)}}
 
 // A connection cut mid-run loses the POST's answer, not the result: the
 // client fetches it by request id, and the agent ran the test once.
@@ -194,7 +202,7 @@ func TestRunAnswerSurvivesCut(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := c.Run(ctx, rrOptions)
+	res, err := runRR(ctx, c, rrOptions)
 	if err != nil {
 		t.Fatalf("run with a cut connection: %v", err)
 	}
@@ -218,7 +226,7 @@ func TestCorruptAnswerRefetched(t *testing.T) {
 	c, _ := NewClient("a", "tcp:"+p.addr(), "tok")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := c.Run(ctx, rrOptions)
+	res, err := runRR(ctx, c, rrOptions)
 	if err != nil {
 		t.Fatalf("run with a corrupted answer: %v", err)
 	}
@@ -240,7 +248,7 @@ func TestCorruptAnswerTwiceFails(t *testing.T) {
 	c, _ := NewClient("a", "tcp:"+p.addr(), "tok")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := c.Run(ctx, rrOptions)
+	_, err := runRR(ctx, c, rrOptions)
 	if err == nil || !strings.Contains(err.Error(), "agent a:") || !strings.Contains(err.Error(), "failed its checksum twice") {
 		t.Fatalf("error %v, want agent a's answer failing its checksum twice", err)
 	}
@@ -258,7 +266,7 @@ func TestRunAnswerDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := c.Run(ctx, rrOptions)
+	_, err := runRR(ctx, c, rrOptions)
 	if err == nil || !strings.Contains(err.Error(), "agent a: no answer to run") || !strings.Contains(err.Error(), "before the deadline") {
 		t.Fatalf("error %v, want no answer before the deadline", err)
 	}
@@ -324,7 +332,7 @@ func TestResultRoute(t *testing.T) {
 	a := startTestAgent(t, f)
 	post := make(chan rawAnswer, 1)
 	go func() {
-		ans, err := rawDo(a.addr, "POST", PathRun, rrBody, "tok", HeaderRequest, "run-1")
+		ans, err := rawDo(a.addr, "POST", pathRR, rrBody, "tok", HeaderRequest, "run-1")
 		if err != nil {
 			ans.body = []byte(err.Error())
 		}
@@ -335,7 +343,7 @@ func TestResultRoute(t *testing.T) {
 	if got := raw(t, a.addr, "GET", PathResult+"run-1", "", "tok"); got.status != http.StatusAccepted {
 		t.Fatalf("while running: %d %s, want 202", got.status, got.body)
 	}
-	if got := raw(t, a.addr, "POST", PathRun, rrBody, "tok", HeaderRequest, "run-1"); got.status != http.StatusAccepted {
+	if got := raw(t, a.addr, "POST", pathRR, rrBody, "tok", HeaderRequest, "run-1"); got.status != http.StatusAccepted {
 		t.Fatalf("second POST of run-1 while running: %d %s, want 202", got.status, got.body)
 	}
 	if got := raw(t, a.addr, "GET", PathResult+"nope", "", "tok"); got.status != http.StatusNotFound {
@@ -347,7 +355,7 @@ func TestResultRoute(t *testing.T) {
 	if got := raw(t, a.addr, "GET", PathResult+"bad.id", "", "tok"); got.status != http.StatusBadRequest {
 		t.Fatalf("bad id: %d %s, want 400", got.status, got.body)
 	}
-	if got := raw(t, a.addr, "POST", PathRun, rrBody, "tok", HeaderRequest, "run-2"); got.status != http.StatusConflict {
+	if got := raw(t, a.addr, "POST", pathRR, rrBody, "tok", HeaderRequest, "run-2"); got.status != http.StatusConflict {
 		t.Fatalf("another run while busy: %d %s, want 409", got.status, got.body)
 	}
 
@@ -357,7 +365,7 @@ func TestResultRoute(t *testing.T) {
 	}
 	for _, again := range []rawAnswer{
 		raw(t, a.addr, "GET", PathResult+"run-1", "", "tok"),
-		raw(t, a.addr, "POST", PathRun, rrBody, "tok", HeaderRequest, "run-1"),
+		raw(t, a.addr, "POST", pathRR, rrBody, "tok", HeaderRequest, "run-1"),
 	} {
 		if again.status != http.StatusOK || !bytes.Equal(again.body, first.body) || again.header.Get(HeaderChecksum) != first.header.Get(HeaderChecksum) {
 			t.Fatalf("answer again: %d %s, want the POST's 200 %s", again.status, again.body, first.body)
@@ -374,7 +382,7 @@ func TestResultRingKeeps16(t *testing.T) {
 	a := startTestAgent(t, f)
 	const keep = 16 // the protocol's promise, not keptAnswers: a changed constant must fail here
 	for i := range keep + 1 {
-		if got := raw(t, a.addr, "POST", PathRun, rrBody, "tok", HeaderRequest, fmt.Sprintf("r%d", i)); got.status != http.StatusOK {
+		if got := raw(t, a.addr, "POST", pathRR, rrBody, "tok", HeaderRequest, fmt.Sprintf("r%d", i)); got.status != http.StatusOK {
 			t.Fatalf("run r%d: %d %s", i, got.status, got.body)
 		}
 	}
@@ -402,14 +410,14 @@ func TestRunBudget(t *testing.T) {
 		if tc.budget != "" {
 			hdr = append(hdr, HeaderBudget, tc.budget)
 		}
-		if got := raw(t, a.addr, "POST", PathRun, rrBody, "tok", hdr...); got.status != http.StatusOK {
+		if got := raw(t, a.addr, "POST", pathRR, rrBody, "tok", hdr...); got.status != http.StatusOK {
 			t.Fatalf("budget %q: %d %s", tc.budget, got.status, got.body)
 		}
 		if left := (<-f.deadline).Sub(start); left < tc.want || left > tc.want+time.Second {
 			t.Fatalf("budget %q: the run had %s, want about %s", tc.budget, left, tc.want)
 		}
 	}
-	if got := raw(t, a.addr, "POST", PathRun, rrBody, "tok", HeaderBudget, "-1s"); got.status != http.StatusBadRequest || !strings.Contains(string(got.body), HeaderBudget) {
+	if got := raw(t, a.addr, "POST", pathRR, rrBody, "tok", HeaderBudget, "-1s"); got.status != http.StatusBadRequest || !strings.Contains(string(got.body), HeaderBudget) {
 		t.Fatalf("bad budget: %d %s, want 400 naming %s", got.status, got.body, HeaderBudget)
 	}
 	// The client sends what is left of its context.
@@ -417,7 +425,7 @@ func TestRunBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	start := time.Now()
-	if _, err := c.Run(ctx, rrOptions); err != nil {
+	if _, err := runRR(ctx, c, rrOptions); err != nil {
 		t.Fatal(err)
 	}
 	if left := (<-f.deadline).Sub(start); left < 2500*time.Millisecond || left > 4*time.Second {
@@ -474,8 +482,8 @@ func TestRealRunSurvivesCut(t *testing.T) {
 		cutMidRun <- h.results.running()
 	}()
 	c, _ := NewClient("a", "tcp:"+p.addr(), "tok")
-	o := engine.Options{Test: engine.TCPRR, Host: "127.0.0.1", Port: srv.Port(engine.TCPRR), Duration: engine.Duration(300 * time.Millisecond)}
-	res, err := c.Run(ctx, o)
+	o := engine.Options{Test: engine.TCPRR, Host: "127.0.0.1", Port: srv.Port(engine.TCPRR), RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(300 * time.Millisecond)}}
+	res, err := runRR(ctx, c, o)
 	if err != nil {
 		t.Fatalf("TCP_RR with a cut connection: %v", err)
 	}
@@ -506,7 +514,7 @@ func TestRunUnreachableFailsFast(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err = c.Run(ctx, rrOptions)
+	_, err = runRR(ctx, c, rrOptions)
 	if err == nil || !strings.Contains(err.Error(), "agent a:") || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("error %v, want agent a's connection refused", err)
 	}

@@ -32,11 +32,8 @@ import (
 // API paths and headers of the control protocol.
 const (
 	PathHealth = "/v1/health"
-	PathRun    = "/v1/run"
-	PathHTTP   = "/v1/http"
-	PathDNS    = "/v1/dns"
-	// PathKind + a kind's name runs a registered kind without an endpoint
-	// of its own (kinds.Kind.Run).
+	// PathKind + a kind's name runs a test of that registered kind
+	// (kinds.Kind.Run): every kind, built-in or not, has this one route.
 	PathKind = "/v1/kind/"
 	// PathNodeServices is served by node-probe agents only: what the
 	// node's Service datapath holds (nodeprobe.Report).
@@ -223,10 +220,6 @@ func (h *handler) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathHealth, h.health)
 	mux.HandleFunc("GET "+PathSysctls, h.sysctls)
-	run := h.runners()
-	mux.HandleFunc("POST "+PathRun, runHandler[engine.Options](h, "options", run.engine))
-	mux.HandleFunc("POST "+PathHTTP, runHandler[httpload.Options](h, "HTTP options", run.http))
-	mux.HandleFunc("POST "+PathDNS, runHandler[dnsload.Options](h, "DNS options", run.dns))
 	mux.HandleFunc("POST "+PathKind+"{kind}", h.kindRun)
 	mux.HandleFunc("GET "+PathResult+"{id}", h.result)
 	return h.authenticate(mux)
@@ -257,36 +250,16 @@ func (h *handler) health(w http.ResponseWriter, _ *http.Request) {
 // fills its defaults and names its first bad field.
 type options interface{ Validate() error }
 
-// runHandler serves one engine's run endpoint: decode the options strictly
-// (what names them in errors: "options", "HTTP options" ...), validate,
-// take the agent (one run at a time: runs must not disturb each other),
-// run the client side and answer with the checksummed result. The run is
-// kept by request id and outlives its connection (results.go); a repeated
-// request id gets that run's answer, or 202 while it runs, never a new run.
-func runHandler[O any, PO interface {
-	*O
-	options
-}, R any](h *handler, what string, run func(context.Context, O) (*R, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		h.serveRun(w, r, func(dec *json.Decoder) (func(context.Context) (any, error), error) {
-			var o O
-			if err := dec.Decode(&o); err != nil {
-				return nil, fmt.Errorf("bad %s: %w", what, err)
-			}
-			if err := PO(&o).Validate(); err != nil {
-				return nil, err
-			}
-			return func(ctx context.Context) (any, error) { return run(ctx, o) }, nil
-		})
-	}
-}
-
-// kindRun is the run endpoint (PathKind + name) of the registered kinds
-// without one of their own: as runHandler, with the kind's options type.
+// kindRun is the run endpoint (PathKind + name) of every registered kind:
+// decode the kind's options strictly, validate, take the agent (one run
+// at a time: runs must not disturb each other), run the client side and
+// answer with the checksummed result. The run is kept by request id and
+// outlives its connection (results.go); a repeated request id gets that
+// run's answer, or 202 while it runs, never a new run.
 func (h *handler) kindRun(w http.ResponseWriter, r *http.Request) {
 	k, ok := kinds.Lookup(r.PathValue("kind"))
 	if !ok || k.Run == nil {
-		http.Error(w, fmt.Sprintf("no kind %q runs through this agent", r.PathValue("kind")), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("no kind %q runs through this agent (cnibench %s)", r.PathValue("kind"), version.Get().Version), http.StatusNotFound)
 		return
 	}
 	run := h.runners().kind

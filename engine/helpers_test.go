@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"os"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func startServer(t *testing.T, dropEvery uint64) *Server {
 
 // opts builds loopback options for test tt against s.
 func opts(s *Server, tt Test, d time.Duration) Options {
-	return Options{Test: tt, Host: "127.0.0.1", Port: s.Port(tt), Duration: Duration(d)}
+	return Options{Test: tt, Host: "127.0.0.1", Port: s.Port(tt), RunnerOptions: kinds.RunnerOptions{Duration: Duration(d)}}
 }
 
 func run(t *testing.T, o Options) *Result {

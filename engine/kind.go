@@ -8,11 +8,17 @@ import (
 
 // The engine's two kinds: stream tests (throughput, UDP loss) and
 // request/response tests (rate, latency). Both run engine.Run with Options
-// and return a Result; a result with transactions and latency is rr.
+// and return a Result; a result with transactions and latency is rr. They
+// share results.json's keys ("options", "engine"), which every document
+// has used for them since before the registry.
 func init() {
 	kinds.Register(kinds.Kind{
 		Name:  "stream",
 		Order: 10,
+		Key:   "engine", OptionsKey: "options",
+		NewResult: kinds.New[Result](), NewOptions: kinds.New[Options](),
+		OwnsOptions: func(o any) bool { t := o.(*Options).Test; return t == TCPStream || t == UDPStream },
+		Options:     options, Run: kinds.RunWith(Run),
 		Tests: []kinds.Test{
 			{Name: "TCP_STREAM", Template: TCPStream, About: "TCP throughput, 1 stream (receiver's goodput)"},
 			{Name: "TCP_STREAM_MULTI", Template: TCPStream, Multi: true, About: "TCP throughput, N streams"},
@@ -36,6 +42,10 @@ func init() {
 	kinds.Register(kinds.Kind{
 		Name:  "rr",
 		Order: 20,
+		Key:   "engine", OptionsKey: "options",
+		NewResult: kinds.New[Result](), NewOptions: kinds.New[Options](),
+		OwnsOptions: func(o any) bool { t := o.(*Options).Test; return t == TCPRR || t == UDPRR || t == TCPCRR },
+		Options:     options, Run: kinds.RunWith(Run),
 		Tests: []kinds.Test{
 			{Name: "TCP_RR", Template: TCPRR, About: "TCP request/response rate and latency"},
 			{Name: "UDP_RR", Template: UDPRR, About: "UDP request/response rate and latency"},
@@ -58,6 +68,25 @@ func init() {
 			{Head: "CPU µs/op (cli+srv)", Metric: kinds.MetricClientCPUOp, Plus: kinds.MetricServerCPUOp, Format: "%.2f"},
 		}},
 	})
+}
+
+// options are a test's Options on one server: its Template is the engine
+// test; Multi tests run the plan's flows, request/response ones wait in
+// the plan's mode, and TCP_CRR takes its ports from the placement's share.
+func options(t kinds.Test, host string, p kinds.Plan) any {
+	test := t.Template.(Test)
+	o := &Options{Test: test, Host: host, Port: p.Port(PortName(test), 0), RunnerOptions: p.Runner(), Streams: 1}
+	if t.Multi {
+		o.Streams = p.Streams
+	}
+	switch test {
+	case TCPRR, UDPRR, TCPCRR:
+		o.Mode = Mode(p.Mode)
+	}
+	if test == TCPCRR {
+		o.PortShare = p.PortShare
+	}
+	return o
 }
 
 // isRR tells a request/response result from a stream one.

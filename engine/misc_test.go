@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"net"
 	"runtime"
 	"strconv"
@@ -59,7 +60,7 @@ func TestRefused(t *testing.T) {
 		if tt == UDPStream || tt == UDPRR {
 			port = udpPort()
 		}
-		o := Options{Test: tt, Host: "127.0.0.1", Port: port, Duration: Duration(5 * time.Second)}
+		o := Options{Test: tt, Host: "127.0.0.1", Port: port, RunnerOptions: kinds.RunnerOptions{Duration: Duration(5 * time.Second)}}
 		start := time.Now()
 		_, err := Run(context.Background(), o)
 		if d := time.Since(start); d > 2*time.Second {
@@ -80,7 +81,7 @@ func TestRefused(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	good := Options{Test: TCPRR, Host: "h", Duration: Duration(time.Second)}
+	good := Options{Test: TCPRR, Host: "h", RunnerOptions: kinds.RunnerOptions{Duration: Duration(time.Second)}}
 	o := good
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
@@ -249,7 +250,7 @@ func TestConnectTimeout(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	for _, tt := range []Test{TCPRR, TCPCRR, TCPStream} {
-		o := Options{Test: tt, Host: "127.0.0.1", Port: port, Duration: Duration(5 * time.Second)}
+		o := Options{Test: tt, Host: "127.0.0.1", Port: port, RunnerOptions: kinds.RunnerOptions{Duration: Duration(5 * time.Second)}}
 		start := time.Now()
 		_, err := Run(context.Background(), o)
 		d := time.Since(start)

@@ -7,7 +7,10 @@
 // so that results and report can use them; the names below re-export them.
 package engine
 
-import "github.com/cnibench/cnibench/engine/engineapi"
+import (
+	"github.com/cnibench/cnibench/engine/engineapi"
+	"github.com/cnibench/cnibench/engine/kinds"
+)
 
 type (
 	// Test names a traffic pattern, spelled as netperf spells it.
@@ -22,6 +25,10 @@ type (
 	Result = engineapi.Result
 	// PortShare is a client's share of its ephemeral port range.
 	PortShare = engineapi.PortShare
+	// RunnerOptions and RunnerResults are the base every kind's options
+	// and results embed (package kinds): durations, measured interval.
+	RunnerOptions = kinds.RunnerOptions
+	RunnerResults = kinds.RunnerResults
 )
 
 const (

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -129,7 +130,7 @@ func TestUDPRRTimeouts(t *testing.T) {
 		<-done
 		_ = unix.Close(fd)
 	}()
-	o := Options{Test: UDPRR, Host: "127.0.0.1", Port: port, Duration: Duration(400 * time.Millisecond)}
+	o := Options{Test: UDPRR, Host: "127.0.0.1", Port: port, RunnerOptions: kinds.RunnerOptions{Duration: Duration(400 * time.Millisecond)}}
 	start := time.Now()
 	r, err := Run(context.Background(), o)
 	if err != nil {

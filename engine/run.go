@@ -14,6 +14,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/cnibench/cnibench/engine/internal/cpuuse"
 	"github.com/cnibench/cnibench/engine/internal/portshare"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // Client timeouts: how long a first connect or the server's final report may
@@ -356,9 +357,7 @@ func (c *coordinator) result(cpu0, cpu1 cpuuse.Times) *Result {
 	r := &Result{
 		Test:             o.Test,
 		Options:          o,
-		Start:            rc.measStart,
-		End:              rc.measEnd,
-		Seconds:          rc.measEnd.Sub(rc.measStart).Seconds(),
+		RunnerResults:    kinds.RunnerResults{Start: rc.measStart, End: rc.measEnd, Seconds: rc.measEnd.Sub(rc.measStart).Seconds()},
 		Mode:             Blocking,
 		Streams:          o.Streams,
 		ClientCPUUserSec: (cpu1.User - cpu0.User).Seconds(),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cnibench/cnibench/datapath/churn"
 	"github.com/cnibench/cnibench/engine/httpload/httpapi"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
 )
@@ -135,7 +136,7 @@ func TestChurnTimeline(t *testing.T) {
 		return &httpapi.Timeline{BucketMs: 250, Requests: reqs, Errors: make([]int64, len(reqs)), P99Ms: []float64{2, 2, 9, 2}}
 	}
 	sample := func(round int, t *httpapi.Timeline, c *churn.Result) results.Sample {
-		return results.Sample{Round: round, HTTP: &httpapi.Result{Start: start.Add(time.Duration(round) * time.Minute), Timeline: t}, Churn: c}
+		return results.Sample{Round: round, Result: &httpapi.Result{RunnerResults: kinds.RunnerResults{Start: start.Add(time.Duration(round) * time.Minute)}, Timeline: t}, Churn: c}
 	}
 	ch := &churn.Result{Start: start.Add(2*time.Minute - 500*time.Millisecond), ChangesAtMs: []float64{100, 600, 1100, 2000}, LatenciesMs: []float64{900, 950, 1000, 800}}
 	run := &results.Run{Results: []results.Result{

@@ -40,7 +40,7 @@ func churnTimeline(run *results.Run, churned, twin string) *ChurnTimeline {
 		with, without := sampleOf(run, churned, test), sampleOf(run, twin, test)
 		for round := len(with); round >= 1; round-- {
 			w, n := with[round], without[round]
-			if w == nil || n == nil || w.HTTP == nil || n.HTTP == nil || w.HTTP.Timeline == nil || n.HTTP.Timeline == nil || w.Churn == nil {
+			if timelineOf(w) == nil || timelineOf(n) == nil || w.Churn == nil {
 				continue
 			}
 			return buildTimeline(test, round, w, n)
@@ -67,8 +67,19 @@ func sampleOf(run *results.Run, scenario, test string) map[int]*results.Sample {
 	return out
 }
 
+// timelineOf is an HTTP sample's timeline (nil for none).
+func timelineOf(s *results.Sample) *httpapi.Timeline {
+	if s == nil {
+		return nil
+	}
+	if h, ok := s.Result.(*httpapi.Result); ok && h != nil {
+		return h.Timeline
+	}
+	return nil
+}
+
 func buildTimeline(test string, round int, w, n *results.Sample) *ChurnTimeline {
-	tw, tn := w.HTTP.Timeline, n.HTTP.Timeline
+	tw, tn := timelineOf(w), timelineOf(n)
 	t := &ChurnTimeline{Test: test, Round: round, BucketMs: tw.BucketMs}
 	rate := func(tl *httpapi.Timeline) []float64 {
 		out := make([]float64, len(tl.Requests))
@@ -84,7 +95,7 @@ func buildTimeline(test string, round int, w, n *results.Sample) *ChurnTimeline 
 		if i >= len(c.LatenciesMs) {
 			break
 		}
-		s := (float64(c.Start.Sub(w.HTTP.Start))/1e6 + at) / 1000
+		s := (float64(c.Start.Sub(w.Result.(*httpapi.Result).Start))/1e6 + at) / 1000
 		if s >= 0 && s <= span {
 			t.ChangesS = append(t.ChangesS, s)
 			t.LatencyMs = append(t.LatencyMs, c.LatenciesMs[i])

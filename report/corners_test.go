@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
 )
@@ -40,7 +41,7 @@ func gbitSamples(gbit []float64) []results.Sample {
 		if g < 0 {
 			s.Error = "agent node1-pod0: connection reset by peer"
 		} else {
-			s.Engine = &engine.Result{Test: engine.TCPStream, Seconds: 10, Streams: 1, ThroughputBitsSec: g * 1e9}
+			s.Result = &engine.Result{Test: engine.TCPStream, RunnerResults: kinds.RunnerResults{Seconds: 10}, Streams: 1, ThroughputBitsSec: g * 1e9}
 		}
 		out = append(out, s)
 	}
@@ -52,7 +53,7 @@ func udpSamples(gbit, loss []float64) []results.Sample {
 	var out []results.Sample
 	for i, g := range gbit {
 		s := sampleAt(i + 1)
-		s.Engine = &engine.Result{Test: engine.UDPStream, Seconds: 10, Streams: 1, ThroughputBitsSec: g * 1e9,
+		s.Result = &engine.Result{Test: engine.UDPStream, RunnerResults: kinds.RunnerResults{Seconds: 10}, Streams: 1, ThroughputBitsSec: g * 1e9,
 			LossPercent: loss[i], PacketsSent: 1000000, PacketsReceived: int64(1000000 * (1 - loss[i]/100)), OfferedBitsSec: 9.5e9}
 		out = append(out, s)
 	}

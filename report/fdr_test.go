@@ -43,11 +43,12 @@ func TestControlFDR(t *testing.T) {
 // Heavy UDP loss of an unpaced sender is explained, a paced one's is not.
 func TestUnpacedUDPExplained(t *testing.T) {
 	s := &results.Series{Metrics: []results.Metric{{Name: results.MetricLoss, Display: 40}}}
-	r := results.Result{Test: "UDP_STREAM", Options: engineapi.Options{Test: engineapi.UDPStream}}
+	o := &engineapi.Options{Test: engineapi.UDPStream}
+	r := results.Result{Test: "UDP_STREAM", Options: o}
 	if w := unpacedUDP(r, s); !strings.Contains(w, "40.0% UDP loss with an unpaced sender") {
 		t.Errorf("unpaced: %q", w)
 	}
-	r.Options.RateBitsPerSec = 1e9
+	o.RateBitsPerSec = 1e9
 	if w := unpacedUDP(r, s); w != "" {
 		t.Errorf("paced: %q", w)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
 )
@@ -79,7 +80,7 @@ func streamSamples(gbit, loss []float64) []results.Sample {
 	var out []results.Sample
 	for i, g := range gbit {
 		s := sampleAt(i + 1)
-		e := &engine.Result{Test: engine.TCPStream, Seconds: 10, Streams: 1, ThroughputBitsSec: g * 1e9,
+		e := &engine.Result{Test: engine.TCPStream, RunnerResults: kinds.RunnerResults{Seconds: 10}, Streams: 1, ThroughputBitsSec: g * 1e9,
 			BytesReceived: int64(g * 1e9 * 10 / 8), BytesSent: int64(g * 1e9 * 10 / 8)}
 		if loss != nil {
 			e.Test = engine.UDPStream
@@ -88,7 +89,7 @@ func streamSamples(gbit, loss []float64) []results.Sample {
 			e.PacketsReceived = int64(1000000 * (1 - loss[i]/100))
 			e.OfferedBitsSec = g * 1e9 / (1 - loss[i]/100)
 		}
-		s.Engine = e
+		s.Result = e
 		s.ClientCPUSec, s.ServerCPUSec = 6*g/10, 4.8*g/10
 		out = append(out, s)
 	}
@@ -104,7 +105,7 @@ func rrSamples(t *testing.T, test engine.Test, rates, latUs []float64, failRound
 			out = append(out, s)
 			continue
 		}
-		s.Engine = &engine.Result{Test: test, Seconds: 10, Streams: 1, Transactions: int64(rate * 10), RatePerSec: rate,
+		s.Result = &engine.Result{Test: test, RunnerResults: kinds.RunnerResults{Seconds: 10}, Streams: 1, Transactions: int64(rate * 10), RatePerSec: rate,
 			Latency: histogram(t, latUs[i])}
 		s.ClientCPUSec, s.ServerCPUSec = rate*10*18e-6*1.2, rate*10*17e-6*1.2
 		out = append(out, s)
@@ -117,7 +118,7 @@ func httpSamples(t *testing.T, rps, latUs []float64, qps float64, saturatedRound
 	for i, r := range rps {
 		s := sampleAt(i + 1)
 		lat := histogram(t, latUs[i])
-		h := &httpload.Result{Mode: "max-rate", Seconds: 10, Conns: 64, Requests: int64(r * 10), OK: int64(r * 10), RPS: r,
+		h := &httpload.Result{Mode: "max-rate", RunnerResults: kinds.RunnerResults{Seconds: 10}, Conns: 64, Requests: int64(r * 10), OK: int64(r * 10), RPS: r,
 			Latency: lat, LatencyUncorrected: lat, ClientCPUs: 1, ClientCPUUtil: 0.6}
 		if qps > 0 {
 			h.Mode, h.TargetQPS, h.AchievedRatio = "fixed-qps", qps, r/qps
@@ -129,7 +130,7 @@ func httpSamples(t *testing.T, rps, latUs []float64, qps float64, saturatedRound
 		if i+1 == saturatedRound {
 			h.ClientCPUUtil, h.ClientSaturated = 0.97, true
 		}
-		s.HTTP = h
+		s.Result = h
 		s.ClientCPUSec, s.ServerCPUSec = r*10*30e-6*1.2, r*10*25e-6*1.2
 		out = append(out, s)
 	}
@@ -167,10 +168,9 @@ func fixtureRun(t *testing.T) *results.Run {
 	}
 	res := func(sc, test string, p results.Placement, streams int, s []results.Sample) results.Result {
 		r := results.Result{Scenario: sc, Test: test, Placement: p, Samples: s,
-			Options: engine.Options{Host: p.ServerAddr, Duration: engine.Duration(10 * time.Second), Warmup: engine.Duration(2 * time.Second), Streams: streams}}
+			Options: &engine.Options{Host: p.ServerAddr, RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(10 * time.Second), Warmup: engine.Duration(2 * time.Second)}, Streams: streams}}
 		if test[:4] == "HTTP" {
-			r.Options = engine.Options{Test: "HTTP", Host: p.ServerAddr, Duration: engine.Duration(10 * time.Second), Warmup: engine.Duration(2 * time.Second)}
-			r.HTTPOptions = &httpload.Options{Host: p.ServerAddr, Connections: 64, KeepAlive: true, Duration: engine.Duration(10 * time.Second)}
+			r.Options = &httpload.Options{Host: p.ServerAddr, Connections: 64, KeepAlive: true, RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(10 * time.Second)}}
 		}
 		return r
 	}

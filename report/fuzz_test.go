@@ -13,6 +13,7 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
 )
@@ -84,22 +85,22 @@ func fuzzSample(t *testing.T, rng *rand.Rand, test string, v float64) results.Sa
 	lat := func() *stats.Latency { return fuzzHistogram(t, rng, 10+1e6/v) }
 	switch {
 	case strings.HasPrefix(test, "HTTP"):
-		h := &httpload.Result{Mode: "max-rate", Seconds: 1, Conns: 64, Requests: int64(v), OK: int64(v), RPS: v, Latency: lat(), ClientCPUs: 1, ClientCPUUtil: rng.Float64()}
+		h := &httpload.Result{Mode: "max-rate", RunnerResults: kinds.RunnerResults{Seconds: 1}, Conns: 64, Requests: int64(v), OK: int64(v), RPS: v, Latency: lat(), ClientCPUs: 1, ClientCPUUtil: rng.Float64()}
 		if strings.Contains(test, "QPS") {
 			h.Mode, h.TargetQPS, h.AchievedRatio = "fixed-qps", 1000, v/1000
 			h.MissedTarget, h.MissedByPercent = v < 990, math.Max(0, 100*(1-v/1000))
 		}
-		s.HTTP = h
+		s.Result = h
 	case strings.HasPrefix(test, "DNS"):
-		s.DNS = &dnsload.Result{Mode: "max-rate", Seconds: 1, Sent: int64(v), Responses: int64(v), OK: int64(v), QPS: v, Latency: lat()}
+		s.Result = &dnsload.Result{Mode: "max-rate", RunnerResults: kinds.RunnerResults{Seconds: 1}, Sent: int64(v), Responses: int64(v), OK: int64(v), QPS: v, Latency: lat()}
 	case strings.HasSuffix(test, "STREAM"):
-		e := &engine.Result{Test: engine.Test(test), Seconds: 1, Streams: 1, ThroughputBitsSec: v * 1e9, BytesReceived: int64(v * 1e9 / 8)}
+		e := &engine.Result{Test: engine.Test(test), RunnerResults: kinds.RunnerResults{Seconds: 1}, Streams: 1, ThroughputBitsSec: v * 1e9, BytesReceived: int64(v * 1e9 / 8)}
 		if test == "UDP_STREAM" {
 			e.PacketsSent, e.PacketsReceived, e.LossPercent, e.OfferedBitsSec = 1000, 990, 1, v*1.01e9
 		}
-		s.Engine = e
+		s.Result = e
 	default:
-		s.Engine = &engine.Result{Test: engine.Test(test), Seconds: 1, Streams: 1, Transactions: int64(v) + 1, RatePerSec: v, Latency: lat()}
+		s.Result = &engine.Result{Test: engine.Test(test), RunnerResults: kinds.RunnerResults{Seconds: 1}, Streams: 1, Transactions: int64(v) + 1, RatePerSec: v, Latency: lat()}
 	}
 	return s
 }
@@ -125,7 +126,7 @@ func fuzzRun(t *testing.T, sh fuzzShape) *results.Run {
 				continue
 			}
 			for _, sc := range run.Scenarios {
-				r := results.Result{Scenario: sc.Name, Test: test, Placement: p, Options: engine.Options{Test: engine.Test(test), Host: p.ServerAddr, Duration: engine.Duration(time.Second)}}
+				r := results.Result{Scenario: sc.Name, Test: test, Placement: p, Options: &engine.Options{Test: engine.Test(test), Host: p.ServerAddr, RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(time.Second)}}}
 				for round := 1; round <= run.Plan.Rounds; round++ {
 					var s results.Sample
 					if sh.failed&(1<<(n%16)) != 0 {

@@ -437,11 +437,8 @@ func buildSection(rep *Report, k string, colResults []map[string]results.Result,
 			sec.Kind = s.Kind
 		}
 		sc := &SampleCount{OK: s.Samples - s.Failed, Failed: s.Failed, FirstError: squash(s.FirstError),
-			Streams: r.Options.Streams, ClientSaturated: s.ClientSaturated, MissedTarget: s.MissedTarget,
+			Streams: flows(r), ClientSaturated: s.ClientSaturated, MissedTarget: s.MissedTarget,
 			PortExhausted: s.PortExhausted, Stalled: s.Stalled}
-		if r.HTTPOptions != nil {
-			sc.Streams = 0
-		}
 		if planned := rep.Runs[col.Run].Plan.Rounds; planned > s.Samples && r.Skipped == "" {
 			sc.NotTaken = planned - s.Samples
 		}
@@ -878,11 +875,21 @@ func squash(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// flows are an engine test's parallel flows (0 for other kinds, whose
+// connections or queries in flight are settings of the test, not N).
+func flows(r results.Result) int {
+	if o, ok := r.Options.(*engineapi.Options); ok {
+		return o.Streams
+	}
+	return 0
+}
+
 // unpacedUDP explains a UDP_STREAM's loss when its sender was not paced:
 // it offers as fast as it can (iperf3 -u -b 0), so the loss is the
 // receiver's socket overflowing, not the datapath dropping.
 func unpacedUDP(r results.Result, s *results.Series) string {
-	if r.Options.Test != engineapi.UDPStream || r.Options.RateBitsPerSec > 0 {
+	o, ok := r.Options.(*engineapi.Options)
+	if !ok || o.Test != engineapi.UDPStream || o.RateBitsPerSec > 0 {
 		return ""
 	}
 	m := s.Metric(results.MetricLoss)

@@ -67,10 +67,10 @@ func scaleFixtureRun(t *testing.T) *results.Run {
 			short := httpSamples(t, spread(c.shortRPS[i]), spread(64e6/c.shortRPS[i]), 0, 0, 0)
 			run.Results = append(run.Results,
 				results.Result{Scenario: c.name, Test: "HTTP_RPS_C64", Placement: pl, Services: n,
-					HTTPOptions: &httpload.Options{Connections: 64, KeepAlive: true},
-					Samples:     httpSamples(t, spread(c.keepRPS[i]), spread(2000), 0, 0, 0)},
+					Options: &httpload.Options{Connections: 64, KeepAlive: true},
+					Samples: httpSamples(t, spread(c.keepRPS[i]), spread(2000), 0, 0, 0)},
 				results.Result{Scenario: c.name, Test: "HTTP_RPS_SHORT_C64", Placement: pl, Services: n,
-					HTTPOptions: &httpload.Options{Connections: 64}, Samples: short},
+					Options: &httpload.Options{Connections: 64}, Samples: short},
 				results.Result{Scenario: c.name, Test: "TCP_CRR", Placement: pl, Services: n,
 					Samples: rrSamples(t, engine.TCPCRR, spread(1e6/c.crrP50[i]/1.2), spread(c.crrP50[i]), 0)},
 				results.Result{Scenario: c.name, Test: "TCP_RR", Placement: pl, Services: n,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -28,7 +29,7 @@ func withUsage(samples []results.Sample) []results.Sample {
 // usage, with the note of a DNS-less agent image.
 func usageRun(t *testing.T) *results.Run {
 	pl := results.Placement{Path: "pod-to-pod", Node: "other-node", Client: "node0-pod0", Server: "node1-pod0", ServerAddr: "10.244.2.10"}
-	opts := engine.Options{Host: pl.ServerAddr, Duration: engine.Duration(10 * time.Second), Streams: 1}
+	opts := &engine.Options{Host: pl.ServerAddr, RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(10 * time.Second)}, Streams: 1}
 	return &results.Run{
 		SchemaVersion: results.SchemaVersion, RunID: "20261201-130000-k8s1", Status: results.StatusComplete, Start: t0, End: t0.Add(5 * time.Minute),
 		Target:    results.Target{Kind: "k8s"},
@@ -38,9 +39,8 @@ func usageRun(t *testing.T) *results.Run {
 		Results: []results.Result{
 			{Scenario: "eks", Test: "TCP_RR", Placement: pl, Options: opts,
 				Samples: withUsage(rrSamples(t, engine.TCPRR, []float64{30000, 30000, 30000}, []float64{30, 31, 29}, 0))},
-			{Scenario: "eks", Test: "HTTP_RPS_C64", Placement: pl, Options: engine.Options{Test: "HTTP", Host: pl.ServerAddr},
-				HTTPOptions: &httpload.Options{Host: pl.ServerAddr, Connections: 64, KeepAlive: true},
-				Samples:     withUsage(httpSamples(t, []float64{100000, 100000, 100000}, []float64{600, 610, 590}, 0, 0, 0))},
+			{Scenario: "eks", Test: "HTTP_RPS_C64", Placement: pl, Options: &httpload.Options{Host: pl.ServerAddr, Connections: 64, KeepAlive: true},
+				Samples: withUsage(httpSamples(t, []float64{100000, 100000, 100000}, []float64{600, 610, 590}, 0, 0, 0))},
 			{Scenario: "eks", Test: "TCP_STREAM", Placement: pl, Options: opts,
 				Samples: streamSamples([]float64{9.4, 9.5, 9.45}, nil)}, // no usage: the table keeps its shape
 		},

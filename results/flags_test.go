@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // A CRR sample that ran out of local ports or stalled is counted and warned
@@ -12,7 +13,7 @@ import (
 func TestMetricsRRPortExhaustionAndStall(t *testing.T) {
 	fast := latencyOf(t, 100, 10)
 	rr := func(round int, ports, stalled bool) Sample {
-		return Sample{Round: round, Engine: &engine.Result{Seconds: 4, Transactions: 100, RatePerSec: 25,
+		return Sample{Round: round, Result: &engine.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, Transactions: 100, RatePerSec: 25,
 			Latency: fast, Errors: 7, ErrorMsg: "stream 0: connect 10.0.0.1:5205: cannot assign requested address",
 			ErrorsByCause: map[string]int64{"EADDRNOTAVAIL": 7}, PortExhaustion: ports, Stalled: stalled, LongestGapSec: 2.5}}
 	}
@@ -29,7 +30,7 @@ func TestMetricsRRPortExhaustionAndStall(t *testing.T) {
 			t.Errorf("warnings %q lack %q", all, want)
 		}
 	}
-	healthy, err := Metrics(Result{Test: "TCP_CRR", Samples: []Sample{{Round: 1, Engine: &engine.Result{Seconds: 4, Transactions: 100, RatePerSec: 25, Latency: fast}}}})
+	healthy, err := Metrics(Result{Test: "TCP_CRR", Samples: []Sample{{Round: 1, Result: &engine.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, Transactions: 100, RatePerSec: 25, Latency: fast}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

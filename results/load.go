@@ -1,19 +1,28 @@
 package results
 
-import "github.com/cnibench/cnibench/engine/kinds"
+import (
+	"github.com/cnibench/cnibench/engine/dnsload/dnsapi"
+	"github.com/cnibench/cnibench/engine/engineapi"
+	"github.com/cnibench/cnibench/engine/httpload/httpapi"
+	"github.com/cnibench/cnibench/engine/kinds"
+)
 
 // asLoad returns the load-engine view of an HTTP or DNS sample, for
 // Summarize (metrics read it through the kinds' Read).
 func asLoad(s Sample) (kinds.Load, bool) {
-	switch {
-	case s.HTTP != nil:
-		h := s.HTTP
-		return kinds.Load{Rate: h.RPS, Latency: h.Latency, Ops: h.Requests, Seconds: h.Seconds,
-			Saturated: h.ClientSaturated, Missed: h.MissedTarget, MissedBy: h.MissedByPercent}, true
-	case s.DNS != nil:
-		d := s.DNS
-		return kinds.Load{Rate: d.QPS, Latency: d.Latency, Ops: d.Responses, Seconds: d.Seconds,
-			Saturated: d.ClientSaturated, Missed: d.MissedTarget, MissedBy: d.MissedByPercent}, true
+	switch r := s.Result.(type) {
+	case *httpapi.Result:
+		return kinds.Load{Rate: r.RPS, Latency: r.Latency, Ops: r.Requests, Seconds: r.Seconds,
+			Saturated: r.ClientSaturated, Missed: r.MissedTarget, MissedBy: r.MissedByPercent}, true
+	case *dnsapi.Result:
+		return kinds.Load{Rate: r.QPS, Latency: r.Latency, Ops: r.Responses, Seconds: r.Seconds,
+			Saturated: r.ClientSaturated, Missed: r.MissedTarget, MissedBy: r.MissedByPercent}, true
 	}
 	return kinds.Load{}, false
+}
+
+// asEngine returns a stream or request/response sample's engine result.
+func asEngine(s Sample) (*engineapi.Result, bool) {
+	e, ok := s.Result.(*engineapi.Result)
+	return e, ok && e != nil
 }

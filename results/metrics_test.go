@@ -9,6 +9,7 @@ import (
 
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -36,7 +37,7 @@ func TestMetricsStream(t *testing.T) {
 	smp := func(round int, gbit, loss float64) Sample {
 		return Sample{Round: round, Start: t0, End: t0.Add(5 * time.Second),
 			ClientCPUSec: 2.5, ServerCPUSec: 5, // over 5 s wall, 4 s measured: 2 and 4 s
-			Engine: &engine.Result{Seconds: 4, ThroughputBitsSec: gbit * 1e9, BytesReceived: 2e9,
+			Result: &engine.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, ThroughputBitsSec: gbit * 1e9, BytesReceived: 2e9,
 				OfferedBitsSec: 10e9, PacketsSent: 1000, LossPercent: loss}}
 	}
 	r := Result{Test: "UDP_STREAM", Samples: []Sample{smp(1, 9, 1), smp(2, 7, 3), {Round: 3, Error: "agent gone"}, smp(4, 8, 2)}}
@@ -80,7 +81,7 @@ func TestMetricsStream(t *testing.T) {
 // not the merged histogram's, which one slow round would set.
 func TestMetricsRRMergedPercentiles(t *testing.T) {
 	rr := func(round int, rate float64, l *stats.Latency) Sample {
-		return Sample{Round: round, Engine: &engine.Result{Seconds: 4, Transactions: 100, RatePerSec: rate, Latency: l}}
+		return Sample{Round: round, Result: &engine.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, Transactions: 100, RatePerSec: rate, Latency: l}}
 	}
 	fast, slow := latencyOf(t, 100, 10), latencyOf(t, 100, 1000)
 	// Summary fields that disagree with the histogram must be ignored.
@@ -129,8 +130,8 @@ func TestMetricsRRMergedPercentiles(t *testing.T) {
 func TestMetricsHTTP(t *testing.T) {
 	lat := latencyOf(t, 1000, 100)
 	closed := Result{Test: "HTTP_RPS_C64", Samples: []Sample{
-		{Round: 1, HTTP: &httpload.Result{Seconds: 4, Requests: 40000, RPS: 10000, Latency: lat, LatencyUncorrected: lat, ClientCPUs: 1, ClientCPUUtil: 0.95, ClientSaturated: true}},
-		{Round: 2, HTTP: &httpload.Result{Seconds: 4, Requests: 39990, RPS: 9990, Latency: lat, LatencyUncorrected: lat, Errors: httpload.Errors{Total: 10, Timeout: 10, First: "timeout"}}},
+		{Round: 1, Result: &httpload.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, Requests: 40000, RPS: 10000, Latency: lat, LatencyUncorrected: lat, ClientCPUs: 1, ClientCPUUtil: 0.95, ClientSaturated: true}},
+		{Round: 2, Result: &httpload.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, Requests: 39990, RPS: 9990, Latency: lat, LatencyUncorrected: lat, Errors: httpload.Errors{Total: 10, Timeout: 10, First: "timeout"}}},
 	}}
 	s, err := Metrics(closed)
 	if err != nil {
@@ -148,7 +149,7 @@ func TestMetricsHTTP(t *testing.T) {
 	}
 
 	open := Result{Test: "HTTP_QPS_1000", Samples: []Sample{
-		{Round: 1, HTTP: &httpload.Result{Seconds: 4, Requests: 3600, RPS: 900, TargetQPS: 1000, MissedTarget: true, MissedByPercent: 10, Latency: lat, LatencyUncorrected: latencyOf(t, 1000, 50)}},
+		{Round: 1, Result: &httpload.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, Requests: 3600, RPS: 900, TargetQPS: 1000, MissedTarget: true, MissedByPercent: 10, Latency: lat, LatencyUncorrected: latencyOf(t, 1000, 50)}},
 	}}
 	s, err = Metrics(open)
 	if err != nil {
@@ -190,7 +191,7 @@ func TestMetricsPinnedCPU(t *testing.T) {
 	smp := func(round int, busy float64) Sample {
 		return Sample{Round: round, Start: t0, End: t0.Add(5 * time.Second), ClientCPUSec: 2.5, ServerCPUSec: 5,
 			Pinned: &PinnedCPU{CPUs: "0,1", BusySec: busy, SoftirqSec: 1.25},
-			Engine: &engine.Result{Seconds: 4, ThroughputBitsSec: 4e9, BytesReceived: 2e9}}
+			Result: &engine.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, ThroughputBitsSec: 4e9, BytesReceived: 2e9}}
 	}
 	s, err := Metrics(Result{Test: "TCP_STREAM", Samples: []Sample{smp(1, 10), smp(2, 7), smp(3, 10)}})
 	if err != nil {

@@ -9,9 +9,7 @@ import (
 
 	"github.com/cnibench/cnibench/datapath/churn"
 	"github.com/cnibench/cnibench/datapath/sweep"
-	"github.com/cnibench/cnibench/engine/dnsload/dnsapi"
 	"github.com/cnibench/cnibench/engine/engineapi"
-	"github.com/cnibench/cnibench/engine/httpload/httpapi"
 	"github.com/cnibench/cnibench/engine/kinds"
 )
 
@@ -223,18 +221,14 @@ func (p Placement) Name() string { return p.Path + "/" + p.Node }
 
 // Result is one test on one placement, with every sample taken.
 type Result struct {
-	Scenario  string            `json:"scenario"`
-	Test      string            `json:"test"` // suite test name, e.g. TCP_STREAM_MULTI
-	Placement Placement         `json:"placement"`
-	Options   engineapi.Options `json:"options"`
-	// HTTPOptions is set for HTTP tests (Options then only names the test
-	// kind); their samples carry HTTP results.
-	HTTPOptions *httpapi.Options `json:"http_options,omitempty"`
-	// DNSOptions is set for DNS tests; their samples carry DNS results.
-	DNSOptions *dnsapi.Options `json:"dns_options,omitempty"`
-	// KindOptions are the options of any other registered kind, written
-	// under the kind's OptionsKey (stored.go).
-	KindOptions any `json:"-"`
+	Scenario  string    `json:"scenario"`
+	Test      string    `json:"test"` // suite test name, e.g. TCP_STREAM_MULTI
+	Placement Placement `json:"placement"`
+	// Options are the options of the test's kind (a pointer to its
+	// options type, e.g. *engineapi.Options), written after Placement
+	// under the kind's OptionsKey ("options", "http_options", ...:
+	// stored.go).
+	Options any `json:"-"`
 	// Skipped is why the target could not run this test on this placement
 	// (e.g. other-node on a one-node cluster); it then has no samples.
 	Skipped string `json:"skipped,omitempty"`
@@ -267,17 +261,13 @@ type FlameGraph struct {
 
 // Sample is one measurement (one round of one test on one placement).
 type Sample struct {
-	Round  int               `json:"round"`
-	Start  time.Time         `json:"start"`
-	End    time.Time         `json:"end"`
-	Error  string            `json:"error,omitempty"`
-	Engine *engineapi.Result `json:"engine,omitempty"`
-	// HTTP is the result of an HTTP test's sample (Engine is then nil).
-	HTTP *httpapi.Result `json:"http,omitempty"`
-	// DNS is the result of a DNS test's sample.
-	DNS *dnsapi.Result `json:"dns,omitempty"`
-	// Result is the result of any other registered kind, written under
-	// the kind's Key (stored.go).
+	Round int       `json:"round"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Error string    `json:"error,omitempty"`
+	// Result is what the sample's kind measured (a pointer to its result
+	// type, e.g. *engineapi.Result; nil for a failed sample), written
+	// after Error under the kind's Key ("engine", "http", ...: stored.go).
 	Result any `json:"-"`
 	// CPU used by the client's and server's endpoint (pod or node cgroup)
 	// over the whole sample, including kernel work charged to them.
@@ -334,35 +324,19 @@ type HostLoad struct {
 // work charged to no process of ours.
 func (h HostLoad) OtherCores() float64 { return max(0, h.BusyCores-h.OwnCores) }
 
-// Measured is the sample's result, whichever engine kind produced it (nil
-// for a failed sample): what package kinds reads metrics from.
-func (s Sample) Measured() any {
-	switch {
-	case s.HTTP != nil:
-		return s.HTTP
-	case s.DNS != nil:
-		return s.DNS
-	case s.Engine != nil:
-		return s.Engine
-	}
-	return s.Result
-}
+// Measured is the sample's result, whichever kind produced it (nil for a
+// failed sample): what package kinds reads metrics from.
+func (s Sample) Measured() any { return s.Result }
 
 // Kind is the engine kind of the result's test, as the test catalogue
 // (package kinds) decides it. A test no longer in the catalogue is placed
-// by its options: HTTP or DNS options, else the engine test it ran.
+// by the kind that owns its options.
 func (r Result) Kind() string {
 	if t, ok := kinds.LookupTest(r.Test); ok {
 		return t.Kind
 	}
-	switch {
-	case r.HTTPOptions != nil:
-		return KindHTTP
-	case r.DNSOptions != nil:
-		return KindDNS
-	}
-	if t, ok := kinds.LookupTest(string(r.Options.Test)); ok {
-		return t.Kind
+	if k, ok := kinds.OfOptions(r.Options); ok {
+		return k.Name
 	}
 	return KindStream
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/engineapi"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -17,7 +19,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	stats.Record(h, 42*time.Microsecond)
 	lat, _ := stats.Summarize(h)
 	run := &Run{SchemaVersion: SchemaVersion, RunID: "r1", Status: StatusComplete, Plan: Plan{Duration: engine.Duration(time.Second)},
-		Results: []Result{{Test: "TCP_RR", Samples: []Sample{{Round: 1, Engine: &engine.Result{Transactions: 1, RatePerSec: 10, Latency: lat}}}}}}
+		Results: []Result{{Test: "TCP_RR", Samples: []Sample{{Round: 1, Result: &engine.Result{Transactions: 1, RatePerSec: 10, Latency: lat}}}}}}
 	if err := Save(dir, run); err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +27,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.RunID != "r1" || time.Duration(got.Plan.Duration) != time.Second || got.Results[0].Samples[0].Engine.Latency.P50Us != lat.P50Us {
+	if got.RunID != "r1" || time.Duration(got.Plan.Duration) != time.Second || got.Results[0].Samples[0].Result.(*engineapi.Result).Latency.P50Us != lat.P50Us {
 		t.Fatalf("round trip lost data: %+v", got)
 	}
 	// No temp files left behind by the atomic write.
@@ -67,9 +69,9 @@ func TestSummarizeMediansAndMergedLatency(t *testing.T) {
 	}
 	t0 := time.Now()
 	r := Result{Test: "TCP_RR", Samples: []Sample{
-		{Start: t0, End: t0.Add(2 * time.Second), ClientCPUSec: 2, Engine: &engine.Result{Seconds: 1, Transactions: 900, RatePerSec: 100, Latency: mk(10, 900)}},
-		{Start: t0, End: t0.Add(time.Second), Engine: &engine.Result{Seconds: 1, Transactions: 100, RatePerSec: 300, Latency: mk(1000, 100)}},
-		{Engine: &engine.Result{Seconds: 1, Transactions: 10, RatePerSec: 200, Latency: mk(10, 10)}},
+		{Start: t0, End: t0.Add(2 * time.Second), ClientCPUSec: 2, Result: &engine.Result{RunnerResults: kinds.RunnerResults{Seconds: 1}, Transactions: 900, RatePerSec: 100, Latency: mk(10, 900)}},
+		{Start: t0, End: t0.Add(time.Second), Result: &engine.Result{RunnerResults: kinds.RunnerResults{Seconds: 1}, Transactions: 100, RatePerSec: 300, Latency: mk(1000, 100)}},
+		{Result: &engine.Result{RunnerResults: kinds.RunnerResults{Seconds: 1}, Transactions: 10, RatePerSec: 200, Latency: mk(10, 10)}},
 		{Error: "agent went away"},
 	}}
 	s, err := Summarize(r)

@@ -4,21 +4,41 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/cnibench/cnibench/engine/kinds"
 )
 
-// A kind registered after the built-in ones keeps its sample results in
-// Sample.Result and its options in Result.KindOptions; results.json has
-// them under the kind's own keys, after the fields every sample and result
-// has. Documents without such kinds are written exactly as before.
+// A Result's options and a Sample's result are each kind's own type,
+// written under the kind's keys (kinds.Kind.OptionsKey and Key) where
+// results.json has always had them: options after "placement", a sample's
+// result after "error". The built-in kinds keep the keys of the typed
+// fields they had before the registry ("options", "http_options",
+// "dns_options"; "engine", "http", "dns"), so every document written
+// before reads as it is. An older document also has, for every HTTP, DNS
+// or other kind's test, a placeholder engine "options" that only named
+// the test ({"test": "HTTP", ...}): it is not read, since a test's
+// options are read under its own kind's key, and not written again.
 
 type (
 	sampleFields Sample // without the methods below: the plain encoding
 	resultFields Result
+	// resultHead and sampleHead are the fields before the kind's own, as
+	// resultFields and sampleFields encode them.
+	resultHead struct {
+		Scenario  string    `json:"scenario"`
+		Test      string    `json:"test"`
+		Placement Placement `json:"placement"`
+	}
+	sampleHead struct {
+		Round int       `json:"round"`
+		Start time.Time `json:"start"`
+		End   time.Time `json:"end"`
+		Error string    `json:"error,omitempty"`
+	}
 )
 
-// MarshalJSON writes the sample's fields, then Result under its kind's Key.
+// MarshalJSON writes the sample's fields with Result under its kind's Key.
 func (s Sample) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(sampleFields(s))
 	if err != nil || s.Result == nil {
@@ -28,79 +48,105 @@ func (s Sample) MarshalJSON() ([]byte, error) {
 	if !ok || k.Key == "" {
 		return nil, fmt.Errorf("sample result %T: no registered kind stores it", s.Result)
 	}
-	return appendField(b, k.Key, s.Result)
+	return insertField(b, sampleHead{s.Round, s.Start, s.End, s.Error}, k.Key, s.Result)
 }
 
-// UnmarshalJSON reads the sample's fields and any registered kind's result.
+// UnmarshalJSON reads the sample's fields and its kind's result.
 func (s *Sample) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*sampleFields)(s)); err != nil {
 		return err
 	}
-	v, err := storedField(b, func(k kinds.Kind) (string, func() any) { return k.Key, k.NewResult })
-	s.Result = v
-	return err
+	raw, err := fieldsOf(b)
+	if err != nil {
+		return err
+	}
+	for _, k := range kinds.Stored() {
+		if m, ok := raw[k.Key]; ok && k.Key != "" {
+			s.Result = k.NewResult()
+			if err := json.Unmarshal(m, s.Result); err != nil {
+				return fmt.Errorf("%s: %w", k.Key, err)
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
-// MarshalJSON writes the result's fields, then KindOptions under its
-// kind's OptionsKey (the kind of its test).
+// MarshalJSON writes the result's fields with Options under the
+// OptionsKey of its test's kind.
 func (r Result) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(resultFields(r))
-	if err != nil || r.KindOptions == nil {
+	if err != nil || r.Options == nil {
 		return b, err
 	}
 	k, ok := kinds.Lookup(r.Kind())
 	if !ok || k.OptionsKey == "" {
-		return nil, fmt.Errorf("%s: options %T: no registered kind stores them", r.Test, r.KindOptions)
+		return nil, fmt.Errorf("%s: options %T: no registered kind stores them", r.Test, r.Options)
 	}
-	return appendField(b, k.OptionsKey, r.KindOptions)
+	return insertField(b, resultHead{r.Scenario, r.Test, r.Placement}, k.OptionsKey, r.Options)
 }
 
-// UnmarshalJSON reads the result's fields and any registered kind's options.
+// UnmarshalJSON reads the result's fields and its kind's options: those
+// of its test's kind, or for a test no longer in the catalogue the first
+// kind's that owns what it stored.
 func (r *Result) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*resultFields)(r)); err != nil {
 		return err
 	}
-	v, err := storedField(b, func(k kinds.Kind) (string, func() any) { return k.OptionsKey, k.NewOptions })
-	r.KindOptions = v
-	return err
+	raw, err := fieldsOf(b)
+	if err != nil {
+		return err
+	}
+	candidates := kinds.Stored()
+	if t, ok := kinds.LookupTest(r.Test); ok {
+		k, _ := kinds.Lookup(t.Kind)
+		candidates = []kinds.Kind{k}
+	}
+	for _, k := range candidates {
+		m, ok := raw[k.OptionsKey]
+		if !ok || k.OptionsKey == "" {
+			continue
+		}
+		v, own, err := k.DecodeOptions(m)
+		if err != nil {
+			return err
+		}
+		if own || len(candidates) == 1 {
+			r.Options = v
+			return nil
+		}
+	}
+	return nil
 }
 
-// appendField adds "key": v at the end of the JSON object obj.
-func appendField(obj []byte, key string, v any) ([]byte, error) {
+// insertField writes "key": v into the JSON object obj right after the
+// fields head encodes, which obj must start with.
+func insertField(obj []byte, head any, key string, v any) ([]byte, error) {
+	h, err := json.Marshal(head)
+	if err != nil {
+		return nil, err
+	}
+	h = bytes.TrimSuffix(h, []byte("}"))
+	if !bytes.HasPrefix(obj, h) {
+		return nil, fmt.Errorf("results: %s: the document does not start with the fields before it", key)
+	}
 	val, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
 	k, _ := json.Marshal(key)
-	obj = bytes.TrimSuffix(obj, []byte("}"))
-	if len(obj) > 1 {
-		obj = append(obj, ',')
-	}
-	obj = append(append(append(obj, k...), ':'), val...)
-	return append(obj, '}'), nil
+	out := append(append([]byte(nil), h...), ',')
+	out = append(append(append(out, k...), ':'), val...)
+	return append(out, obj[len(h):]...), nil
 }
 
-// storedField decodes the first registered kind's field present in the
-// JSON object b (nil if none); documents of built-in kinds only are not
-// read twice.
-func storedField(b []byte, field func(kinds.Kind) (string, func() any)) (any, error) {
-	stored := kinds.Stored()
-	if len(stored) == 0 {
+// fieldsOf splits a JSON object into its fields; documents of no stored
+// kind are not read twice.
+func fieldsOf(b []byte) (map[string]json.RawMessage, error) {
+	if len(kinds.Stored()) == 0 {
 		return nil, nil
 	}
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, err
-	}
-	for _, k := range stored {
-		key, newV := field(k)
-		if m, ok := raw[key]; ok && key != "" {
-			v := newV()
-			if err := json.Unmarshal(m, v); err != nil {
-				return nil, fmt.Errorf("%s: %w", key, err)
-			}
-			return v, nil
-		}
-	}
-	return nil, nil
+	err := json.Unmarshal(b, &raw)
+	return raw, err
 }

@@ -61,14 +61,14 @@ func Summarize(r Result) (Summary, error) {
 			}
 			continue
 		}
-		if smp.Error != "" || smp.Engine == nil {
+		e, ok := asEngine(smp)
+		if smp.Error != "" || !ok {
 			s.Failed++
 			if s.FirstSampleErr == "" {
 				s.FirstSampleErr = smp.Error
 			}
 			continue
 		}
-		e := smp.Engine
 		// The cgroup CPU spans the whole sample (warmup, setup); scale it to
 		// the measured interval, assuming steady load throughout.
 		f := measuredShare(smp, e.Seconds)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -236,11 +237,11 @@ func TestRunnerReaimsAMovedServer(t *testing.T) {
 	}
 	res := run.Results[0]
 	ss := res.Samples
-	if len(ss) != 3 || ss[0].Error != "agent on s died: pod deleted" || ss[1].Error != "" || ss[2].Error != "" || ss[2].Engine == nil || ss[2].Engine.Transactions == 0 {
+	if len(ss) != 3 || ss[0].Error != "agent on s died: pod deleted" || ss[1].Error != "" || ss[2].Error != "" || ss[2].Result == nil || ss[2].Result.(*engine.Result).Transactions == 0 {
 		t.Fatalf("samples %+v, want round 1 failed, rounds 2 and 3 measured at the new address", ss)
 	}
-	if res.Placement.ServerAddr != "127.0.0.1" || res.Options.Host != "127.0.0.1" {
-		t.Errorf("result aimed at %s (options %s), want 127.0.0.1", res.Placement.ServerAddr, res.Options.Host)
+	if o := res.Options.(*engine.Options); res.Placement.ServerAddr != "127.0.0.1" || o.Host != "127.0.0.1" {
+		t.Errorf("result aimed at %s (options %s), want 127.0.0.1", res.Placement.ServerAddr, o.Host)
 	}
 	moves := 0
 	for _, n := range run.Notes {

@@ -91,8 +91,8 @@ func (r *Runner) flameGraph(ctx context.Context, tgt Target, res *results.Result
 	}
 	base := fileName(res.Scenario, res.Test, res.Placement.Name())
 	data := filepath.Join(dir, base+".perf.data")
-	defer os.Remove(data)                                                            // large, and the folded stacks keep what it says
-	limit := time.Duration(res.Options.Duration+res.Options.Warmup) + 30*time.Second // the sample's own bound
+	defer os.Remove(data)     // large, and the folded stacks keep what it says
+	limit := sampleBound(res) // the sample's own bound
 	rec, err := flamegraph.Start(cpus, data, limit)
 	if err != nil {
 		fg.Error = err.Error()

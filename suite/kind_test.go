@@ -18,14 +18,14 @@ import (
 // plan, the agents (its server in every agent, its client in the client's
 // agent), results.json and the metrics with no edit elsewhere.
 type pingResult struct {
-	Rate    float64 `json:"rate"`
-	Seconds float64 `json:"seconds"`
-	Pings   int     `json:"pings"`
+	Rate float64 `json:"rate"`
+	kinds.RunnerResults
+	Pings int `json:"pings"`
 }
 
 type pingOptions struct {
-	Host     string        `json:"host"`
-	Duration time.Duration `json:"duration"`
+	Host string `json:"host"`
+	kinds.RunnerOptions
 }
 
 // pingAddr is where the toy server listens (a free port on loopback, so
@@ -52,7 +52,7 @@ func pingKind() kinds.Kind {
 		NewResult:  func() any { return new(pingResult) },
 		NewOptions: func() any { return new(pingOptions) },
 		Options: func(_ kinds.Test, host string, p kinds.Plan) any {
-			return &pingOptions{Host: host, Duration: p.Duration}
+			return &pingOptions{Host: host, RunnerOptions: kinds.RunnerOptions{Duration: kinds.Duration(p.Duration)}}
 		},
 		Listen: func(bind string) (func(context.Context) error, error) {
 			c, err := net.ListenPacket("udp", net.JoinHostPort(bind, "0"))
@@ -88,7 +88,7 @@ func pingKind() kinds.Kind {
 			}
 			defer c.Close()
 			start, n, buf := time.Now(), 0, make([]byte, 64)
-			for time.Since(start) < opts.Duration && ctx.Err() == nil {
+			for time.Since(start) < time.Duration(opts.Duration) && ctx.Err() == nil {
 				_ = c.SetDeadline(time.Now().Add(time.Second))
 				if _, err := c.Write([]byte("ping")); err != nil {
 					return nil, err
@@ -99,7 +99,7 @@ func pingKind() kinds.Kind {
 				n++
 			}
 			secs := time.Since(start).Seconds()
-			return &pingResult{Rate: float64(n) / secs, Seconds: secs, Pings: n}, nil
+			return &pingResult{Rate: float64(n) / secs, RunnerResults: kinds.RunnerResults{Seconds: secs}, Pings: n}, nil
 		},
 	}
 }
@@ -124,8 +124,8 @@ func TestRunnerRunsRegisteredKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := run.Results[0]
-	if o, ok := res.KindOptions.(*pingOptions); !ok || o.Host != "127.0.0.1" || o.Duration != 100*time.Millisecond {
-		t.Fatalf("options %#v", res.KindOptions)
+	if o, ok := res.Options.(*pingOptions); !ok || o.Host != "127.0.0.1" || o.Duration != kinds.Duration(100*time.Millisecond) {
+		t.Fatalf("options %#v", res.Options)
 	}
 	for _, s := range res.Samples {
 		p, ok := s.Result.(*pingResult)

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
-	"github.com/cnibench/cnibench/engine/dnsload"
-	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/stats"
 )
@@ -36,6 +34,9 @@ type Options struct {
 type Plan struct {
 	results.Plan
 	Specs []TestSpec
+	// Ports are server ports, by port name, off their kinds' numbers
+	// (kinds.Plan.Ports): tests with a loopback DNS server set "dns".
+	Ports map[string]int
 }
 
 // Resolve fills defaults from the profile and checks every value, returning
@@ -162,51 +163,6 @@ func (o Options) resolveLists(p *Plan, prof Profile) error {
 		}
 	}
 	return nil
-}
-
-// EngineOptions builds the engine options of one test on one server address.
-func (p *Plan) EngineOptions(spec TestSpec, host string) engine.Options {
-	o := engine.Options{
-		Test:     spec.Engine,
-		Host:     host,
-		Duration: p.Duration,
-		Warmup:   p.Warmup,
-		Streams:  1,
-	}
-	if spec.Multi {
-		o.Streams = p.Streams
-	}
-	switch spec.Engine {
-	case engine.TCPRR, engine.UDPRR, engine.TCPCRR:
-		o.Mode = p.Mode
-	}
-	return o
-}
-
-// HTTPOptions builds the HTTP client options of an HTTP test on one server
-// address: the test's template with the plan's durations.
-func (p *Plan) HTTPOptions(spec TestSpec, host string) *httpload.Options {
-	o := *spec.HTTP
-	o.Host = host
-	o.Port = httpload.DefaultPort
-	o.Duration = p.Duration
-	o.Warmup = p.Warmup
-	return &o
-}
-
-// DNSPort is the port DNS tests query (the server agents' dnsmasq);
-// tests on loopback change it.
-var DNSPort = dnsload.DefaultPort
-
-// DNSOptions builds the DNS client options of a DNS test on one server
-// address.
-func (p *Plan) DNSOptions(spec TestSpec, host string) *dnsload.Options {
-	o := *spec.DNS
-	o.Server = host
-	o.Port = DNSPort
-	o.Duration = p.Duration
-	o.Warmup = p.Warmup
-	return &o
 }
 
 // Samples is the number of measurements the plan takes.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -35,11 +36,12 @@ func TestResolveOverridesAndDedup(t *testing.T) {
 	if strings.Join(p.Tests, ",") != "TCP_RR,TCP_STREAM_MULTI" || p.Rounds != 2 || p.Samples() != 4 {
 		t.Fatalf("plan = %+v", p.Plan)
 	}
-	rr := p.EngineOptions(p.Specs[0], "198.19.1.10")
+	pl := results.Placement{Path: "pod-to-pod", Node: "other-node", ServerAddr: "198.19.1.10"}
+	rr := p.newResult(p.Specs[0], pl, "").Options.(*engine.Options)
 	if rr.Mode != engine.BusyPoll || rr.Streams != 1 || rr.Test != engine.TCPRR {
 		t.Fatalf("rr options = %+v", rr)
 	}
-	multi := p.EngineOptions(p.Specs[1], "198.19.1.10")
+	multi := p.newResult(p.Specs[1], pl, "").Options.(*engine.Options)
 	if multi.Streams != 8 || multi.Mode != "" {
 		t.Fatalf("multi options = %+v", multi)
 	}
@@ -83,9 +85,12 @@ func TestPlacementsGetTheirOwnPortShare(t *testing.T) {
 		for i, name := range p.Placements {
 			path, node, _ := strings.Cut(name, "/")
 			res := p.newResult(spec, results.Placement{Path: path, Node: node, ServerAddr: "198.19.1.10"}, "")
-			share := res.Options.PortShare
-			if res.HTTPOptions != nil {
-				share = res.HTTPOptions.PortShare
+			var share *engine.PortShare
+			switch o := res.Options.(type) {
+			case *engine.Options:
+				share = o.PortShare
+			case *httpload.Options:
+				share = o.PortShare
 			}
 			switch {
 			case spec.Name == "TCP_RR" && share != nil:
@@ -104,7 +109,7 @@ func TestPlacementsGetTheirOwnPortShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := one.newResult(one.Specs[0], results.Placement{Path: "pod-to-pod", Node: "other-node"}, "").Options.PortShare; s != nil {
+	if s := one.newResult(one.Specs[0], results.Placement{Path: "pod-to-pod", Node: "other-node"}, "").Options.(*engine.Options).PortShare; s != nil {
 		t.Errorf("one placement: share %+v, want none", *s)
 	}
 }

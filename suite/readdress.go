@@ -41,7 +41,7 @@ func (r *Runner) reaim(tgt Target, res *results.Result) {
 	old, pl := res.Placement.ServerAddr, res.Placement
 	pl.ServerAddr = addr
 	fresh := r.Plan.newResult(*spec, pl, res.Scenario)
-	res.Placement, res.Options, res.KindOptions, res.DNSOptions, res.HTTPOptions = fresh.Placement, fresh.Options, fresh.KindOptions, fresh.DNSOptions, fresh.HTTPOptions
+	res.Placement, res.Options = fresh.Placement, fresh.Options
 	key := res.Scenario + " " + pl.Name() + " " + addr
 	if r.moved == nil {
 		r.moved = map[string]bool{}

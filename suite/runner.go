@@ -8,9 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/cnibench/cnibench/engine"
-	"github.com/cnibench/cnibench/engine/dnsload"
-	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/internal/procstat"
 	"github.com/cnibench/cnibench/results"
@@ -196,23 +193,10 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	c0, cerr0 := tgt.CPUSeconds(res.Placement.Client)
 	s0, serr0 := tgt.CPUSeconds(res.Placement.Server)
 	p0, perr0 := procstat.Read() // read beside the cgroups: what their CPUs spent
-	timeout := time.Duration(res.Options.Duration+res.Options.Warmup) + 30*time.Second
+	timeout := sampleBound(res)
 	us, mark := r.startUsage(ctx, tgt, res, round)
 	rctx, cancel := context.WithTimeout(sctx, timeout)
-	var out *engine.Result
-	var hout *httpload.Result
-	var dout *dnsload.Result
-	var kout any
-	switch {
-	case res.KindOptions != nil:
-		kout, err = client.RunKind(rctx, res.Kind(), res.KindOptions)
-	case res.DNSOptions != nil:
-		dout, err = client.RunDNS(rctx, *res.DNSOptions)
-	case res.HTTPOptions != nil:
-		hout, err = client.RunHTTP(rctx, *res.HTTPOptions)
-	default:
-		out, err = client.Run(rctx, res.Options)
-	}
+	out, err := client.RunKind(rctx, res.Kind(), res.Options)
 	cancel()
 	usage := r.endUsage(ctx, us, mark, res, round)
 	c1, cerr1 := tgt.CPUSeconds(res.Placement.Client)
@@ -228,7 +212,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 		s.Error = err.Error()
 		return s
 	}
-	s.Engine, s.HTTP, s.DNS, s.Result = out, hout, dout, kout
+	s.Result = out
 	if k, ok := kinds.Of(s.Measured()); ok && k.Check != nil {
 		if err := k.Check(s.Measured()); err != nil {
 			return results.Sample{Round: round, Start: s.Start, End: s.End, Error: err.Error()}
@@ -281,31 +265,26 @@ func (r *Runner) progress(format string, a ...any) {
 // of the test's engine kind aimed at the placement's server.
 func (p *Plan) newResult(spec TestSpec, pl results.Placement, scenario string) results.Result {
 	res := results.Result{Scenario: scenario, Test: spec.Name, Placement: pl}
-	k, _ := kinds.Lookup(spec.Kind)
-	switch {
-	case k.Options != nil:
+	if k, ok := kinds.Lookup(spec.Kind); ok && k.Options != nil {
 		t := kinds.Test{Name: spec.Name, Kind: spec.Kind, About: spec.About, Multi: spec.Multi, Template: spec.Template}
-		res.Options = engine.Options{Test: engine.Test(spec.Name), Host: pl.ServerAddr, Duration: p.Duration, Warmup: p.Warmup}
-		res.KindOptions = k.Options(t, pl.ServerAddr, kinds.Plan{Duration: time.Duration(p.Duration), Warmup: time.Duration(p.Warmup),
-			Streams: p.Streams, Mode: string(p.Mode)})
-	case spec.IsDNS():
-		res.Options = engine.Options{Test: "DNS", Host: pl.ServerAddr, Duration: p.Duration, Warmup: p.Warmup}
-		res.DNSOptions = p.DNSOptions(spec, pl.ServerAddr)
-	case spec.IsHTTP():
-		res.Options = engine.Options{Test: "HTTP", Host: pl.ServerAddr, Duration: p.Duration, Warmup: p.Warmup}
-		res.HTTPOptions = p.HTTPOptions(spec, pl.ServerAddr)
-	default:
-		res.Options = p.EngineOptions(spec, pl.ServerAddr)
-	}
-	if share := p.portShare(pl); share != nil {
-		if res.Options.Test == engine.TCPCRR {
-			res.Options.PortShare = share
-		}
-		if res.HTTPOptions != nil {
-			res.HTTPOptions.PortShare = share
-		}
+		res.Options = k.Options(t, pl.ServerAddr, p.kindPlan(pl))
 	}
 	return res
+}
+
+// kindPlan is what a kind's options take from the plan on placement pl.
+func (p *Plan) kindPlan(pl results.Placement) kinds.Plan {
+	return kinds.Plan{Duration: time.Duration(p.Duration), Warmup: time.Duration(p.Warmup),
+		Streams: p.Streams, Mode: string(p.Mode), PortShare: p.portShare(pl), Ports: p.Ports}
+}
+
+// sampleBound is the longest one sample of res may take: its options'
+// warm-up and duration, and half a minute to connect and report.
+func sampleBound(res *results.Result) time.Duration {
+	if o, ok := res.Options.(kinds.Runs); ok {
+		return o.Runner().Bound(30 * time.Second)
+	}
+	return 30 * time.Second
 }
 
 // portShare is the placement's own share of the client's ephemeral ports
@@ -314,10 +293,10 @@ func (p *Plan) newResult(spec TestSpec, pl results.Placement, scenario string) r
 // connection of one meets the server's TIME_WAIT socket of the other's on
 // the same four-tuple and waits a second for its SYN to be retried. nil
 // with one placement (nothing to keep apart).
-func (p *Plan) portShare(pl results.Placement) *engine.PortShare {
+func (p *Plan) portShare(pl results.Placement) *kinds.PortShare {
 	i := slices.Index(p.Placements, pl.Name())
 	if len(p.Placements) < 2 || i < 0 {
 		return nil
 	}
-	return &engine.PortShare{Index: i, Count: len(p.Placements)}
+	return &kinds.PortShare{Index: i, Count: len(p.Placements)}
 }

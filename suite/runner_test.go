@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
+	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -97,7 +99,7 @@ func TestRunnerInterleavesScenarios(t *testing.T) {
 			t.Errorf("%s %s: %d samples, want 2", res.Scenario, res.Test, len(res.Samples))
 		}
 		for _, s := range res.Samples {
-			if s.Error != "" || s.Engine == nil || s.Engine.Transactions == 0 {
+			if s.Error != "" || s.Result == nil || s.Result.(*engine.Result).Transactions == 0 {
 				t.Errorf("%s %s: bad sample %+v", res.Scenario, res.Test, s)
 			}
 		}
@@ -152,22 +154,23 @@ func TestRunnerHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, res := range run.Results {
-		if res.HTTPOptions == nil {
-			t.Fatalf("%s: no HTTP options recorded", res.Test)
+		if _, ok := res.Options.(*httpload.Options); !ok {
+			t.Fatalf("%s: options %T recorded, want HTTP options", res.Test, res.Options)
 		}
 		s := res.Samples[0]
-		if s.Error != "" || s.HTTP == nil || s.Engine != nil || s.HTTP.OK == 0 || s.HTTP.Latency == nil {
+		h, ok := s.Result.(*httpload.Result)
+		if s.Error != "" || !ok || h.OK == 0 || h.Latency == nil {
 			t.Fatalf("%s: bad sample %+v", res.Test, s)
 		}
 		sum, err := results.Summarize(res)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sum.IsRequestReply || sum.RatePerSec != s.HTTP.RPS || sum.Latency == nil {
-			t.Errorf("%s: summary %+v does not reflect the HTTP sample (rps %.0f)", res.Test, sum, s.HTTP.RPS)
+		if !sum.IsRequestReply || sum.RatePerSec != h.RPS || sum.Latency == nil {
+			t.Errorf("%s: summary %+v does not reflect the HTTP sample (rps %.0f)", res.Test, sum, h.RPS)
 		}
 	}
-	if q := run.Results[1].HTTPOptions.QPS; q != 1000 {
+	if q := run.Results[1].Options.(*httpload.Options).QPS; q != 1000 {
 		t.Errorf("HTTP_QPS_1000 ran at QPS %v", q)
 	}
 }
@@ -180,15 +183,13 @@ func TestRunnerDNS(t *testing.T) {
 			t.Skip("dnsmasq not installed (apt-get install dnsmasq-base)")
 		}
 	}
-	old := DNSPort
-	DNSPort = 15353
-	t.Cleanup(func() { DNSPort = old })
+	const dnsPort = 15353 // off 53, which the machine's resolver may hold
 	ctx, cancel := context.WithCancel(context.Background())
 	sock := filepath.Join(t.TempDir(), "a.sock")
 	done := make(chan error, 1)
 	go func() {
 		done <- agent.Serve(ctx, agent.Config{Control: "unix:" + sock, Bind: "127.0.0.1",
-			DNS: dnsload.ServerSpec{Listen: "127.0.0.1", Port: DNSPort}})
+			DNS: dnsload.ServerSpec{Listen: "127.0.0.1", Port: dnsPort}})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	c, err := agent.NewClient("loop", "unix:"+sock, "")
@@ -203,7 +204,7 @@ func TestRunnerDNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan.Warmup = 0
+	plan.Warmup, plan.Ports = 0, map[string]int{"dns": dnsPort}
 	r := &Runner{Scenarios: []Scenario{{Name: "a", Target: loopTarget{c, &calls, "a"}}}, Plan: plan, OutDir: t.TempDir(), RunID: "test"}
 	run, err := r.Run(context.Background())
 	if err != nil {
@@ -211,7 +212,8 @@ func TestRunnerDNS(t *testing.T) {
 	}
 	for _, res := range run.Results {
 		s := res.Samples[0]
-		if res.DNSOptions == nil || s.Error != "" || s.DNS == nil || s.DNS.OK == 0 || s.DNS.Latency == nil {
+		d, ok := s.Result.(*dnsload.Result)
+		if o, _ := res.Options.(*dnsload.Options); o == nil || o.Port != dnsPort || s.Error != "" || !ok || d.OK == 0 || d.Latency == nil {
 			t.Fatalf("%s: bad sample %+v", res.Test, s)
 		}
 		m, err := results.Metrics(res)
@@ -219,7 +221,7 @@ func TestRunnerDNS(t *testing.T) {
 			t.Fatalf("%s: metrics %+v %v", res.Test, m, err)
 		}
 	}
-	if q := run.Results[1].Samples[0].DNS.TargetQPS; q != 1000 {
+	if q := run.Results[1].Samples[0].Result.(*dnsload.Result).TargetQPS; q != 1000 {
 		t.Errorf("DNS_QPS_1000 ran at target %v", q)
 	}
 }

@@ -46,7 +46,7 @@ func TestRunnerStopsWhenResultsCannotBeSaved(t *testing.T) {
 		t.Fatalf("results.json holds %d samples, want the 2 saved", n)
 	}
 	for _, s := range disk.Results[0].Samples {
-		if s.Error != "" || s.Engine == nil {
+		if s.Error != "" || s.Result == nil {
 			t.Errorf("saved sample damaged: %+v", s)
 		}
 	}

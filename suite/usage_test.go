@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -99,7 +100,7 @@ func TestRunnerRecordsDatapathUsage(t *testing.T) {
 	}
 	// 0.3 cores over the measured interval, per transaction, in µs.
 	s := res.Samples[0]
-	want := 0.3 * s.Engine.Seconds * 1e6 / float64(s.Engine.Transactions)
+	want := 0.3 * s.Result.(*engine.Result).Seconds * 1e6 / float64(s.Result.(*engine.Result).Transactions)
 	if got := perOp.Values[0]; got < want*0.999 || got > want*1.001 {
 		t.Errorf("datapath CPU per op %.3f µs, want %.3f", got, want)
 	}
@@ -128,7 +129,7 @@ func TestRunnerUsageFailureOneNote(t *testing.T) {
 		}
 		for _, res := range run.Results {
 			for _, s := range res.Samples {
-				if s.Error != "" || s.Engine == nil || s.DatapathUsage != nil {
+				if s.Error != "" || s.Result == nil || s.DatapathUsage != nil {
 					t.Errorf("%s: %s sample %+v", c.name, res.Test, s)
 				}
 			}

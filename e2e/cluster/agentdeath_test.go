@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/engine"
 )
 
 // inProgress is the sample the run's progress shows started and not yet
@@ -76,8 +78,8 @@ func TestAgentPodKilledMidRun(t *testing.T) {
 				for _, s := range r.Samples {
 					switch {
 					case s.Error == "":
-						if s.Engine == nil || s.Engine.RatePerSec <= 0 || s.Engine.Errors > 0 {
-							t.Errorf("round %d %s: a sample without a rate, or with errors: %+v", s.Round, r.Placement.Name(), s.Engine)
+						if s.Result == nil || s.Result.(*engine.Result).RatePerSec <= 0 || s.Result.(*engine.Result).Errors > 0 {
+							t.Errorf("round %d %s: a sample without a rate, or with errors: %+v", s.Round, r.Placement.Name(), s.Result.(*engine.Result))
 						}
 					case strconv.Itoa(s.Round) == round && r.Placement.Name() == placement:
 						failed++

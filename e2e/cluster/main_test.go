@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -215,17 +217,17 @@ func checkSamples(t *testing.T, r *results.Run) map[string]bool {
 			switch {
 			case s.Error != "":
 				t.Errorf("%s: sample failed: %s", name, s.Error)
-			case s.HTTP != nil:
-				if s.HTTP.RPS <= 0 || s.HTTP.OK == 0 {
-					t.Errorf("%s: empty HTTP sample: %d of %d requests OK, %.0f/s", name, s.HTTP.OK, s.HTTP.Requests, s.HTTP.RPS)
+			case s.Result != nil:
+				if s.Result.(*httpload.Result).RPS <= 0 || s.Result.(*httpload.Result).OK == 0 {
+					t.Errorf("%s: empty HTTP sample: %d of %d requests OK, %.0f/s", name, s.Result.(*httpload.Result).OK, s.Result.(*httpload.Result).Requests, s.Result.(*httpload.Result).RPS)
 				}
-			case s.Engine == nil || (s.Engine.RatePerSec <= 0 && s.Engine.ThroughputBitsSec <= 0):
+			case s.Result == nil || (s.Result.(*engine.Result).RatePerSec <= 0 && s.Result.(*engine.Result).ThroughputBitsSec <= 0):
 				t.Errorf("%s: sample without a rate or throughput", name)
-			case strings.HasPrefix(res.Test, "TCP") && s.Engine.Errors > 0:
+			case strings.HasPrefix(res.Test, "TCP") && s.Result.(*engine.Result).Errors > 0:
 				// A TCP transaction between two pods of an idle local
 				// cluster does not fail; a refused connection meant the
 				// run measured a Service the proxy had not programmed.
-				t.Errorf("%s: %d errors %v", name, s.Engine.Errors, s.Engine.ErrorsByCause)
+				t.Errorf("%s: %d errors %v", name, s.Result.(*engine.Result).Errors, s.Result.(*engine.Result).ErrorsByCause)
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/agent/nodeprobe"
+	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -381,16 +382,16 @@ func TestTCPCRRHoldsOverRounds(t *testing.T) {
 	}
 	var rates []float64
 	for _, s := range res.Results[0].Samples {
-		if s.Engine == nil {
+		if s.Result == nil {
 			t.Fatalf("round %d: no engine result", s.Round)
 		}
-		if s.Engine.PortExhaustion || s.Engine.Stalled {
-			t.Errorf("round %d: port exhaustion %v, stalled %v, errors %v", s.Round, s.Engine.PortExhaustion, s.Engine.Stalled, s.Engine.ErrorsByCause)
+		if s.Result.(*engine.Result).PortExhaustion || s.Result.(*engine.Result).Stalled {
+			t.Errorf("round %d: port exhaustion %v, stalled %v, errors %v", s.Round, s.Result.(*engine.Result).PortExhaustion, s.Result.(*engine.Result).Stalled, s.Result.(*engine.Result).ErrorsByCause)
 		}
-		if tw := s.Engine.ClientTimeWait; tw == nil || *tw > 100 {
+		if tw := s.Result.(*engine.Result).ClientTimeWait; tw == nil || *tw > 100 {
 			t.Errorf("round %d: client's TIME_WAIT sockets %v (want ≤ 100: the server closes first)", s.Round, tw)
 		}
-		rates = append(rates, s.Engine.RatePerSec)
+		rates = append(rates, s.Result.(*engine.Result).RatePerSec)
 	}
 	t.Logf("TCP_CRR rounds (conn/s): %.0f", rates)
 	if last := max(rates[3], rates[4]); last < 0.8*rates[0] {

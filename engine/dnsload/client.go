@@ -11,6 +11,7 @@ import (
 
 	"github.com/cnibench/cnibench/engine/internal/cpuuse"
 	"github.com/cnibench/cnibench/engine/internal/window"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -111,8 +112,8 @@ func (r *run) result(w window.Window) (*Result, error) {
 	o := r.o
 	res := &Result{
 		Options: o, Address: r.addr.String(), Mode: "max-rate",
-		Start: w.Start, End: w.End, Seconds: time.Duration(o.Duration).Seconds(),
-		Outstanding: o.Outstanding, Threads: len(r.loops), Names: r.qs.len(),
+		RunnerResults: kinds.RunnerResults{Start: w.Start, End: w.End, Seconds: time.Duration(o.Duration).Seconds()},
+		Outstanding:   o.Outstanding, Threads: len(r.loops), Names: r.qs.len(),
 		Rcodes: map[string]int64{},
 	}
 	if o.QPS > 0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload/dnsapi"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -210,7 +211,7 @@ func TestRcodesCounted(t *testing.T) {
 func TestWrongPort(t *testing.T) {
 	port := freePort(t) // nothing listens there
 	t0 := time.Now()
-	_, err := Run(context.Background(), Options{Server: "127.0.0.1", Port: port, Duration: ms(500)})
+	_, err := Run(context.Background(), Options{Server: "127.0.0.1", Port: port, RunnerOptions: kinds.RunnerOptions{Duration: ms(500)}})
 	if err == nil || !strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("got %v, want a one-line 'connection refused'", err)
 	}
@@ -272,26 +273,26 @@ func TestOptionErrors(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{Options{Duration: ms(1)}, "no server"},
-		{Options{Server: "dns.example", Duration: ms(1)}, `server "dns.example" is not an IP address`},
-		{Options{Server: "127.0.0.1", Port: 70000, Duration: ms(1)}, "port 70000 out of range"},
+		{Options{RunnerOptions: kinds.RunnerOptions{Duration: ms(1)}}, "no server"},
+		{Options{Server: "dns.example", RunnerOptions: kinds.RunnerOptions{Duration: ms(1)}}, `server "dns.example" is not an IP address`},
+		{Options{Server: "127.0.0.1", Port: 70000, RunnerOptions: kinds.RunnerOptions{Duration: ms(1)}}, "port 70000 out of range"},
 		{Options{Server: "127.0.0.1"}, "duration must be positive"},
-		{Options{Server: "127.0.0.1", Duration: ms(1), Warmup: -1}, "warmup must not be negative"},
-		{Options{Server: "127.0.0.1", Duration: ms(1), QPS: -5}, "qps must be 0"},
-		{Options{Server: "127.0.0.1", Duration: ms(1), Outstanding: dnsapi.MaxOutstanding + 1}, "outstanding must be in 1..16384"},
-		{Options{Server: "127.0.0.1", Duration: ms(1), Timeout: -1}, "timeout must not be negative"},
-		{Options{Server: "127.0.0.1", Duration: ms(1), Threads: -1}, "threads must be in"},
-		{Options{Server: "127.0.0.1", Duration: ms(1), NameFormat: "svc"}, "exactly one %d"},
-		{Options{Server: "127.0.0.1", Duration: ms(1), NameCount: -3}, "name count must be in"},
-		{Options{Server: "127.0.0.1", Duration: ms(1), Names: []string{"ok.example", ""}}, `bad name ""`},
-		{Options{Server: "127.0.0.1", Duration: ms(1), Names: []string{strings.Repeat("a", 64) + ".example"}}, "bad name"},
+		{Options{Server: "127.0.0.1", RunnerOptions: kinds.RunnerOptions{Duration: ms(1), Warmup: -1}}, "warmup must not be negative"},
+		{Options{Server: "127.0.0.1", RunnerOptions: kinds.RunnerOptions{Duration: ms(1)}, QPS: -5}, "qps must be 0"},
+		{Options{Server: "127.0.0.1", RunnerOptions: kinds.RunnerOptions{Duration: ms(1)}, Outstanding: dnsapi.MaxOutstanding + 1}, "outstanding must be in 1..16384"},
+		{Options{Server: "127.0.0.1", RunnerOptions: kinds.RunnerOptions{Duration: ms(1)}, Timeout: -1}, "timeout must not be negative"},
+		{Options{Server: "127.0.0.1", RunnerOptions: kinds.RunnerOptions{Duration: ms(1)}, Threads: -1}, "threads must be in"},
+		{Options{Server: "127.0.0.1", RunnerOptions: kinds.RunnerOptions{Duration: ms(1)}, NameFormat: "svc"}, "exactly one %d"},
+		{Options{Server: "127.0.0.1", RunnerOptions: kinds.RunnerOptions{Duration: ms(1)}, NameCount: -3}, "name count must be in"},
+		{Options{Server: "127.0.0.1", RunnerOptions: kinds.RunnerOptions{Duration: ms(1)}, Names: []string{"ok.example", ""}}, `bad name ""`},
+		{Options{Server: "127.0.0.1", RunnerOptions: kinds.RunnerOptions{Duration: ms(1)}, Names: []string{strings.Repeat("a", 64) + ".example"}}, "bad name"},
 	} {
 		_, err := Run(context.Background(), c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: got %v, want one line containing %q", c.o, err, c.want)
 		}
 	}
-	o := Options{Server: "::1", Duration: ms(1)}
+	o := Options{Server: "::1", RunnerOptions: kinds.RunnerOptions{Duration: ms(1)}}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}

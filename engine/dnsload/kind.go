@@ -15,6 +15,9 @@ func init() {
 		Datapath: kinds.MetricDatapathCPUQuery, Unit: "µs", Head: "DP CPU µs/query"}
 	kinds.Register(kinds.LoadKind(kinds.Kind{
 		Name: "dns", Order: 40, PerWork: perQuery, Check: checkAnswered,
+		Key: "dns", OptionsKey: "dns_options",
+		NewResult: kinds.New[Result](), NewOptions: kinds.New[Options](),
+		Options: options, Run: kinds.RunWith(Run),
 		Tests: []kinds.Test{
 			{Name: "DNS_QPS_MAX", Template: &Options{}, About: "DNS queries/s a dnsmasq server answers (closed loop, 100 in flight)"},
 			{Name: "DNS_QPS_1000", Template: &Options{QPS: 1000}, About: "DNS latency at a fixed 1,000 queries/s (open loop, CO corrected)"},
@@ -24,6 +27,14 @@ func init() {
 		Table: kinds.Table{Order: 30, Columns: kinds.LoadColumns("Queries/s", kinds.MetricQPS, "Lost %", kinds.MetricDNSLoss,
 			perQuery, "CPU µs/query (cli+srv)")},
 	}, "q/s", load, own))
+}
+
+// options are a test's Options (its Template with the plan's times) on
+// one server: the server agent's dnsmasq.
+func options(t kinds.Test, host string, p kinds.Plan) any {
+	o := *t.Template.(*Options)
+	o.Server, o.Port, o.RunnerOptions = host, p.Port("dns", DefaultPort), p.Runner()
+	return &o
 }
 
 // checkAnswered fails a sample without a single answer.

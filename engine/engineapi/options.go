@@ -1,16 +1,16 @@
 // Package engineapi holds the types of package engine that cross process
 // and file boundaries: the Options the agent receives over its control API,
 // the Result it returns and results.json stores, and the small types they
-// are made of. It imports only the standard library and stats, so that
-// results and report can read and write them without linking the engines
-// (their epoll loops and sockets); engine re-exports every name.
+// are made of. It imports only the standard library, stats and kinds (the
+// base every kind's options and results embed), so that results and
+// report can read and write them without linking the engines (their epoll
+// loops and sockets); engine re-exports every name.
 package engineapi
 
 import (
-	"encoding/json"
 	"fmt"
-	"time"
 
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -51,23 +51,9 @@ const (
 	BusyPoll Mode = "busy-poll"
 )
 
-// Duration is a time.Duration that reads and writes JSON as "10s".
-type Duration time.Duration
-
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string like \"10s\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is a time.Duration that reads and writes JSON as "10s"
+// (kinds.Duration, which every kind's options use).
+type Duration = kinds.Duration
 
 // MaxUDPRRSize keeps a UDP_RR request (and its setup probe, one byte
 // longer) within one UDP datagram.
@@ -75,11 +61,10 @@ const MaxUDPRRSize = 65000
 
 // Options configures one client run of one test.
 type Options struct {
-	Test     Test     `json:"test"`
-	Host     string   `json:"host"`           // server address (IP or name)
-	Port     int      `json:"port,omitempty"` // 0: DefaultPort[Test]
-	Duration Duration `json:"duration"`       // measured time, after warmup
-	Warmup   Duration `json:"warmup,omitempty"`
+	Test Test   `json:"test"`
+	Host string `json:"host"`           // server address (IP or name)
+	Port int    `json:"port,omitempty"` // 0: DefaultPort[Test]
+	kinds.RunnerOptions
 	// Streams is the number of parallel flows (connections for TCP, sockets
 	// for UDP), each on its own OS thread.
 	Streams int `json:"streams"`
@@ -100,39 +85,20 @@ type Options struct {
 	PortShare *PortShare `json:"port_share,omitempty"`
 }
 
-// PortShare is share Index of Count equal shares of the client
-// namespace's ephemeral port range (ip_local_port_range). The suite gives
-// each placement its own share, so a placement's connections never reuse
-// a four-tuple that another placement's connection left in TIME_WAIT on
-// the same server (engine/internal/portshare says why that matters).
-type PortShare struct {
-	Index int `json:"index"`
-	Count int `json:"count"`
-}
-
-// Validate checks the share is one of Count.
-func (s *PortShare) Validate() error {
-	if s == nil {
-		return nil
-	}
-	if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
-		return fmt.Errorf("port share %d of %d: want 0 <= index < count", s.Index, s.Count)
-	}
-	return nil
-}
+// PortShare is one share of the client namespace's ephemeral ports
+// (kinds.PortShare, which the plan gives each placement).
+type PortShare = kinds.PortShare
 
 // Result is what one client run measured. Throughput is always the
 // receiver's view (delivered goodput), never the offered rate.
 type Result struct {
-	Test     Test      `json:"test"`
-	Options  Options   `json:"options"`
-	Start    time.Time `json:"start"`
-	End      time.Time `json:"end"`
-	Seconds  float64   `json:"seconds"` // measured interval length
-	Mode     Mode      `json:"mode,omitempty"`
-	Streams  int       `json:"streams"`
-	Errors   int64     `json:"errors"` // failed connects, timeouts, short reads
-	ErrorMsg string    `json:"error_msg,omitempty"`
+	Test    Test    `json:"test"`
+	Options Options `json:"options"`
+	kinds.RunnerResults
+	Mode     Mode   `json:"mode,omitempty"`
+	Streams  int    `json:"streams"`
+	Errors   int64  `json:"errors"` // failed connects, timeouts, short reads
+	ErrorMsg string `json:"error_msg,omitempty"`
 	// ErrorsByCause splits Errors by cause: the errno's name
 	// ("EADDRNOTAVAIL", "ECONNREFUSED", "ETIMEDOUT", ...), "timeout", "eof"
 	// or "other".
@@ -205,11 +171,8 @@ func (o *Options) Validate() error {
 	if o.Streams < 1 {
 		return fmt.Errorf("%s: streams must be at least 1, got %d", o.Test, o.Streams)
 	}
-	if o.Duration <= 0 {
-		return fmt.Errorf("%s: duration must be positive, got %s", o.Test, time.Duration(o.Duration))
-	}
-	if o.Warmup < 0 {
-		return fmt.Errorf("%s: warmup must not be negative", o.Test)
+	if err := o.RunnerOptions.Validate(string(o.Test)); err != nil {
+		return err
 	}
 	if err := o.PortShare.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", o.Test, err)

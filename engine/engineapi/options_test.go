@@ -2,6 +2,7 @@ package engineapi
 
 import (
 	"encoding/json"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func TestDurationJSON(t *testing.T) {
 func TestValidateDefaults(t *testing.T) {
 	size := map[Test]int{TCPStream: 128 << 10, UDPStream: 1400, TCPRR: 1, UDPRR: 1, TCPCRR: 1}
 	for _, tt := range Tests {
-		o := Options{Test: tt, Host: "h", Duration: Duration(time.Second)}
+		o := Options{Test: tt, Host: "h", RunnerOptions: kinds.RunnerOptions{Duration: Duration(time.Second)}}
 		if err := o.Validate(); err != nil {
 			t.Fatalf("%s: %v", tt, err)
 		}
@@ -34,7 +35,7 @@ func TestValidateDefaults(t *testing.T) {
 			t.Errorf("%s: defaults %+v", tt, o)
 		}
 	}
-	o := Options{Test: UDPRR, Host: "h", Duration: Duration(time.Second), MessageSize: MaxUDPRRSize + 1}
+	o := Options{Test: UDPRR, Host: "h", RunnerOptions: kinds.RunnerOptions{Duration: Duration(time.Second)}, MessageSize: MaxUDPRRSize + 1}
 	if err := o.Validate(); err == nil || err.Error() != "UDP_RR: message size 65001 out of range 1..65000" {
 		t.Errorf("oversized UDP_RR: %v", err)
 	}
@@ -43,7 +44,7 @@ func TestValidateDefaults(t *testing.T) {
 // UDP GSO is a UDP_STREAM sender option; elsewhere it would be ignored.
 func TestValidateUDPGSO(t *testing.T) {
 	for _, tt := range Tests {
-		o := Options{Test: tt, Host: "h", Duration: Duration(time.Second), UDPGSO: true}
+		o := Options{Test: tt, Host: "h", RunnerOptions: kinds.RunnerOptions{Duration: Duration(time.Second)}, UDPGSO: true}
 		err := o.Validate()
 		if tt == UDPStream && err != nil {
 			t.Errorf("UDP_STREAM with GSO: %v", err)

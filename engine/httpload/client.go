@@ -18,6 +18,7 @@ import (
 	"github.com/cnibench/cnibench/engine/internal/cpuuse"
 	"github.com/cnibench/cnibench/engine/internal/portshare"
 	"github.com/cnibench/cnibench/engine/internal/window"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -177,9 +178,8 @@ func (r *run) result(w window.Window) (*Result, error) {
 	o := r.o
 	res := &Result{
 		Options: o, URL: r.t.Display, Address: r.raddr.String(),
-		Mode: "max-rate", Start: w.Start, End: w.End,
-		Seconds: time.Duration(o.Duration).Seconds(),
-		Conns:   o.Connections, StatusCodes: map[int]int64{},
+		Mode: "max-rate", RunnerResults: kinds.RunnerResults{Start: w.Start, End: w.End, Seconds: time.Duration(o.Duration).Seconds()},
+		Conns: o.Connections, StatusCodes: map[int]int64{},
 	}
 	if o.QPS > 0 {
 		res.Mode = "fixed-qps"

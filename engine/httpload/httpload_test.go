@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -88,7 +89,7 @@ func checkSane(t *testing.T, r *Result) {
 
 func TestMaxRateKeepAlive(t *testing.T) {
 	url := startServer(t, &Server{})
-	r, err := Run(context.Background(), Options{URL: url, Duration: ms(500), Warmup: ms(100), Connections: 8, KeepAlive: true})
+	r, err := Run(context.Background(), Options{URL: url, RunnerOptions: kinds.RunnerOptions{Duration: ms(500), Warmup: ms(100)}, Connections: 8, KeepAlive: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestMaxRateKeepAlive(t *testing.T) {
 
 func TestMaxRateShortConnection(t *testing.T) {
 	url := startServer(t, &Server{ResponseSize: 100})
-	r, err := Run(context.Background(), Options{URL: url, Duration: ms(500), Warmup: ms(100), Connections: 8, RequestSize: 300})
+	r, err := Run(context.Background(), Options{URL: url, RunnerOptions: kinds.RunnerOptions{Duration: ms(500), Warmup: ms(100)}, Connections: 8, RequestSize: 300})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestMaxRateShortConnection(t *testing.T) {
 
 func TestFixedQPS(t *testing.T) {
 	url := startServer(t, &Server{})
-	r, err := Run(context.Background(), Options{URL: url, Duration: ms(1000), Warmup: ms(100), Connections: 4, KeepAlive: true, QPS: 200})
+	r, err := Run(context.Background(), Options{URL: url, RunnerOptions: kinds.RunnerOptions{Duration: ms(1000), Warmup: ms(100)}, Connections: 4, KeepAlive: true, QPS: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestFixedQPS(t *testing.T) {
 // up (hundreds of ms by the end).
 func TestCoordinatedOmission(t *testing.T) {
 	url := startServer(t, &Server{Delay: 5 * time.Millisecond})
-	r, err := Run(context.Background(), Options{URL: url, Duration: ms(1000), Connections: 2, KeepAlive: true, QPS: 2000})
+	r, err := Run(context.Background(), Options{URL: url, RunnerOptions: kinds.RunnerOptions{Duration: ms(1000)}, Connections: 2, KeepAlive: true, QPS: 2000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestStatusAndChunked(t *testing.T) {
 	}))
 	defer hs.Close()
 	for _, ka := range []bool{true, false} {
-		r, err := Run(context.Background(), Options{URL: hs.URL + "/busy", Duration: ms(300), Connections: 4, KeepAlive: ka})
+		r, err := Run(context.Background(), Options{URL: hs.URL + "/busy", RunnerOptions: kinds.RunnerOptions{Duration: ms(300)}, Connections: 4, KeepAlive: ka})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +201,7 @@ func TestStatusAndChunked(t *testing.T) {
 		if !strings.Contains(r.Errors.First, "503") {
 			t.Errorf("first error %q", r.Errors.First)
 		}
-		r, err = Run(context.Background(), Options{URL: hs.URL + "/chunked", Duration: ms(300), Connections: 4, KeepAlive: ka})
+		r, err = Run(context.Background(), Options{URL: hs.URL + "/chunked", RunnerOptions: kinds.RunnerOptions{Duration: ms(300)}, Connections: 4, KeepAlive: ka})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +221,7 @@ func TestConnectionErrors(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx) }()
 	time.AfterFunc(300*time.Millisecond, cancel) // the server goes away mid-run
-	r, err := Run(context.Background(), Options{URL: "http://" + s.Addr().String() + "/", Duration: ms(700), Connections: 4, KeepAlive: true})
+	r, err := Run(context.Background(), Options{URL: "http://" + s.Addr().String() + "/", RunnerOptions: kinds.RunnerOptions{Duration: ms(700)}, Connections: 4, KeepAlive: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestTimeout(t *testing.T) {
 		}
 		mu.Unlock()
 	}()
-	r, err := Run(context.Background(), Options{URL: "http://" + ln.Addr().String() + "/", Duration: ms(500), Connections: 3, KeepAlive: true, Timeout: ms(100)})
+	r, err := Run(context.Background(), Options{URL: "http://" + ln.Addr().String() + "/", RunnerOptions: kinds.RunnerOptions{Duration: ms(500)}, Connections: 3, KeepAlive: true, Timeout: ms(100)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestRefusedIsFastAndOneLine(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	t0 := time.Now()
-	_, err = Run(context.Background(), Options{URL: "http://" + addr + "/", Duration: ms(5000), KeepAlive: true})
+	_, err = Run(context.Background(), Options{URL: "http://" + addr + "/", RunnerOptions: kinds.RunnerOptions{Duration: ms(5000)}, KeepAlive: true})
 	if err == nil {
 		t.Fatal("no error from a closed port")
 	}
@@ -300,8 +301,8 @@ func TestRefusedIsFastAndOneLine(t *testing.T) {
 func TestCancel(t *testing.T) {
 	url := startServer(t, &Server{})
 	for _, o := range []Options{
-		{URL: url, Duration: ms(10000), Connections: 4, KeepAlive: true},
-		{URL: url, Duration: ms(10000), Connections: 4, QPS: 1}, // waiting for a far slot
+		{URL: url, RunnerOptions: kinds.RunnerOptions{Duration: ms(10000)}, Connections: 4, KeepAlive: true},
+		{URL: url, RunnerOptions: kinds.RunnerOptions{Duration: ms(10000)}, Connections: 4, QPS: 1}, // waiting for a far slot
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(200*time.Millisecond, cancel)
@@ -329,7 +330,7 @@ func TestNoLeaks(t *testing.T) {
 	// goroutines and descriptors are not counted.
 	func() {
 		url := startServer(t, &Server{})
-		Run(context.Background(), Options{URL: url, Duration: ms(50), Connections: 2, KeepAlive: true})
+		Run(context.Background(), Options{URL: url, RunnerOptions: kinds.RunnerOptions{Duration: ms(50)}, Connections: 2, KeepAlive: true})
 	}()
 	time.Sleep(50 * time.Millisecond)
 	g0, f0 := runtime.NumGoroutine(), openFDs(t)
@@ -343,16 +344,16 @@ func TestNoLeaks(t *testing.T) {
 		go func() { done <- s.Serve(ctx) }()
 		url := "http://" + s.Addr().String() + "/"
 		for _, o := range []Options{
-			{URL: url, Duration: ms(200), Connections: 8, KeepAlive: true},
-			{URL: url, Duration: ms(200), Connections: 8},
-			{URL: url, Duration: ms(200), Connections: 8, QPS: 500},
+			{URL: url, RunnerOptions: kinds.RunnerOptions{Duration: ms(200)}, Connections: 8, KeepAlive: true},
+			{URL: url, RunnerOptions: kinds.RunnerOptions{Duration: ms(200)}, Connections: 8},
+			{URL: url, RunnerOptions: kinds.RunnerOptions{Duration: ms(200)}, Connections: 8, QPS: 500},
 		} {
 			if _, err := Run(context.Background(), o); err != nil {
 				t.Fatal(err)
 			}
 		}
 		cctx, ccancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		Run(cctx, Options{URL: url, Duration: ms(5000), Connections: 8, KeepAlive: true})
+		Run(cctx, Options{URL: url, RunnerOptions: kinds.RunnerOptions{Duration: ms(5000)}, Connections: 8, KeepAlive: true})
 		ccancel()
 		cancel()
 		if err := <-done; err != nil {
@@ -577,7 +578,7 @@ func TestServerErrors(t *testing.T) {
 // grows as the schedule's queue does.
 func TestTimeline(t *testing.T) {
 	url := startServer(t, &Server{})
-	r, err := Run(context.Background(), Options{URL: url, Duration: ms(1000), Warmup: ms(100), Connections: 4, KeepAlive: true, QPS: 200})
+	r, err := Run(context.Background(), Options{URL: url, RunnerOptions: kinds.RunnerOptions{Duration: ms(1000), Warmup: ms(100)}, Connections: 4, KeepAlive: true, QPS: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,7 +598,7 @@ func TestTimeline(t *testing.T) {
 	}
 
 	slow := startServer(t, &Server{Delay: 5 * time.Millisecond})
-	r, err = Run(context.Background(), Options{URL: slow, Duration: ms(1000), Connections: 2, KeepAlive: true, QPS: 2000})
+	r, err = Run(context.Background(), Options{URL: slow, RunnerOptions: kinds.RunnerOptions{Duration: ms(1000)}, Connections: 2, KeepAlive: true, QPS: 2000})
 	if err != nil {
 		t.Fatal(err)
 	}

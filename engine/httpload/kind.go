@@ -16,6 +16,9 @@ func init() {
 		Datapath: kinds.MetricDatapathCPUReq, Unit: "µs", Head: "DP CPU µs/req"}
 	kinds.Register(kinds.LoadKind(kinds.Kind{
 		Name: "http", Order: 30, PerWork: perReq, Check: checkAnswered,
+		Key: "http", OptionsKey: "http_options",
+		NewResult: kinds.New[Result](), NewOptions: kinds.New[Options](),
+		Options: options, Run: kinds.RunWith(Run),
 		Tests: []kinds.Test{
 			{Name: "HTTP_RPS_C64", Template: &Options{Connections: 64, KeepAlive: true}, About: "HTTP requests/s at max rate, 64 keep-alive connections"},
 			{Name: "HTTP_RPS_C256", Template: &Options{Connections: 256, KeepAlive: true}, About: "HTTP requests/s at max rate, 256 keep-alive connections"},
@@ -27,6 +30,14 @@ func init() {
 		Table: kinds.Table{Order: 20, Columns: kinds.LoadColumns("Req/s", kinds.MetricRPS, "Errors %", kinds.MetricErrors,
 			perReq, "CPU µs/req (cli+srv)")},
 	}, "req/s", load, own))
+}
+
+// options are a test's Options (its Template with the plan's times) on
+// one server, with the placement's share of the client's ports.
+func options(t kinds.Test, host string, p kinds.Plan) any {
+	o := *t.Template.(*Options)
+	o.Host, o.Port, o.RunnerOptions, o.PortShare = host, p.Port("http", DefaultPort), p.Runner(), p.PortShare
+	return &o
 }
 
 // checkAnswered fails a sample without a single response.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cnibench/cnibench/engine/engineapi"
 	"github.com/cnibench/cnibench/engine/internal/portshare"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // Short connections with a PortShare come from the share's ports, and the
@@ -30,7 +31,7 @@ func TestShortConnectionsUseThePortShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(context.Background(), Options{URL: srv.URL, Duration: ms(300), Connections: 4,
+	r, err := Run(context.Background(), Options{URL: srv.URL, RunnerOptions: kinds.RunnerOptions{Duration: ms(300)}, Connections: 4,
 		PortShare: &engineapi.PortShare{Index: 2, Count: 5}})
 	if err != nil {
 		t.Fatal(err)

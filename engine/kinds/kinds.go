@@ -12,7 +12,10 @@ package kinds
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -46,18 +49,20 @@ type Kind struct {
 	Check func(result any) error
 	// Table is the kind's terminal table in reports.
 	Table Table
-	// Storage of a kind without a typed field in results (every kind but
-	// the four built-in ones, whose fields predate the registry): Key
-	// names a sample's result in results.json ("toy"), OptionsKey a
-	// Result's options ("toy_options"); NewResult and NewOptions return
-	// the pointers to decode them into.
+	// Storage in results.json: Key names a sample's result ("engine",
+	// "http", "toy"), OptionsKey a Result's options ("options",
+	// "http_options", "toy_options"); NewResult and NewOptions return the
+	// pointers to decode them into. Kinds of one engine share its keys
+	// (stream and rr); OwnsOptions, if set, then tells a kind's options
+	// apart (for a result whose test left the catalogue, and for options
+	// another kind wrote under the shared key).
 	Key, OptionsKey       string
 	NewResult, NewOptions func() any
-	// Running a kind without typed paths of its own (the built-in kinds
-	// have theirs in suite and agent): Options builds a test's options
-	// (a pointer, stored in results.Result.KindOptions) for one server
-	// address; Run is the client side, run by the client's agent; Listen,
-	// if set, starts the server side in every agent and returns its serve
+	OwnsOptions           func(options any) bool
+	// Running: Options builds a test's options (a pointer, stored in
+	// results.Result.Options) for one server address; Run is the client
+	// side, run by the client's agent (agent.Client.RunKind); Listen, if
+	// set, starts the server side in every agent and returns its serve
 	// loop, which returns once ctx is done and its sockets are closed.
 	Options func(t Test, host string, p Plan) any
 	Run     func(ctx context.Context, options any) (any, error)
@@ -69,6 +74,25 @@ type Plan struct {
 	Duration, Warmup time.Duration
 	Streams          int    // flows of Multi tests
 	Mode             string // request/response: "blocking" or "busy-poll"
+	// PortShare is the placement's share of the client's ephemeral ports
+	// for kinds that open many connections (nil: the whole range).
+	PortShare *PortShare
+	// Ports are server ports, by Port name, where servers listen off
+	// their kind's number (a test's loopback DNS server, client --port).
+	Ports map[string]int
+}
+
+// Port is the server port named name: Ports' number, else def.
+func (p Plan) Port(name string, def int) int {
+	if n, ok := p.Ports[name]; ok {
+		return n
+	}
+	return def
+}
+
+// Runner is the base of the options Options built.
+func (p Plan) Runner() RunnerOptions {
+	return RunnerOptions{Duration: Duration(p.Duration), Warmup: Duration(p.Warmup)}
 }
 
 // Test is one named suite test: its kind, what it measures and the
@@ -110,22 +134,8 @@ var (
 func Register(k Kind) {
 	mu.Lock()
 	defer mu.Unlock()
-	if k.Name == "" || k.Owns == nil || k.Read == nil || k.Line == nil {
-		panic(fmt.Sprintf("kinds: kind %q needs a name, Owns, Read and Line", k.Name))
-	}
-	if (k.Key == "") != (k.NewResult == nil) || (k.OptionsKey == "") != (k.NewOptions == nil) {
-		panic("kinds: kind " + k.Name + " needs a key with each New function")
-	}
-	if (k.Run != nil || k.Options != nil) && (k.Run == nil || k.Options == nil || k.Key == "" || k.OptionsKey == "") {
-		panic("kinds: kind " + k.Name + " runs through the registry: it needs Options, Run and both keys")
-	}
-	for _, o := range kinds {
-		if k.Key != "" && (k.Key == o.Key || k.Key == o.OptionsKey) || k.OptionsKey != "" && (k.OptionsKey == o.Key || k.OptionsKey == o.OptionsKey) {
-			panic("kinds: kinds " + o.Name + " and " + k.Name + " share a results key")
-		}
-	}
-	if _, dup := kinds[k.Name]; dup {
-		panic("kinds: kind " + k.Name + " registered twice")
+	if err := check(k); err != nil {
+		panic("kinds: kind " + k.Name + ": " + err.Error())
 	}
 	for i, t := range k.Tests {
 		if t.Kind != "" && t.Kind != k.Name {
@@ -139,6 +149,52 @@ func Register(k Kind) {
 		}
 	}
 	kinds[k.Name] = k
+}
+
+// check refuses an incomplete kind, one whose options or results lack the
+// base every kind's have, and one whose results keys another kind holds
+// for other types (kinds of one engine share its keys and types).
+func check(k Kind) error {
+	if k.Name == "" || k.Owns == nil || k.Read == nil || k.Line == nil {
+		return errors.New("needs a name, Owns, Read and Line")
+	}
+	if (k.Key == "") != (k.NewResult == nil) || (k.OptionsKey == "") != (k.NewOptions == nil) {
+		return errors.New("needs a key with each New function")
+	}
+	if (k.Run != nil || k.Options != nil) && (k.Run == nil || k.Options == nil || k.Key == "" || k.OptionsKey == "") {
+		return errors.New("runs through the registry: it needs Options, Run and both keys")
+	}
+	if k.NewOptions != nil {
+		if _, ok := k.NewOptions().(Runs); !ok {
+			return errors.New("its options must embed kinds.RunnerOptions")
+		}
+	}
+	if k.NewResult != nil {
+		if _, ok := k.NewResult().(Measures); !ok {
+			return errors.New("its results must embed kinds.RunnerResults")
+		}
+	}
+	if _, dup := kinds[k.Name]; dup {
+		return errors.New("registered twice")
+	}
+	for _, o := range kinds {
+		if clash(k.Key, k.NewResult, o) || clash(k.OptionsKey, k.NewOptions, o) {
+			return errors.New("shares a results key with kind " + o.Name + " for another type")
+		}
+	}
+	return nil
+}
+
+// clash tells whether key, holding what newV returns, is one of o's keys
+// holding another type.
+func clash(key string, newV func() any, o Kind) bool {
+	if key == "" {
+		return false
+	}
+	same := func(oKey string, oNew func() any) bool {
+		return key == oKey && reflect.TypeOf(newV()) == reflect.TypeOf(oNew())
+	}
+	return (key == o.Key || key == o.OptionsKey) && !same(o.Key, o.NewResult) && !same(o.OptionsKey, o.NewOptions)
 }
 
 // Lookup returns a registered kind.
@@ -197,6 +253,38 @@ func Of(result any) (Kind, bool) {
 		}
 	}
 	return Kind{}, false
+}
+
+// OfOptions returns the kind whose options these are (a pointer of its
+// NewOptions type that it owns); ok is false for options no kind owns.
+func OfOptions(options any) (Kind, bool) {
+	if options == nil {
+		return Kind{}, false
+	}
+	for _, k := range All() {
+		if k.ownsOptions(options) {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// ownsOptions tells whether options are of k's type and k's own.
+func (k Kind) ownsOptions(options any) bool {
+	if k.NewOptions == nil || reflect.TypeOf(options) != reflect.TypeOf(k.NewOptions()) {
+		return false
+	}
+	return k.OwnsOptions == nil || k.OwnsOptions(options)
+}
+
+// DecodeOptions reads options stored under k's OptionsKey; ok is false
+// when they are not k's own (another kind's under a shared key).
+func (k Kind) DecodeOptions(raw []byte) (options any, ok bool, err error) {
+	v := k.NewOptions()
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", k.OptionsKey, err)
+	}
+	return v, k.ownsOptions(v), nil
 }
 
 // ExposedPorts lists the data ports the agent image and pod declare.

@@ -63,6 +63,15 @@ func TestRegisterRefusesDuplicates(t *testing.T) {
 	mustPanic("kind twice", kinds.Kind{Name: "rr", Owns: ok, Read: read, Line: line})
 	mustPanic("test of another kind", kinds.Kind{Name: "dup-test", Owns: ok, Read: read, Line: line, Tests: []kinds.Test{{Name: "tcp_rr"}}})
 	mustPanic("incomplete", kinds.Kind{Name: "incomplete"})
+	type bare struct{ Host string }
+	mustPanic("options without the base", kinds.Kind{Name: "bare", Owns: ok, Read: read, Line: line,
+		OptionsKey: "bare_options", NewOptions: func() any { return new(bare) }})
+	mustPanic("results without the base", kinds.Kind{Name: "bare", Owns: ok, Read: read, Line: line,
+		Key: "bare", NewResult: func() any { return new(bare) }})
+	registerToy()
+	type other struct{ kinds.RunnerResults }
+	mustPanic("another kind's key for another type", kinds.Kind{Name: "thief", Owns: ok, Read: read, Line: line,
+		Key: "toy", NewResult: func() any { return new(other) }})
 }
 
 // toyResult is the result of a toy engine kind: the demonstration that a
@@ -70,12 +79,13 @@ func TestRegisterRefusesDuplicates(t *testing.T) {
 // results (stored, loaded, turned into metrics) and the report without an
 // edit there.
 type toyResult struct {
-	Pings   float64 `json:"pings_per_sec"`
-	Seconds float64 `json:"seconds"`
+	Pings float64 `json:"pings_per_sec"`
+	kinds.RunnerResults
 }
 
 type toyOptions struct {
 	Host string `json:"host"`
+	kinds.RunnerOptions
 }
 
 var registerToyOnce sync.Once
@@ -119,11 +129,11 @@ func TestToyKind(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	smp := func(round int, pings float64) results.Sample {
 		return results.Sample{Round: round, Start: start, End: start.Add(2 * time.Second), ClientCPUSec: 0.5, ServerCPUSec: 0.25,
-			Result: &toyResult{Pings: pings, Seconds: 2}}
+			Result: &toyResult{Pings: pings, RunnerResults: kinds.RunnerResults{Seconds: 2}}}
 	}
 	res := results.Result{Scenario: "default", Test: "TOY_PING", Placement: results.Placement{Path: "pod-to-pod", Node: "same-node"},
-		KindOptions: &toyOptions{Host: "198.19.1.10"},
-		Samples:     []results.Sample{smp(1, 1000), smp(2, 3000), {Round: 3, Error: "toy server down"}}}
+		Options: &toyOptions{Host: "198.19.1.10"},
+		Samples: []results.Sample{smp(1, 1000), smp(2, 3000), {Round: 3, Error: "toy server down"}}}
 	run := &results.Run{SchemaVersion: results.SchemaVersion, RunID: "toy", Status: results.StatusComplete,
 		Scenarios: []results.Scenario{{Name: "default"}}, Plan: results.Plan{Rounds: 3}, Results: []results.Result{res}}
 
@@ -145,8 +155,8 @@ func TestToyKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := back.Results[0]
-	if o, ok := got.KindOptions.(*toyOptions); !ok || o.Host != "198.19.1.10" || got.Kind() != "toy" {
-		t.Fatalf("loaded options %#v, kind %q", got.KindOptions, got.Kind())
+	if o, ok := got.Options.(*toyOptions); !ok || o.Host != "198.19.1.10" || got.Kind() != "toy" {
+		t.Fatalf("loaded options %#v, kind %q", got.Options, got.Kind())
 	}
 	if r, ok := got.Samples[1].Result.(*toyResult); !ok || r.Pings != 3000 {
 		t.Fatalf("loaded sample %#v", got.Samples[1].Result)
@@ -196,7 +206,7 @@ func TestBuiltinChecks(t *testing.T) {
 		}
 		return ""
 	}
-	h := &httpload.Result{Seconds: 1, Errors: httpload.Errors{Total: 3, First: "connection refused"}}
+	h := &httpload.Result{RunnerResults: kinds.RunnerResults{Seconds: 1}, Errors: httpload.Errors{Total: 3, First: "connection refused"}}
 	if got, want := check(h), "no HTTP response in the 1.00s measured interval (3 errors, first: connection refused)"; got != want {
 		t.Errorf("HTTP: %q, want %q", got, want)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/results"
 )
 
 // privateContainerd is a containerd of the test's own: its root, state,
@@ -226,7 +227,7 @@ func TestImageRunsAgentUnderContainerd(t *testing.T) {
 	if err := lc.WaitReady(ctx, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	res, err := lc.Run(ctx, engine.Options{Test: engine.TCPRR, Host: server.IP, Duration: engine.Duration(time.Second), Streams: 1})
+	res, err := agent.RunAs[engine.Result](ctx, lc, results.KindRR, &engine.Options{Test: engine.TCPRR, Host: server.IP, RunnerOptions: engine.RunnerOptions{Duration: engine.Duration(time.Second)}, Streams: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

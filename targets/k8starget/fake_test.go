@@ -25,6 +25,7 @@ import (
 	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/results"
 )
 
 func init() {
@@ -232,7 +233,7 @@ func startHealthAgent(t *testing.T, cs *fake.Clientset, ns string) *healthAgent 
 			answer = agent.Health{OK: true, Version: "test", PID: 1}
 		case agent.PathSysctls:
 			answer = testSysctls
-		case agent.PathRun:
+		case agent.PathKind + results.KindRR:
 			var o engine.Options
 			_ = json.NewDecoder(r.Body).Decode(&o)
 			h.mu.Lock()
@@ -251,7 +252,7 @@ func startHealthAgent(t *testing.T, cs *fake.Clientset, ns string) *healthAgent 
 				res = engine.Result{Errors: 1, ErrorsByCause: map[string]int64{"ECONNREFUSED": 1}}
 			}
 			answer = res
-		case agent.PathHTTP:
+		case agent.PathKind + results.KindHTTP:
 			var o httpload.Options
 			if h.httpStatus == nil || json.NewDecoder(r.Body).Decode(&o) != nil {
 				http.NotFound(w, r)

@@ -10,7 +10,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/results"
 )
 
 // The flows twin switches Cilium's flow observability (Hubble) with the
@@ -151,7 +153,7 @@ func (h *hubbleToggle) prove(ctx context.Context, agents []ciliumAgent, on bool)
 	if client == nil || srv == nil {
 		return "", fmt.Errorf("no client or server agent to send the flows proof's connections")
 	}
-	res, err := client.Run(ctx, engine.Options{Test: engine.TCPCRR, Host: srv.Status.PodIP, Duration: engine.Duration(hubbleProbe), Streams: 1})
+	res, err := agent.RunAs[engine.Result](ctx, client, results.KindRR, &engine.Options{Test: engine.TCPCRR, Host: srv.Status.PodIP, RunnerOptions: engine.RunnerOptions{Duration: engine.Duration(hubbleProbe)}, Streams: 1})
 	if err != nil {
 		return "", fmt.Errorf("the flows proof's TCP_CRR from %s to %s: %w", netPolClient, h.server, err)
 	}

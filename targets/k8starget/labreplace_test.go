@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/suite"
 )
 
@@ -81,7 +82,7 @@ func TestLabBackedServerKilledMidSample(t *testing.T) {
 		t.Fatalf("samples %+v\nwant round 2 failed with %q", ss, want)
 	}
 	for _, i := range []int{0, 2, 3} {
-		if ss[i].Error != "" || ss[i].Engine == nil || ss[i].Engine.Transactions < 100 || ss[i].Engine.Errors != 0 {
+		if ss[i].Error != "" || ss[i].Result == nil || ss[i].Result.(*engine.Result).Transactions < 100 || ss[i].Result.(*engine.Result).Errors != 0 {
 			t.Errorf("round %d: %+v", i+1, ss[i])
 		}
 	}

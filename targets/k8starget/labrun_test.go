@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/report"
 	"github.com/cnibench/cnibench/results"
@@ -177,10 +178,10 @@ func TestRunOnLabBackedCluster(t *testing.T) {
 		addr[ep.Name] = ep.IP
 	}
 	for _, r := range run.Results {
-		if len(r.Samples) != 1 || r.Samples[0].Error != "" || r.Samples[0].Engine == nil {
+		if len(r.Samples) != 1 || r.Samples[0].Error != "" || r.Samples[0].Result == nil {
 			t.Fatalf("%s %s: samples %+v", r.Test, r.Placement.Name(), r.Samples)
 		}
-		e := r.Samples[0].Engine
+		e := r.Samples[0].Result.(*engine.Result)
 		if r.Placement.ServerAddr != addr[r.Placement.Server] {
 			t.Errorf("%s dialled %s, the lab address of %s is %s", r.Placement.Name(), r.Placement.ServerAddr, r.Placement.Server, addr[r.Placement.Server])
 		}

@@ -12,7 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/results"
 )
 
 // Outcomes of the NetworkPolicy check.
@@ -76,9 +78,7 @@ type NetPolCheck struct {
 }
 
 // prober runs a test from one agent (an *agent.Client).
-type prober interface {
-	Run(ctx context.Context, o engine.Options) (*engine.Result, error)
-}
+type prober = agent.KindRunner
 
 // netPolRun is one check: the layout, the pod IPs of its endpoints and
 // the agents that probe (the client and the denied prober).
@@ -133,10 +133,10 @@ func (r *netPolRun) probe(ctx context.Context, from, to string) NetPolProbe {
 func (r *netPolRun) probeTo(ctx context.Context, from, to string, allowed bool) NetPolProbe {
 	port := engine.DefaultPort[engine.TCPRR]
 	p := NetPolProbe{From: from, To: to, Addr: net.JoinHostPort(r.ips[to], strconv.Itoa(port)), Allowed: allowed}
-	o := engine.Options{Test: engine.TCPRR, Host: r.ips[to], Duration: engine.Duration(reachProbe), Streams: 1}
+	o := engine.Options{Test: engine.TCPRR, Host: r.ips[to], RunnerOptions: engine.RunnerOptions{Duration: engine.Duration(reachProbe)}, Streams: 1}
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	res, err := r.probers[from].Run(rctx, o)
+	res, err := agent.RunAs[engine.Result](rctx, r.probers[from], results.KindRR, &o)
 	switch {
 	case err != nil:
 		p.Detail = oneLine(err.Error())

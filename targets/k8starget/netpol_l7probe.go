@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/results"
 )
 
 // The L7 CiliumNetworkPolicy allows GET on ciliumL7AllowedPath only (the
@@ -22,9 +24,7 @@ const (
 )
 
 // httpProber runs an HTTP load from one agent (an *agent.Client).
-type httpProber interface {
-	RunHTTP(ctx context.Context, o httpload.Options) (*httpload.Result, error)
-}
+type httpProber = agent.KindRunner
 
 // L7Probe is one HTTP probe of the L7 check: the status codes a path got.
 type L7Probe struct {
@@ -93,11 +93,11 @@ func l7Check(ctx context.Context, c *CiliumL7, from httpProber, servers []string
 // l7Probe is a 200 ms HTTP keep-alive load with one connection on path.
 func l7Probe(ctx context.Context, from httpProber, to, ip, path string, want int) L7Probe {
 	o := httpload.Options{Host: ip, Port: int(httpPort()), Path: path, KeepAlive: true, Connections: 1, Threads: 1,
-		Duration: engine.Duration(reachProbe)}
+		RunnerOptions: engine.RunnerOptions{Duration: engine.Duration(reachProbe)}}
 	p := L7Probe{To: to, URL: "http://" + net.JoinHostPort(ip, strconv.Itoa(int(httpPort()))) + path, Want: want}
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	res, err := from.RunHTTP(rctx, o)
+	res, err := agent.RunAs[httpload.Result](rctx, from, results.KindHTTP, &o)
 	switch {
 	case err != nil:
 		p.Detail = oneLine(err.Error())

@@ -168,7 +168,7 @@ type fakeProber struct {
 	from string
 }
 
-func (p fakeProber) Run(ctx context.Context, o engine.Options) (*engine.Result, error) {
+func (p fakeProber) RunKind(ctx context.Context, _ string, _ any) (any, error) {
 	c := p.cni
 	_, err := c.cs.NetworkingV1().NetworkPolicies(testNS).Get(ctx, NetPolName, metav1.GetOptions{})
 	policy := err == nil
@@ -258,7 +258,7 @@ func TestNetPolBaselineFails(t *testing.T) {
 
 type failingProber struct{}
 
-func (failingProber) Run(context.Context, engine.Options) (*engine.Result, error) {
+func (failingProber) RunKind(context.Context, string, any) (any, error) {
 	return &engine.Result{Errors: 1, ErrorsByCause: map[string]int64{"EHOSTUNREACH": 1}}, nil
 }
 

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cnibench/cnibench/agent"
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/results"
 )
 
 // Reachability check of the run's test Services: kube-proxy or Cilium
@@ -83,11 +85,11 @@ func (t *Target) servicesReachable(ctx context.Context, timeout time.Duration) (
 
 func (t *Target) waitReachable(ctx context.Context, r serviceRoute, deadline time.Time, timeout time.Duration) error {
 	c := t.agents[r.client]
-	o := engine.Options{Test: engine.TCPRR, Host: r.clusterIP, Duration: engine.Duration(reachProbe), Streams: 1}
+	o := engine.Options{Test: engine.TCPRR, Host: r.clusterIP, RunnerOptions: engine.RunnerOptions{Duration: engine.Duration(reachProbe)}, Streams: 1}
 	var last string
 	for {
 		rctx, cancel := context.WithTimeout(ctx, max(time.Until(deadline), 0)+30*time.Second)
-		res, err := c.Run(rctx, o)
+		res, err := agent.RunAs[engine.Result](rctx, c, results.KindRR, &o)
 		cancel()
 		switch {
 		case err != nil:

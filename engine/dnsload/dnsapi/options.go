@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine/engineapi"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -67,8 +68,7 @@ type Options struct {
 	// the names a default Server answers.
 	NameCount int `json:"name_count,omitempty"`
 
-	Duration engineapi.Duration `json:"duration"`         // measured time, after warmup
-	Warmup   engineapi.Duration `json:"warmup,omitempty"` // run but not counted
+	kinds.RunnerOptions // measured time, warm-up
 
 	// QPS is the total target rate. 0 runs at max rate in a closed loop:
 	// Outstanding queries are always in flight, each answer (or timeout)
@@ -135,11 +135,8 @@ func (o *Options) ValidateAddr() (netip.AddrPort, error) {
 		return ap, fmt.Errorf("dnsload: at most %d names, got %d", maxNames, len(o.Names))
 	}
 
-	if o.Duration <= 0 {
-		return ap, fmt.Errorf("dnsload: duration must be positive, got %s", time.Duration(o.Duration))
-	}
-	if o.Warmup < 0 {
-		return ap, fmt.Errorf("dnsload: warmup must not be negative, got %s", time.Duration(o.Warmup))
+	if err := o.RunnerOptions.Validate("dnsload"); err != nil {
+		return ap, err
 	}
 	if o.QPS < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0) {
 		return ap, fmt.Errorf("dnsload: qps must be 0 (max rate) or a positive rate, got %v", o.QPS)
@@ -227,15 +224,13 @@ type Errors struct {
 // within the interval, and as answered (or lost) when its response (or
 // its timeout) comes within the interval.
 type Result struct {
-	Options     Options   `json:"options"`     // as run, defaults filled in
-	Address     string    `json:"address"`     // the server, IP:port
-	Mode        string    `json:"mode"`        // "max-rate" or "fixed-qps"
-	Start       time.Time `json:"start"`       // start of the measured interval
-	End         time.Time `json:"end"`         // end of the measured interval
-	Seconds     float64   `json:"seconds"`     // measured interval length
-	Outstanding int       `json:"outstanding"` // Options.Outstanding
-	Threads     int       `json:"threads"`     // event loops (= sockets) used
-	Names       int       `json:"names"`       // distinct names cycled through
+	Options Options `json:"options"` // as run, defaults filled in
+	Address string  `json:"address"` // the server, IP:port
+	Mode    string  `json:"mode"`    // "max-rate" or "fixed-qps"
+	kinds.RunnerResults
+	Outstanding int `json:"outstanding"` // Options.Outstanding
+	Threads     int `json:"threads"`     // event loops (= sockets) used
+	Names       int `json:"names"`       // distinct names cycled through
 
 	// Sent is the number of queries sent.
 	Sent int64 `json:"sent"`

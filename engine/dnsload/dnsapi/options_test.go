@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine/engineapi"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // ValidateAddr returns the unmapped server address, and fills the
 // open-loop cap only when a rate is asked for.
 func TestValidateAddr(t *testing.T) {
-	o := Options{Server: "[::ffff:127.0.0.1]", Port: 5353, QPS: 10, Duration: engineapi.Duration(time.Second)}
+	o := Options{Server: "[::ffff:127.0.0.1]", Port: 5353, QPS: 10, RunnerOptions: kinds.RunnerOptions{Duration: engineapi.Duration(time.Second)}}
 	ap, err := o.ValidateAddr()
 	if err != nil || ap.String() != "127.0.0.1:5353" {
 		t.Fatalf("got %v %v", ap, err)
@@ -23,7 +24,7 @@ func TestValidateAddr(t *testing.T) {
 
 // QueryNames generates the default server's names unless Names is given.
 func TestQueryNames(t *testing.T) {
-	o := Options{Server: "127.0.0.1", NameCount: 3, Duration: engineapi.Duration(time.Second)}
+	o := Options{Server: "127.0.0.1", NameCount: 3, RunnerOptions: kinds.RunnerOptions{Duration: engineapi.Duration(time.Second)}}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine/engineapi"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -50,8 +51,7 @@ type Options struct {
 	Port int    `json:"port,omitempty"` // with Host; 0: DefaultPort (8080)
 	Path string `json:"path,omitempty"` // with Host; default "/"
 
-	Duration engineapi.Duration `json:"duration"`         // measured time, after warmup
-	Warmup   engineapi.Duration `json:"warmup,omitempty"` // run but not counted
+	kinds.RunnerOptions // measured time, warm-up
 
 	// Connections is the concurrency c: the number of connections (each
 	// with one request outstanding at a time) for keep-alive, or of
@@ -177,11 +177,8 @@ func (o *Options) target() (Target, error) {
 
 // validateRest checks and defaults every field but the destination.
 func (o *Options) validateRest() error {
-	if o.Duration <= 0 {
-		return fmt.Errorf("httpload: duration must be positive, got %s", time.Duration(o.Duration))
-	}
-	if o.Warmup < 0 {
-		return fmt.Errorf("httpload: warmup must not be negative, got %s", time.Duration(o.Warmup))
+	if err := o.RunnerOptions.Validate("httpload"); err != nil {
+		return err
 	}
 	if err := o.PortShare.Validate(); err != nil {
 		return fmt.Errorf("httpload: %w", err)
@@ -253,15 +250,13 @@ type Errors struct {
 // interval only (warmup excluded): a request counts when its response (or
 // its failure) comes within the interval.
 type Result struct {
-	Options  Options   `json:"options"`  // as run, defaults filled in
-	URL      string    `json:"url"`      // the target, http://host:port/path
-	Address  string    `json:"address"`  // the IP:port connected to
-	Mode     string    `json:"mode"`     // "max-rate" or "fixed-qps"
-	Start    time.Time `json:"start"`    // start of the measured interval
-	End      time.Time `json:"end"`      // end of the measured interval
-	Seconds  float64   `json:"seconds"`  // measured interval length
-	Conns    int       `json:"conns"`    // concurrency (Options.Connections)
-	Connects int64     `json:"connects"` // connections opened in the interval
+	Options Options `json:"options"` // as run, defaults filled in
+	URL     string  `json:"url"`     // the target, http://host:port/path
+	Address string  `json:"address"` // the IP:port connected to
+	Mode    string  `json:"mode"`    // "max-rate" or "fixed-qps"
+	kinds.RunnerResults
+	Conns    int   `json:"conns"`    // concurrency (Options.Connections)
+	Connects int64 `json:"connects"` // connections opened in the interval
 	// LocalPorts and PortShareNote: as engineapi.Result's.
 	LocalPorts    string `json:"local_ports,omitempty"`
 	PortShareNote string `json:"port_share_note,omitempty"`

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine/engineapi"
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 func ms(n int) engineapi.Duration { return engineapi.Duration(time.Duration(n) * time.Millisecond) }
 
 func TestValidate(t *testing.T) {
-	good := Options{Host: "127.0.0.1", Duration: ms(1000)}
+	good := Options{Host: "127.0.0.1", RunnerOptions: kinds.RunnerOptions{Duration: ms(1000)}}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -55,13 +56,13 @@ func TestValidate(t *testing.T) {
 		}
 	}
 	// URL form.
-	o := Options{URL: "http://localhost:9000/a?b=c", Duration: ms(1000)}
+	o := Options{URL: "http://localhost:9000/a?b=c", RunnerOptions: kinds.RunnerOptions{Duration: ms(1000)}}
 	tr, err := o.ValidateTarget()
 	if err != nil || tr.Port != 9000 || tr.Path != "/a?b=c" || tr.HostHeader != "localhost:9000" {
 		t.Errorf("url parse: %+v %v", tr, err)
 	}
 	// JSON round trip, durations as strings.
-	o = Options{URL: "http://127.0.0.1:1/", Duration: ms(1500), KeepAlive: true, QPS: 10}
+	o = Options{URL: "http://127.0.0.1:1/", RunnerOptions: kinds.RunnerOptions{Duration: ms(1500)}, KeepAlive: true, QPS: 10}
 	b, _ := json.Marshal(o)
 	if !strings.Contains(string(b), `"duration":"1.5s"`) || !strings.Contains(string(b), `"keep_alive":true`) {
 		t.Errorf("json %s", b)

@@ -11,6 +11,7 @@ import (
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 )
@@ -91,7 +92,7 @@ func newClientCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if spec.IsHTTP() || spec.IsDNS() {
+			if spec.Engine == "" {
 				return runKindClient(cmd, spec, args[1], o.Port, duration, warmup, jsonOut)
 			}
 			o.Test, o.Host = spec.Engine, args[1]
@@ -111,7 +112,7 @@ func newClientCmd() *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(res)
 			}
-			line := suite.SampleLine(spec.Name, results.Sample{Engine: res})
+			line := suite.SampleLine(spec.Name, results.Sample{Result: res})
 			fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %s\n", spec.Name, o.Host, strings.TrimSpace(line))
 			return nil
 		},
@@ -129,45 +130,36 @@ func newClientCmd() *cobra.Command {
 	return cmd
 }
 
-// runKindClient runs an HTTP_* or DNS_* test once against host with the
-// suite's settings for it.
+// runKindClient runs a test of any other kind (HTTP_*, DNS_*) once
+// against host with the suite's settings for it, through its kind's
+// Options and Run; port, if set, replaces every port of the kind.
 func runKindClient(cmd *cobra.Command, spec suite.TestSpec, host string, port int, duration, warmup time.Duration, jsonOut bool) error {
-	plan := &suite.Plan{}
-	plan.Duration, plan.Warmup = engine.Duration(duration), engine.Duration(warmup)
-	var res any
-	var sample results.Sample
-	if spec.IsHTTP() {
-		o := plan.HTTPOptions(spec, host)
-		if port != 0 {
-			o.Port = port
+	k, ok := kinds.Lookup(spec.Kind)
+	if !ok || k.Run == nil {
+		return fmt.Errorf("%s: kind %q has no client to run", spec.Name, spec.Kind)
+	}
+	p := kinds.Plan{Duration: duration, Warmup: warmup}
+	if port != 0 {
+		p.Ports = map[string]int{}
+		for _, kp := range k.Ports {
+			p.Ports[kp.Name] = port
 		}
-		if err := o.Validate(); err != nil {
+	}
+	o := k.Options(kinds.Test{Name: spec.Name, Kind: spec.Kind, Multi: spec.Multi, Template: spec.Template}, host, p)
+	if v, ok := o.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
 			return err
 		}
-		r, err := httpload.Run(cmd.Context(), *o)
-		if err != nil {
-			return err
-		}
-		res, sample.HTTP = r, r
-	} else {
-		o := plan.DNSOptions(spec, host)
-		if port != 0 {
-			o.Port = port
-		}
-		if err := o.Validate(); err != nil {
-			return err
-		}
-		r, err := dnsload.Run(cmd.Context(), *o)
-		if err != nil {
-			return err
-		}
-		res, sample.DNS = r, r
+	}
+	res, err := k.Run(cmd.Context(), o)
+	if err != nil {
+		return err
 	}
 	if jsonOut {
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %s\n", spec.Name, host, strings.TrimSpace(suite.SampleLine(spec.Name, sample)))
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %s\n", spec.Name, host, strings.TrimSpace(suite.SampleLine(spec.Name, results.Sample{Result: res})))
 	return nil
 }

@@ -1,0 +1,117 @@
+package kinds
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// RunnerOptions is what every kind's options have, embedded in them as
+// fortio's RunnerOptions is in its runners' options: the measured time
+// and the unmeasured warm-up before it. The runner reads them from any
+// kind's options (a sample's time bound) through Runner. What else the
+// engines take looks alike but is not the same thing — flows, connections
+// and queries in flight; bits and requests per second — so it stays in
+// each kind's own options, under the names results.json has always used.
+type RunnerOptions struct {
+	Duration Duration `json:"duration"`         // measured time, after warmup
+	Warmup   Duration `json:"warmup,omitempty"` // run but not counted
+}
+
+// Runner gives generic code the base of a kind's options.
+func (o *RunnerOptions) Runner() *RunnerOptions { return o }
+
+// Validate checks the times; who names the options in the error
+// ("TCP_RR", "httpload").
+func (o *RunnerOptions) Validate(who string) error {
+	if o.Duration <= 0 {
+		return fmt.Errorf("%s: duration must be positive, got %s", who, time.Duration(o.Duration))
+	}
+	if o.Warmup < 0 {
+		return fmt.Errorf("%s: warmup must not be negative, got %s", who, time.Duration(o.Warmup))
+	}
+	return nil
+}
+
+// Bound is the longest a run of these options may take: warm-up,
+// measured time and slack for connecting and tearing down.
+func (o *RunnerOptions) Bound(slack time.Duration) time.Duration {
+	return time.Duration(o.Duration+o.Warmup) + slack
+}
+
+// RunnerResults is what every kind's result has, embedded in it as
+// fortio's RunnerResults is: the measured interval (warm-up excluded).
+type RunnerResults struct {
+	Start   time.Time `json:"start"`   // start of the measured interval
+	End     time.Time `json:"end"`     // end of the measured interval
+	Seconds float64   `json:"seconds"` // measured interval length
+}
+
+// Interval gives generic code the base of a kind's result.
+func (r *RunnerResults) Interval() *RunnerResults { return r }
+
+// Runs is a kind's options (a pointer), through its RunnerOptions.
+type Runs interface{ Runner() *RunnerOptions }
+
+// Measures is a kind's result (a pointer), through its RunnerResults.
+type Measures interface{ Interval() *RunnerResults }
+
+// Duration is a time.Duration that reads and writes JSON as "10s".
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"10s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// PortShare is share Index of Count equal shares of the client
+// namespace's ephemeral port range (ip_local_port_range). The suite gives
+// each placement its own share, so a placement's connections never reuse
+// a four-tuple that another placement's connection left in TIME_WAIT on
+// the same server (engine/internal/portshare says why that matters).
+type PortShare struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// Validate checks the share is one of Count.
+func (s *PortShare) Validate() error {
+	if s == nil {
+		return nil
+	}
+	if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
+		return fmt.Errorf("port share %d of %d: want 0 <= index < count", s.Index, s.Count)
+	}
+	return nil
+}
+
+// RunWith adapts an engine's typed client (Run of options O giving *R) to
+// Kind.Run: options are a *O, a failed run returns a nil result.
+func RunWith[O, R any](run func(context.Context, O) (*R, error)) func(context.Context, any) (any, error) {
+	return func(ctx context.Context, options any) (any, error) {
+		o, ok := options.(*O)
+		if !ok {
+			return nil, fmt.Errorf("options %T, want %T", options, o)
+		}
+		r, err := run(ctx, *o)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+}
+
+// New returns a function that returns a new *T, for NewOptions and
+// NewResult.
+func New[T any]() func() any { return func() any { return new(T) } }

@@ -29,6 +29,26 @@ type FlameGraph struct {
 	svg     string // rendered from the folded stacks, for the HTML report
 }
 
+// flameGraphsSection is the runs' profiled samples: where each one's
+// CPU went, its files, and the graph itself in HTML.
+type flameGraphsSection struct{}
+
+func (flameGraphsSection) stage() buildStage { return beforeControl }
+
+func (flameGraphsSection) build(rep *Report, in []Input) error {
+	rep.FlameGraphs = buildFlameGraphs(in)
+	return nil
+}
+
+func (flameGraphsSection) markdown(b *strings.Builder, rep *Report) {
+	markdownFlameGraphs(b, rep.FlameGraphs)
+}
+
+func (flameGraphsSection) html(b *strings.Builder, rep *Report) error {
+	b.WriteString(string(htmlFlameGraphs(rep.FlameGraphs)) + "\n")
+	return nil
+}
+
 // buildFlameGraphs reads each profiled sample's folded stacks from its
 // run's directory and renders them; a graph whose files are gone says so.
 func buildFlameGraphs(in []Input) []FlameGraph {

@@ -74,6 +74,9 @@ type Report struct {
 	Churn *Churn `json:"churn,omitempty"`
 	// FlameGraphs are the runs' profiled samples (flamegraph.go).
 	FlameGraphs []FlameGraph `json:"flame_graphs,omitempty"`
+	// Extra holds, by key, the models of sections that have no field
+	// here (section.go): a section added as one file keeps its own.
+	Extra map[string]any `json:"extra_sections,omitempty"`
 	// FDR is how the report's verdicts are held together to a
 	// false-discovery rate (fdr.go).
 	FDR *FDR `json:"fdr,omitempty"`
@@ -328,16 +331,9 @@ func Build(in []Input, opt Options) (*Report, error) {
 		}
 		rep.Sections = append(rep.Sections, sec)
 	}
-	if len(in) == 1 {
-		var err error
-		if rep.ServiceScale, err = buildServiceScale(in[0].Run, opt); err != nil {
-			return nil, err
-		}
+	if err := buildSections(rep, in, beforeControl); err != nil {
+		return nil, err
 	}
-	if len(in) == 1 {
-		rep.PolicyScale = buildPolicyScale(rep, in[0].Run)
-	}
-	rep.FlameGraphs = buildFlameGraphs(in)
 	var qs []question
 	if len(in) == 1 {
 		qs = locateQuestions(rep, in[0].Run)
@@ -345,8 +341,8 @@ func Build(in []Input, opt Options) (*Report, error) {
 	rep.Title = title(rep, len(qs) > 0)
 	controlFDR(rep, questionKeys(qs))
 	overheadVerdicts(rep)
-	if len(in) == 1 {
-		rep.Churn = buildChurn(rep, in[0].Run) // after the false-discovery control: its verdicts as the tables show them
+	if err := buildSections(rep, in, afterControl); err != nil {
+		return nil, err
 	}
 	rep.Warnings = append(rep.Warnings, hostWarnings(rep, in)...)
 	if w := inconclusiveWarning(rep); w != "" {
@@ -734,38 +730,6 @@ func columnLabel(run *results.Run, sc string) string {
 		return run.Target.Kind
 	}
 	return "run"
-}
-
-// title names the profile and its question, where the run answers it
-// (asked: some of the profile's questions were found in the run), else
-// the scenarios it compared.
-func title(rep *Report, asked bool) string {
-	if len(rep.Runs) == 1 {
-		r := rep.Runs[0]
-		what := ""
-		if asked {
-			what = r.Plan.Ask
-		}
-		if what == "" {
-			var names []string
-			for _, sc := range r.Scenarios {
-				names = append(names, sc.Name)
-			}
-			what = strings.Join(names, " vs ")
-		}
-		switch {
-		case r.Plan.Profile != "" && what != "":
-			return "cnibench " + r.Plan.Profile + ": " + what
-		case what != "":
-			return "cnibench: " + what
-		}
-		return "cnibench run " + r.RunID
-	}
-	var ls []string
-	for _, r := range rep.Runs {
-		ls = append(ls, r.Label)
-	}
-	return "cnibench comparison: " + strings.Join(ls, " vs ")
 }
 
 func runInfo(run *results.Run, label string) RunInfo {

@@ -223,6 +223,33 @@ func programText(p *ProgramFit) string {
 		exp, lin, msText(float64(p.MaxMs)), thousands(p.MaxServices), float64(p.UsPerService), float64(p.GenSharePct))
 }
 
+// serviceScaleSection analyses a Service-scale sweep (one run only): a
+// degradation table per datapath, the fits and their charts.
+type serviceScaleSection struct{}
+
+func (serviceScaleSection) stage() buildStage { return beforeControl } // its verdicts join the family
+
+func (serviceScaleSection) build(rep *Report, in []Input) error {
+	if len(in) != 1 {
+		return nil
+	}
+	var err error
+	rep.ServiceScale, err = buildServiceScale(in[0].Run, rep.Options)
+	return err
+}
+
+func (serviceScaleSection) markdown(b *strings.Builder, rep *Report) {
+	if rep.ServiceScale != nil {
+		markdownServiceScale(b, rep.ServiceScale)
+	}
+}
+
+func (serviceScaleSection) html(b *strings.Builder, rep *Report) error {
+	h, err := htmlServiceScale(rep.ServiceScale)
+	b.WriteString(string(h) + "\n")
+	return err
+}
+
 // markdownServiceScale writes the section in Markdown.
 func markdownServiceScale(b *strings.Builder, ss *ServiceScale) {
 	b.WriteString("\n## Service scale\n\n")

@@ -186,3 +186,8 @@ func detailsText(d map[string]string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// squash puts a message on one line with single spaces.
+func squash(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

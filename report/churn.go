@@ -337,6 +337,8 @@ func churnAboutLine(c *Churn) string {
 // traffic against the same datapath without churn (one run only).
 type churnSection struct{}
 
+const churnHeading = "Churn"
+
 func (churnSection) stage() buildStage { return afterControl } // its verdicts as the tables show them
 
 func (churnSection) build(rep *Report, in []Input) error {
@@ -349,7 +351,7 @@ func (churnSection) build(rep *Report, in []Input) error {
 func (churnSection) markdown(b *strings.Builder, rep *Report) {
 	if c := rep.Churn; c != nil {
 		heads, bodies := c.lines()
-		markdownBullets(b, "Churn", churnAboutLine(c), heads, bodies)
+		markdownBullets(b, churnHeading, churnAboutLine(c), heads, bodies)
 	}
 }
 
@@ -363,7 +365,7 @@ func htmlChurn(c *Churn) template.HTML {
 		return ""
 	}
 	heads, bodies := c.lines()
-	out := htmlBullets("Churn", churnAboutLine(c), heads, bodies)
+	out := htmlBullets(churnHeading, churnAboutLine(c), heads, bodies)
 	for _, s := range c.Scenarios {
 		if s.Timeline == nil {
 			continue

@@ -216,6 +216,8 @@ const policyScaleAbout = "Each datapath's policy scenarios as one sweep (steps i
 // (one run only).
 type policyScaleSection struct{}
 
+const policyScaleHeading = "Policy scale"
+
 func (policyScaleSection) stage() buildStage { return beforeControl }
 
 func (policyScaleSection) build(rep *Report, in []Input) error {
@@ -228,14 +230,14 @@ func (policyScaleSection) build(rep *Report, in []Input) error {
 func (policyScaleSection) markdown(b *strings.Builder, rep *Report) {
 	if ps := rep.PolicyScale; ps != nil {
 		heads, bodies := ps.lines()
-		markdownBullets(b, "Policy scale", policyScaleAbout, heads, bodies)
+		markdownBullets(b, policyScaleHeading, policyScaleAbout, heads, bodies)
 	}
 }
 
 func (policyScaleSection) html(b *strings.Builder, rep *Report) error {
 	if ps := rep.PolicyScale; ps != nil {
 		heads, bodies := ps.lines()
-		b.WriteString(string(htmlBullets("Policy scale", policyScaleAbout, heads, bodies)))
+		b.WriteString(string(htmlBullets(policyScaleHeading, policyScaleAbout, heads, bodies)))
 	}
 	b.WriteString("\n")
 	return nil

@@ -91,30 +91,46 @@ func correctionLines(rep *Report) []string {
 	return out
 }
 
-// warningsLine folds the warnings into one line with their count.
-func warningsLine(n int) string {
-	switch n {
-	case 0:
-		return ""
-	case 1:
-		return "1 warning, listed under Warnings below."
+// answersSection is the top of the report: the answers table and how its
+// verdicts were held together.
+type answersSection struct{}
+
+// answersHead heads the answers table in every format.
+var answersHead = []string{"Question", "Answer", "Effect (CI)", "Rounds won", "Verdict"}
+
+func (answersSection) markdown(b *strings.Builder, rep *Report) {
+	rows := answerRows(rep)
+	if len(rows) == 0 {
+		return
 	}
-	return fmt.Sprintf("%d warnings, listed under Warnings below.", n)
+	b.WriteString("## Answers\n\n")
+	mdRow(b, answersHead...)
+	mdSep(b, len(answersHead), 0, 0)
+	for _, r := range rows {
+		mdAnswerRow(b, r)
+	}
+	b.WriteString("\n")
+	for _, l := range correctionLines(rep) {
+		b.WriteString(mdText(l) + "\n\n")
+	}
 }
 
-// glanceLead opens the at-a-glance table: what a cell is, at the level
-// the report's intervals have (stricter than 95% for --rounds auto).
-func glanceLead(rep *Report) string {
-	s := fmt.Sprintf("Median over rounds (%.3g%% CI).", 100*rep.Options.Level)
-	if len(rep.Runs) == 1 {
-		if a := rep.Runs[0].Plan.Auto; a != nil {
-			stopped := a.Stopped
-			if stopped == "" {
-				stopped = "stopped before the questions were clear (the run did not complete)"
-			}
-			s += fmt.Sprintf(" Rounds until the questions were clear (--rounds auto:%d): %s; every interval and verdict is at the %.3g%% level of each look, "+
-				"so that looking after every round keeps the chance of a false verdict at 5%%.", a.Max, stopped, 100*a.Level)
-		}
-	}
-	return s
+// mdAnswerRow is one row of the answers table (report.md, report-short.md).
+func mdAnswerRow(b *strings.Builder, r answerRow) {
+	mdRow(b, mdText(r.Question), mdText(r.Words), mdText(r.Effect), r.Rounds, mdText(r.Verdict))
+}
+
+var answersHTML = sectionTmpl("answers", `{{if .Rows}}`+htmlHeading("h2", "answers", "Answers")+`
+<table class="answers">
+<tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><td>{{.Question}}</td><td class="{{.Class}}">{{.Words}}</td><td class="num">{{.Effect}}</td><td class="nw">{{.Rounds}}</td><td class="verdict">{{.Verdict}}</td></tr>
+{{end}}</table>
+{{range .Corrections}}<p class="muted">{{.}}</p>
+{{end}}{{end}}`)
+
+func (answersSection) html(b *strings.Builder, rep *Report) error {
+	return answersHTML.Execute(b, struct {
+		Head, Corrections []string
+		Rows              []answerRow
+	}{answersHead, correctionLines(rep), answerRows(rep)})
 }

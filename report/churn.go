@@ -333,9 +333,31 @@ func churnAboutLine(c *Churn) string {
 	return fmt.Sprintf("%d Services × %d endpoints, %s changes/s asked. %s", c.Options.Services, c.Options.Endpoints, fn(Num(c.Options.Rate)), about)
 }
 
-func markdownChurn(b *strings.Builder, c *Churn) {
-	heads, bodies := c.lines()
-	markdownBullets(b, "Churn", churnAboutLine(c), heads, bodies)
+// churnSection is what a churn run's churn did and what it cost the
+// traffic against the same datapath without churn (one run only).
+type churnSection struct{}
+
+const churnHeading = "Churn"
+
+func (churnSection) stage() buildStage { return afterControl } // its verdicts as the tables show them
+
+func (churnSection) build(rep *Report, in []Input) error {
+	if len(in) == 1 {
+		rep.Churn = buildChurn(rep, in[0].Run)
+	}
+	return nil
+}
+
+func (churnSection) markdown(b *strings.Builder, rep *Report) {
+	if c := rep.Churn; c != nil {
+		heads, bodies := c.lines()
+		markdownBullets(b, churnHeading, churnAboutLine(c), heads, bodies)
+	}
+}
+
+func (churnSection) html(b *strings.Builder, rep *Report) error {
+	b.WriteString(string(htmlChurn(rep.Churn)) + "\n")
+	return nil
 }
 
 func htmlChurn(c *Churn) template.HTML {
@@ -343,7 +365,7 @@ func htmlChurn(c *Churn) template.HTML {
 		return ""
 	}
 	heads, bodies := c.lines()
-	out := htmlBullets("Churn", churnAboutLine(c), heads, bodies)
+	out := htmlBullets(churnHeading, churnAboutLine(c), heads, bodies)
 	for _, s := range c.Scenarios {
 		if s.Timeline == nil {
 			continue

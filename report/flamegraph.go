@@ -29,6 +29,26 @@ type FlameGraph struct {
 	svg     string // rendered from the folded stacks, for the HTML report
 }
 
+// flameGraphsSection is the runs' profiled samples: where each one's
+// CPU went, its files, and the graph itself in HTML.
+type flameGraphsSection struct{}
+
+func (flameGraphsSection) stage() buildStage { return beforeControl }
+
+func (flameGraphsSection) build(rep *Report, in []Input) error {
+	rep.FlameGraphs = buildFlameGraphs(in)
+	return nil
+}
+
+func (flameGraphsSection) markdown(b *strings.Builder, rep *Report) {
+	markdownFlameGraphs(b, rep.FlameGraphs)
+}
+
+func (flameGraphsSection) html(b *strings.Builder, rep *Report) error {
+	b.WriteString(string(htmlFlameGraphs(rep.FlameGraphs)) + "\n")
+	return nil
+}
+
 // buildFlameGraphs reads each profiled sample's folded stacks from its
 // run's directory and renders them; a graph whose files are gone says so.
 func buildFlameGraphs(in []Input) []FlameGraph {
@@ -110,13 +130,18 @@ func summarise(s *flamegraph.Stacks) (kernel, hottest string) {
 	return kernel, "most self time: " + strings.Join(top, ", ")
 }
 
+const flameGraphsHeading = "Flame graphs"
+
+// flameGraphsAbout opens the section in both formats.
+var flameGraphsAbout = "CPU stacks sampled on the client's and server's CPUs (" + flamegraph.Tool + ") in one extra sample after the rounds, which no statistic uses."
+
 // markdownFlameGraphs lists the graphs with their files and summaries.
 func markdownFlameGraphs(b *strings.Builder, gs []FlameGraph) {
 	if len(gs) == 0 {
 		return
 	}
-	b.WriteString("\n## Flame graphs\n\n")
-	b.WriteString("CPU stacks sampled on the client's and server's CPUs (" + flamegraph.Tool + ") in one extra sample after the rounds, which no statistic uses. The graphs are in report.html; the folded stacks open in flamegraph.pl or speedscope.\n\n")
+	b.WriteString("\n## " + flameGraphsHeading + "\n\n")
+	b.WriteString(flameGraphsAbout + " The graphs are in report.html; the folded stacks open in flamegraph.pl or speedscope.\n\n")
 	for _, g := range gs {
 		if g.Error != "" {
 			fmt.Fprintf(b, "- %s: no graph: %s\n", mdText(g.Label), mdText(g.Error))
@@ -134,7 +159,7 @@ func htmlFlameGraphs(gs []FlameGraph) template.HTML {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString(`<h2 id="flamegraphs">Flame graphs</h2>` + "\n<p>" + template.HTMLEscapeString("CPU stacks sampled on the client's and server's CPUs ("+flamegraph.Tool+") in one extra sample after the rounds, which no statistic uses. Hover a frame for its samples; kernel frames are orange.") + "</p>\n")
+	b.WriteString(htmlHeading("h2", "flamegraphs", flameGraphsHeading) + "\n<p>" + template.HTMLEscapeString(flameGraphsAbout+" Hover a frame for its samples; kernel frames are orange.") + "</p>\n")
 	for _, g := range gs {
 		b.WriteString("<h3>" + template.HTMLEscapeString(g.Label) + "</h3>\n")
 		if g.Error != "" {

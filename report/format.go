@@ -106,13 +106,6 @@ func samplesText(sc *SampleCount) string {
 	return s
 }
 
-func deltaText(d *Delta) string {
-	if d == nil {
-		return ""
-	}
-	return d.Text
-}
-
 func winnerText(w *Winner) string {
 	if w == nil {
 		return ""
@@ -194,58 +187,7 @@ func detailsText(d map[string]string) string {
 	return strings.Join(parts, ", ")
 }
 
-// planRows are the plan's fields as label/value pairs.
-func planRows(p results.Plan) [][2]string {
-	order := p.Order
-	if order == "" {
-		order = "not recorded"
-	}
-	return [][2]string{
-		{"Profile", p.Profile},
-		{"Tests", strings.Join(p.Tests, ", ")},
-		{"Placements", strings.Join(p.Placements, ", ")},
-		{"Rounds", strconv.Itoa(p.Rounds)},
-		{"Duration", time.Duration(p.Duration).String() + " per sample after " + time.Duration(p.Warmup).String() + " warmup"},
-		{"Order", order},
-		{"Streams (*_MULTI)", strconv.Itoa(p.Streams)},
-		{"RR mode", string(p.Mode)},
-	}
+// squash puts a message on one line with single spaces.
+func squash(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
-
-// envRows are the provenance rows, one value per run.
-func envRows(runs []RunInfo) (labels []string, vals [][]string) {
-	fields := []struct {
-		label string
-		f     func(RunInfo) string
-	}{
-		{"Run", func(r RunInfo) string { return r.RunID }},
-		{"Status", statusText},
-		{"Started", whenText},
-		{"Tool", func(r RunInfo) string { return toolText(r.Tool) }},
-		{"Host", func(r RunInfo) string { return r.Environment.Hostname }},
-		{"Machine", func(r RunInfo) string { return machineText(r.Environment) }},
-		{"Kernel", func(r RunInfo) string { return kernelText(r.Environment) }},
-	}
-	for _, f := range fields {
-		labels = append(labels, f.label)
-		var row []string
-		for _, r := range runs {
-			row = append(row, f.f(r))
-		}
-		vals = append(vals, row)
-	}
-	return labels, vals
-}
-
-const methodText = "Each value is the median over rounds (one sample per round; for latency, each round's own percentile) with a " +
-	"distribution-free 95% confidence interval for the median (order statistics; † marks a sample range whose true coverage is below 95%, " +
-	"fewer than 6 rounds). Two columns of one interleaved run are shown and compared on the rounds both completed " +
-	"(‡ marks a cell that left some of its rounds out for that); with more columns, each verdict pairs the rounds its two columns completed. " +
-	"A verdict compares two columns on the log scale, so the effect is a ratio: columns of one run round by round (the geometric mean of " +
-	"the per-round ratios with its t-interval; when a round delivered nothing, the Wilcoxon signed-rank test with the Hodges–Lehmann ratio, " +
-	"in which that round ranks worst), columns of separate runs by ranks (Mann–Whitney with the Hodges–Lehmann shift, exact coverage printed " +
-	"where it is not 95%). The effect printed is that method's estimate with that method's interval. Significant means the interval lies " +
-	"beyond the minimum effect (1%): the p-value tests \"no change beyond the minimum effect\", and the report holds all its p-values to a " +
-	"5% false-discovery rate (Benjamini–Hochberg), each comparison counted once. Not significant: \"no difference beyond noise\" when the " +
-	"interval stays within ±10%, else \"inconclusive\" (more rounds needed). " +
-	"Loss, errors and missed target are judged on their complement (delivered share); a rate of 0 is the worst value, never a missing one. "

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"html/template"
 	"math"
 	"slices"
 	"strings"
@@ -213,15 +212,33 @@ func (p *PolicyProgramFit) line() string {
 
 const policyScaleAbout = "Each datapath's policy scenarios as one sweep (steps interleaved round by round): the rules each step put in front of every server's real rule, what the kernel held and how long programming took, how programming time grew with the rules, then each headline metric's medians fitted against the rule count."
 
-func markdownPolicyScale(b *strings.Builder, ps *PolicyScale) {
-	heads, bodies := ps.lines()
-	markdownBullets(b, "Policy scale", policyScaleAbout, heads, bodies)
+// policyScaleSection is each datapath's policy scenarios as one sweep
+// (one run only).
+type policyScaleSection struct{}
+
+const policyScaleHeading = "Policy scale"
+
+func (policyScaleSection) stage() buildStage { return beforeControl }
+
+func (policyScaleSection) build(rep *Report, in []Input) error {
+	if len(in) == 1 {
+		rep.PolicyScale = buildPolicyScale(rep, in[0].Run)
+	}
+	return nil
 }
 
-func htmlPolicyScale(ps *PolicyScale) template.HTML {
-	if ps == nil {
-		return ""
+func (policyScaleSection) markdown(b *strings.Builder, rep *Report) {
+	if ps := rep.PolicyScale; ps != nil {
+		heads, bodies := ps.lines()
+		markdownBullets(b, policyScaleHeading, policyScaleAbout, heads, bodies)
 	}
-	heads, bodies := ps.lines()
-	return htmlBullets("Policy scale", policyScaleAbout, heads, bodies)
+}
+
+func (policyScaleSection) html(b *strings.Builder, rep *Report) error {
+	if ps := rep.PolicyScale; ps != nil {
+		heads, bodies := ps.lines()
+		b.WriteString(string(htmlBullets(policyScaleHeading, policyScaleAbout, heads, bodies)))
+	}
+	b.WriteString("\n")
+	return nil
 }

@@ -223,11 +223,43 @@ func programText(p *ProgramFit) string {
 		exp, lin, msText(float64(p.MaxMs)), thousands(p.MaxServices), float64(p.UsPerService), float64(p.GenSharePct))
 }
 
+// serviceScaleSection analyses a Service-scale sweep (one run only): a
+// degradation table per datapath, the fits and their charts.
+type serviceScaleSection struct{}
+
+func (serviceScaleSection) stage() buildStage { return beforeControl } // its verdicts join the family
+
+func (serviceScaleSection) build(rep *Report, in []Input) error {
+	if len(in) != 1 {
+		return nil
+	}
+	var err error
+	rep.ServiceScale, err = buildServiceScale(in[0].Run, rep.Options)
+	return err
+}
+
+func (serviceScaleSection) markdown(b *strings.Builder, rep *Report) {
+	if rep.ServiceScale != nil {
+		markdownServiceScale(b, rep.ServiceScale)
+	}
+}
+
+func (serviceScaleSection) html(b *strings.Builder, rep *Report) error {
+	h, err := htmlServiceScale(rep.ServiceScale)
+	b.WriteString(string(h) + "\n")
+	return err
+}
+
+const (
+	serviceScaleHeading = "Service scale"
+	serviceScaleAbout   = "Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service (other-node, or same-node on a one-node target: each table says which). " +
+		"On clusters, API writes and node sync are the two parts of a step, and the per-Service latency runs from a Service's last API write until every node's datapath held it (polled: late by up to the ± interval). " +
+		"Median over rounds; each value with its change against step 0 and its verdict against step 0 (unpaired: Mann-Whitney with the Hodges-Lehmann shift; significant only when its interval excludes no change and it survives the report's false-discovery control)."
+)
+
 // markdownServiceScale writes the section in Markdown.
 func markdownServiceScale(b *strings.Builder, ss *ServiceScale) {
-	b.WriteString("\n## Service scale\n\n")
-	b.WriteString("Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service (other-node, or same-node on a one-node target: each table says which). On clusters, API writes and node sync are the two parts of a step, and the per-Service latency runs from a Service's last API write until every node's datapath held it (polled: late by up to the ± interval). " +
-		"Median over rounds; each value with its change against step 0 and its verdict against step 0 (unpaired: Mann-Whitney with the Hodges-Lehmann shift; significant only when its interval excludes no change and it survives the report's false-discovery control).\n\n")
+	b.WriteString("\n## " + serviceScaleHeading + "\n\n" + serviceScaleAbout + "\n\n")
 	for _, f := range ss.Findings {
 		fmt.Fprintf(b, "- %s\n", mdText(f))
 	}
@@ -257,8 +289,8 @@ const lineChartsHTML = `<div class="charts">{{range .Charts}}<figure style="widt
 // lineChartsTmpl renders a []lineChart alone (the churn's timeline).
 var lineChartsTmpl = template.Must(template.New("lines").Parse(lineChartsHTML))
 
-var scaleTmpl = template.Must(template.New("scale").Parse(`<h2 id="service-scale">Service scale</h2>
-<p class="about">Each step adds dummy Services (cumulative) to every node's Service datapath, as kube-proxy programs every node, verifies the kernel holds them (counts and memory are per node), then measures pod-to-service (other-node, or same-node on a one-node target: each table says which). On clusters, API writes and node sync are the two parts of a step, and the per-Service latency runs from a Service's last API write until every node's datapath held it (polled: late by up to the ± interval). Median over rounds; each value with its change against step 0 and its verdict against step 0 (unpaired: Mann-Whitney with the Hodges-Lehmann shift; significant only when its interval excludes no change and it survives the report's false-discovery control).</p>
+var scaleTmpl = template.Must(template.New("scale").Parse(htmlHeading("h2", "service-scale", serviceScaleHeading) + `
+<p class="about">` + serviceScaleAbout + `</p>
 <ul>{{range .Findings}}<li>{{.}}</li>{{end}}</ul>
 ` + lineChartsHTML + `
 {{range .Tables}}<h3>{{.Title}}</h3>

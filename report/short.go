@@ -19,12 +19,12 @@ func Short(w io.Writer, rep *Report) error {
 	fmt.Fprintf(b, "### %s\n\n", mdText(rep.Title))
 	rows := answerRows(rep)
 	if len(rows) > 0 {
-		mdRow(b, "Question", "Answer", "Effect (CI)", "Rounds won", "Verdict")
-		mdSep(b, 5, 0, 0)
+		mdRow(b, answersHead...)
+		mdSep(b, len(answersHead), 0, 0)
 	}
 	for i, r := range rows {
 		line := &strings.Builder{}
-		mdRow(line, mdText(r.Question), mdText(r.Words), mdText(r.Effect), r.Rounds, mdText(r.Verdict))
+		mdAnswerRow(line, r)
 		if b.Len()+line.Len() > ShortLimit-400 {
 			fmt.Fprintf(b, "\n… %d more answers in report.md\n", len(rows)-i)
 			break

@@ -31,8 +31,8 @@ Tests: ` + strings.Join(suite.TestNames(), ", ") + `, service-scale (the
   Service-scale sweep, the same as 'cnibench sweep': see its --help), and churn
   (` + strings.Join(suite.ChurnTests, ", ") + ` with and without a controlled churn of
   --churn-services Services at --churn-rate changes a second, each datapath's lab
-  beside its churned twin "X+churn"; default scenarios ` + defaultChurnScenarios + `; see
-  docs/churn.md)
+  beside its churned twin "X+churn"; default scenarios ` + defaultChurnScenarios + `; the
+  same as 'cnibench churn'; see docs/churn.md)
 Placements: ` + strings.Join(suite.AllPlacements, ", ") + `, and ` + strings.Join(suite.ServicePlacements, ", ") + `
   when the lab has a Service datapath (--service-datapath, or a scenario like ebpf) and on
   clusters: node0-pod0 dials a ClusterIP whose endpoints are on its own node (same-node,

@@ -55,7 +55,7 @@ func checkApplies(fs *pflag.FlagSet, target, schedule string) error {
 	return err
 }
 
-// flagGroups are the sections of a run or sweep command's help: flags for
+// flagGroups are the sections of a schedule command's help (run, sweep, churn): flags for
 // every target first, then the chosen target's own (--target, default
 // lab); the other targets' flags are one line each that says how to see
 // them, so --help shows what applies.

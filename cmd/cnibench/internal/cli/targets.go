@@ -20,9 +20,10 @@ import (
 // a run's scenarios. A new target is its package plus one file here that
 // registers its adapter (targets_lab.go, targets_k8s.go).
 type targetKind interface {
-	// register adds the target's own flags to a run or sweep command's
-	// flag set (annotating those of one schedule); newMeasureCmd
-	// annotates them all with the target's name.
+	// register adds the target's own flags to a schedule's command (run,
+	// sweep, churn), annotating those of one schedule (scheduleRounds, or
+	// scheduleReprograms for every schedule that reprograms the Service
+	// datapath); newMeasureCmd annotates them all with the target's name.
 	register(fs *pflag.FlagSet)
 	// open opens the run's scenarios, printing its header line first.
 	// No scenarios and no error: nothing to run (a dry run printed

@@ -165,7 +165,7 @@ func (k *k8sKind) syncText(cfg k8starget.Config) string {
 	return "on every node (node probes)"
 }
 
-// k8sFlags are the k8s target's settings of run and sweep.
+// k8sFlags are the k8s target's settings of the schedules' commands (run, sweep, churn).
 type k8sFlags struct {
 	kubeconfig, context, namespace, image string
 	clientNode, serverNode, access        string

@@ -43,7 +43,8 @@ type churnResults struct {
 	}
 }
 
-// One CI-sized churn run through the CLI on nftables and eBPF: each beside
+// One CI-sized churn run through the CLI (cnibench churn, the path of run
+// --tests churn: cli.TestScheduleCommandIsRunTests) on nftables and eBPF: each beside
 // its churned twin, the same 100 Services read back in all four labs, the
 // churn only in the twins' samples, at the rate asked (or saying why not),
 // every change held and timed, synced as kube-proxy (1 s, partial) and
@@ -55,7 +56,7 @@ func TestChurnRun(t *testing.T) {
 	labs := scenarioLabs(t, l, "nft", "nftchn", "ebpf", "ebpfchn")
 	before := hosttest.Take(t)
 	out := filepath.Join(t.TempDir(), "out")
-	stdout, stderr, code := l.run("run", "--tests", "churn", "--scenarios", "nftables,ebpf", "--churn-services", "100",
+	stdout, stderr, code := l.run("churn", "--scenarios", "nftables,ebpf", "--churn-services", "100",
 		"--churn-rate", "20", "--duration", "700ms", "--warmup", "100ms", "--rounds", "1", "--out", out)
 	if code != 0 {
 		if strings.Contains(stderr, "unsupported") {

@@ -3,6 +3,7 @@ package suite
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/datapath/churn"
@@ -44,6 +45,42 @@ type churnState struct {
 	ch        *churn.Churner
 	churned   bool
 	placement string // ScalePlacement
+}
+
+// Reprograms implements Reprogrammer: the dummies the churn keeps
+// programmed and changes.
+func (s *Churn) Reprograms() Reprogramming {
+	return Reprogramming{Services: s.Options.Services, Endpoints: s.Options.Endpoints, Verb: "churn", Live: true}
+}
+
+// Estimate implements Schedule: the rounds of every scenario, churned
+// twins included (the idle churn before them left out, as programming).
+func (*Churn) Estimate(p *Plan, scenarios int) time.Duration {
+	return reprogramEstimate(p, scenarios, 1)
+}
+
+// ChurnPlan resolves the churn's plan: ChurnTests on one pod-to-service
+// placement, 5 rounds unless given.
+func ChurnPlan(o Options) (*Plan, error) {
+	return ReprogramPlan(o, ChurnTest, "it measures "+strings.Join(ChurnTests, ", ")+" with and without churn", ChurnTests)
+}
+
+// Expand implements Expander: every scenario with its churned twin
+// ("iptables" with "iptables+churn") right after it, unless the list has
+// it; a churned scenario is kept as given.
+func (*Churn) Expand(names []results.ScenarioName) []results.ScenarioName {
+	var out []results.ScenarioName
+	has := map[string]bool{}
+	for _, n := range names {
+		has[n.String()] = true
+	}
+	for _, n := range names {
+		out = append(out, n)
+		if twin := n.With(ChurnPart); !n.Has(ChurnPart) && !has[twin.String()] {
+			out = append(out, twin)
+		}
+	}
+	return out
 }
 
 // Order implements Schedule.

@@ -2,11 +2,14 @@ package suite
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cnibench/cnibench/datapath/churn"
+	"github.com/cnibench/cnibench/datapath/sweep"
+	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -63,5 +66,62 @@ func TestChurnSchedule(t *testing.T) {
 				t.Errorf("mem+churn round %d: %+v", s.Round, s.Churn)
 			}
 		}
+	}
+}
+
+// Every scenario gets its churned twin right after it, unless the list
+// has it; a churned scenario is kept as given. ExpandScenarios asks the
+// schedule, and a schedule that adds none keeps the list.
+func TestChurnExpand(t *testing.T) {
+	var names []results.ScenarioName
+	for _, s := range []string{"iptables", "ebpf+churn", "ebpf", " NFTables "} {
+		n, err := results.ParseScenarioName(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	var got []string
+	for _, n := range ExpandScenarios(&Churn{}, names) {
+		got = append(got, n.String())
+	}
+	want := []string{"iptables", "iptables+churn", "ebpf+churn", "ebpf", "nftables", "nftables+churn"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Churn.Expand: %v, want %v", got, want)
+	}
+	if got := ExpandScenarios(&Rounds{}, names); len(got) != len(names) {
+		t.Errorf("Rounds expanded %d scenarios to %d", len(names), len(got))
+	}
+}
+
+// Each schedule's estimate is its samples' time: the sweep's rounds on
+// one placement at every step, the churn's on every scenario (twins
+// counted), plain rounds on every placement.
+func TestScheduleEstimates(t *testing.T) {
+	p := &Plan{Specs: make([]TestSpec, 3)}
+	p.Rounds, p.Duration, p.Warmup = 5, engine.Duration(2*time.Second), engine.Duration(time.Second)
+	p.Placements = []string{PodToServiceOtherNode, PodToServiceSameNode}
+	sweepOpts := sweep.Options{Steps: []int{0, 1000, 5000}, Endpoints: 4}
+	for _, c := range []struct {
+		s    Schedule
+		n    int
+		want time.Duration
+	}{
+		{&Rounds{}, 2, 5 * 3 * 2 * 2 * 3 * time.Second},
+		{&ServiceScale{Sweep: sweepOpts}, 2, 3 * 5 * 3 * 2 * 3 * time.Second},
+		{&Churn{}, 4, 5 * 3 * 4 * 3 * time.Second},
+	} {
+		if got := c.s.Estimate(p, c.n); got != c.want {
+			t.Errorf("%T on %d scenarios: %s, want %s", c.s, c.n, got, c.want)
+		}
+	}
+	if rp := ReprogrammingOf(&ServiceScale{Sweep: sweepOpts}); rp == nil || rp.Services != 5000 || rp.Endpoints != 4 || rp.Live {
+		t.Errorf("the sweep's reprogramming: %+v", rp)
+	}
+	if rp := ReprogrammingOf(&Churn{Options: churn.Options{Services: 100, Endpoints: 4}}); rp == nil || rp.Services != 100 || !rp.Live || rp.Verb != "churn" {
+		t.Errorf("the churn's reprogramming: %+v", rp)
+	}
+	if ReprogrammingOf(&Rounds{}) != nil {
+		t.Error("plain rounds reprogram the datapath")
 	}
 }

@@ -5,30 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cnibench/cnibench/results"
 )
-
-// Schedule decides what a run measures and in which order, over the
-// Runner's one sample loop (Runner.take). Rounds and ServiceScale are the
-// two schedules; a churn schedule plugs in the same way.
-type Schedule interface {
-	// Order is the run's Plan.Order: how samples are interleaved.
-	Order() string
-	// Prepare runs before anything is written or programmed: it checks
-	// the scenarios (an error refuses the run), records what it plans in
-	// the run and returns how many samples it will take.
-	Prepare(ctx context.Context, r *Runner) (samples int, err error)
-	// Measure takes the samples through r.take, in its order, and returns
-	// ctx's error when cancelled.
-	Measure(ctx context.Context, r *Runner) error
-}
 
 // Rounds is the plain schedule: every test on every placement and
 // scenario, round after round, scenarios innermost (A B A B) so drift of a
 // shared machine hits them alike.
 type Rounds struct {
 	index []int // Result index per (test, placement, scenario), in loop order
+}
+
+// Estimate implements Schedule: every sample of the plan on every scenario.
+func (*Rounds) Estimate(p *Plan, scenarios int) time.Duration {
+	return p.Estimate() * time.Duration(scenarios)
 }
 
 // Order implements Schedule.

@@ -67,6 +67,27 @@ type scaleState struct {
 	placement string // ScalePlacement
 }
 
+// Reprograms implements Reprogrammer: up to the largest step's dummies.
+func (s *ServiceScale) Reprograms() Reprogramming {
+	rp := Reprogramming{Endpoints: s.Sweep.Endpoints, Verb: "sweep"}
+	if len(s.Sweep.Steps) > 0 {
+		rp.Services = slices.Max(s.Sweep.Steps)
+	}
+	return rp
+}
+
+// Estimate implements Schedule: the rounds of every scenario at every
+// step (a datapath stopped early by --max-step-time takes less).
+func (s *ServiceScale) Estimate(p *Plan, scenarios int) time.Duration {
+	return reprogramEstimate(p, scenarios, len(s.Sweep.Steps))
+}
+
+// ScalePlan resolves the sweep's plan: ScaleTests on one pod-to-service
+// placement, 5 rounds unless given.
+func ScalePlan(o Options) (*Plan, error) {
+	return ReprogramPlan(o, ServiceScaleTest, "it reprograms the datapath between steps", ScaleTests)
+}
+
 // Order implements Schedule.
 func (*ServiceScale) Order() string {
 	return "Service-scale steps, then rounds, then tests, then scenarios (interleaved)"

@@ -61,6 +61,12 @@ type twinState struct {
 	rec *results.TwinPart
 }
 
+// Estimate implements Schedule: every sample of the plan on the base and
+// each twin (switching a part between segments left out, as setup).
+func (*Twins) Estimate(p *Plan, scenarios int) time.Duration {
+	return p.Estimate() * time.Duration(scenarios)
+}
+
 // Order implements Schedule.
 func (*Twins) Order() string {
 	return "rounds, each a segment per twin scenario (every test and placement), the segments' order reversed every round (ABBA); a part is switched and proved between segments"

@@ -18,13 +18,6 @@ const (
 	annSchedule = "cnibench/schedule" // schedules it applies to; none: all
 )
 
-// Schedules, as the annotations and errors name them.
-const (
-	scheduleRounds = "rounds" // interleaved rounds of the plan (run)
-	scheduleSweep  = "sweep"  // the Service-scale sweep (sweep, run --tests service-scale)
-	scheduleChurn  = "churn"  // churn against no churn (run --tests churn)
-)
-
 // appliesTo annotates flags (already registered) with the targets or
 // schedules they apply to.
 func appliesTo(fs *pflag.FlagSet, key string, values []string, names ...string) {
@@ -62,7 +55,7 @@ func checkApplies(fs *pflag.FlagSet, target, schedule string) error {
 	return err
 }
 
-// flagGroups are the sections of a run or sweep command's help: flags for
+// flagGroups are the sections of a schedule command's help (run, sweep, churn): flags for
 // every target first, then the chosen target's own (--target, default
 // lab); the other targets' flags are one line each that says how to see
 // them, so --help shows what applies.
@@ -112,18 +105,10 @@ func init() { cobra.AddTemplateFunc("flagGroups", flagGroups) }
 
 // scheduleNames says which runs the schedules are, for errors.
 func scheduleNames(ss []string) string {
-	return scheduleText(ss, map[string]string{scheduleRounds: "plain runs", scheduleSweep: "the Service-scale sweep", scheduleChurn: "the churn schedule"}, " and ")
+	return scheduleText(ss, func(e scheduleEntry) string { return e.title }, " and ")
 }
 
 // scheduleHints say how to run them.
 func scheduleHints(ss []string) string {
-	return scheduleText(ss, map[string]string{scheduleRounds: "run", scheduleSweep: "cnibench sweep, or run --tests service-scale", scheduleChurn: "run --tests churn"}, "; ")
-}
-
-func scheduleText(ss []string, text map[string]string, sep string) string {
-	var out []string
-	for _, s := range ss {
-		out = append(out, text[s])
-	}
-	return strings.Join(out, sep)
+	return scheduleText(ss, func(e scheduleEntry) string { return e.hint }, "; ")
 }

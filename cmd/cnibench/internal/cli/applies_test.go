@@ -28,7 +28,7 @@ func TestFlagApplies(t *testing.T) {
 		{[]string{"run", "--scale-steps", "0,10"}, "--scale-steps applies to the Service-scale sweep only"},
 		{[]string{"run", "--target", "k8s", "--dry-run", "--sync-verify", "api"}, "--sync-verify applies to the Service-scale sweep and the churn schedule only"},
 		{[]string{"run", "--auto-size"}, "--auto-size applies to the Service-scale sweep and the churn schedule only"},
-		{[]string{"run", "--churn-rate", "5"}, "--churn-rate applies to the churn schedule only (run --tests churn)"},
+		{[]string{"run", "--churn-rate", "5"}, "--churn-rate applies to the churn schedule only (cnibench churn, or run --tests churn)"},
 		{[]string{"run", "--tests", "churn", "--scale-steps", "0,10"}, "--scale-steps applies to the Service-scale sweep only"},
 		{[]string{"sweep", "--tests", "TCP_RR"}, "unknown flag: --tests"},
 		{[]string{"sweep", "--target", "vm"}, `--target "vm": want lab or k8s`},
@@ -41,20 +41,32 @@ func TestFlagApplies(t *testing.T) {
 	}
 }
 
-// sweep and run --tests service-scale are one path: the same manifests.
-func TestSweepIsRunServiceScale(t *testing.T) {
+// A schedule's command and run --tests with its test name are one path
+// (sweep and run --tests service-scale, churn and run --tests churn): the
+// same manifests.
+func TestScheduleCommandIsRunTests(t *testing.T) {
 	t.Setenv("KUBECONFIG", "/nonexistent")
-	common := []string{"--target", "k8s", "--dry-run", "--client-node", "a", "--server-node", "b", "--scale-steps", "0,10"}
-	a, _, err := cnibench(t, append([]string{"sweep"}, common...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := cnibench(t, append([]string{"run", "--tests", "service-scale"}, common...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a != b || !strings.Contains(a, "kind: EndpointSlice") {
-		t.Errorf("sweep and run --tests service-scale differ:\n%s\n---\n%s", a, b)
+	common := []string{"--target", "k8s", "--dry-run", "--client-node", "a", "--server-node", "b"}
+	for _, c := range []struct {
+		cmd, test string
+		args      []string
+		want      string
+	}{
+		{"sweep", suite.ServiceScaleTest, []string{"--scale-steps", "0,10"}, "kind: EndpointSlice"},
+		{"churn", suite.ChurnTest, []string{"--churn-services", "20"}, "the churn keeps 20 dummy Services"},
+	} {
+		args := append(common, c.args...)
+		a, _, err := cnibench(t, append([]string{c.cmd}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := cnibench(t, append([]string{"run", "--tests", c.test}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a != b || !strings.Contains(a, c.want) {
+			t.Errorf("%s and run --tests %s differ:\n%s\n---\n%s", c.cmd, c.test, a, b)
+		}
 	}
 }
 
@@ -67,7 +79,8 @@ func TestHelpGroupsFlags(t *testing.T) {
 		shown, unseen []string
 	}{
 		{"run", []string{"--tests", "--streams", "--service-datapath"}, []string{"--scale-steps", "--auto-size", "--sync-verify"}},
-		{"sweep", []string{"--scale-steps", "--auto-size"}, []string{"--tests", "--streams", "--service-datapath"}},
+		{"sweep", []string{"--scale-steps", "--auto-size"}, []string{"--tests", "--streams", "--service-datapath", "--churn-rate"}},
+		{"churn", []string{"--churn-services", "--churn-endpoints", "--churn-rate", "--min-sync-interval", "--auto-size", "--rounds"}, []string{"--tests", "--streams", "--service-datapath", "--scale-steps"}},
 	} {
 		out, _, err := cnibench(t, c.cmd, "--help")
 		if err != nil {
@@ -97,7 +110,7 @@ func TestHelpGroupsFlags(t *testing.T) {
 		}
 	}
 	root := newRoot()
-	for _, name := range []string{"run", "sweep"} {
+	for _, name := range []string{"run", "sweep", "churn"} {
 		cmd, _, err := root.Find([]string{name})
 		if err != nil {
 			t.Fatal(err)

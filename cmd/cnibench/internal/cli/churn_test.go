@@ -1,29 +1,11 @@
 package cli
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cnibench/cnibench/suite"
 )
-
-// Every scenario gets its churned twin right after it, unless the list
-// has it; a churned scenario is kept as given.
-func TestWithChurned(t *testing.T) {
-	names, err := parseScenarios([]string{"iptables", "ebpf+churn", "ebpf", " NFTables "})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, n := range withChurned(names) {
-		got = append(got, n.String())
-	}
-	want := []string{"iptables", "iptables+churn", "ebpf+churn", "ebpf", "nftables", "nftables+churn"}
-	if !slices.Equal(got, want) {
-		t.Errorf("withChurned: %v, want %v", got, want)
-	}
-}
 
 // Bad churn requests are one-line errors naming the flag, before anything
 // is opened.
@@ -76,6 +58,15 @@ func TestChurnK8sDryRun(t *testing.T) {
 	for _, want := range []string{"the churn keeps 100 dummy Services (4 endpoints each", "kind: EndpointSlice", "name: cnb-scale-svc-0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("dry run does not say %q:\n%s", want, out[:min(len(out), 2000)])
+		}
+	}
+}
+
+// cnibench churn refuses bad input in one line, as run --tests churn does.
+func TestChurnCommandRefuses(t *testing.T) {
+	for _, args := range [][]string{{"churn", "--churn-rate", "0"}, {"churn", "--scenarios", "native"}, {"churn", "--scale-steps", "0,10"}, {"churn", "--rounds", "auto"}} {
+		if _, _, err := cnibench(t, args...); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v, want a one-line refusal", args, err)
 		}
 	}
 }

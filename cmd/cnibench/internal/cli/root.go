@@ -83,6 +83,7 @@ built from Linux network namespaces on this machine (needs root).
 
   cnibench run                    run the quick suite on the lab, write a report
   cnibench sweep                  Service-scale sweep: cost of thousands of Services
+  cnibench churn                  churn: the datapath while Services change around the traffic
   cnibench lab up|down|status     manage the lab by hand
   cnibench lab exec node0-pod0 -- iperf3 -s`,
 		SilenceUsage:  true,
@@ -90,7 +91,8 @@ built from Linux network namespaces on this machine (needs root).
 	}
 	root.PersistentFlags().StringVar(&g.labName, "lab", "default", "lab name; every lab object is prefixed cnb-<name>-")
 	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", "/run/cnibench", "where lab state and agent sockets live")
-	root.AddCommand(newRunCmd(g), newSweepCmd(g), newLabCmd(g), newReportCmd(), newCompareCmd(), newServerCmd(), newClientCmd(), newAgentCmd(), newVersionCmd(), newK8sCmd())
+	root.AddCommand(measureCommands(g)...)
+	root.AddCommand(newLabCmd(g), newReportCmd(), newCompareCmd(), newServerCmd(), newClientCmd(), newAgentCmd(), newVersionCmd(), newK8sCmd())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%s: %v (see '%s --help')", c.CommandPath(), err, c.CommandPath())
 	})

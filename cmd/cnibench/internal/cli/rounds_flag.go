@@ -16,7 +16,7 @@ const defaultAutoMax = 15
 // after the fifth until the run's questions are conclusive, MAX at most).
 type roundsFlag struct {
 	n, auto *int
-	autoOK  bool // run's rounds take auto; the sweep's steps do not
+	autoOK  bool // run's rounds take auto; the sweep's steps and the churn's rounds do not
 }
 
 func (f roundsFlag) String() string {
@@ -40,7 +40,7 @@ func (f roundsFlag) Set(s string) error {
 	s = strings.TrimSpace(s)
 	if rest, ok := strings.CutPrefix(s, "auto"); ok {
 		if !f.autoOK {
-			return fmt.Errorf("auto is for run's interleaved rounds, not the steps of a sweep: give a number")
+			return fmt.Errorf("auto is for run's interleaved rounds, not this command's schedule: give a number")
 		}
 		max := defaultAutoMax
 		if rest != "" {

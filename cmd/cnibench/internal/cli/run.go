@@ -18,7 +18,8 @@ import (
 	"github.com/cnibench/cnibench/suite"
 )
 
-// measureFlags are the flags of run and sweep that every target has.
+// measureFlags are the flags of a schedule's command (run, sweep, churn)
+// that every target and schedule has.
 type measureFlags struct {
 	o          suite.Options
 	target     string
@@ -26,101 +27,53 @@ type measureFlags struct {
 	placements string
 	out        string
 	mode       string
-	sf         scaleFlags // the sweep's (servicescale.go)
-	cf         churnFlags // the churn schedule's (churn.go)
+	kinds      map[string]scheduleKind // every schedule's own flags
 }
 
-func newRunCmd(g *globals) *cobra.Command {
-	return newMeasureCmd(g, scheduleRounds, &cobra.Command{
-		Use:   "run",
-		Short: "Run the benchmark suite and write results.json, report.md and report.html",
-		Long: `Run the suite on a target (default: the local lab). If the lab is not up, it is
-brought up for the run and taken down afterwards; a lab you started with
-'cnibench lab up' is used and left running. Every sample is written to
-DIR/results.json as soon as it finishes; Ctrl-C (or SIGTERM) stops cleanly,
-keeps them, takes down what the run brought up and exits 130 (143); a second
-one exits at once, naming the 'lab down' to run (README: Recovery). A sample
-whose agent dies fails with the cause and a fresh agent takes the next.
-Exit status: 0 every sample measured; 4 the samples stand but the teardown
-failed; 5 the run went to the end but some samples failed (each cause in
-results.json); 1 any other error (results.json unwritable, lab busy, ...).
-
-Tests: ` + strings.Join(suite.TestNames(), ", ") + `, service-scale (the
-  Service-scale sweep, the same as 'cnibench sweep': see its --help), and churn
-  (` + strings.Join(suite.ChurnTests, ", ") + ` with and without a controlled churn of
-  --churn-services Services at --churn-rate changes a second, each datapath's lab
-  beside its churned twin "X+churn"; default scenarios ` + defaultChurnScenarios + `; see
-  docs/churn.md)
-Placements: ` + strings.Join(suite.AllPlacements, ", ") + `, and ` + strings.Join(suite.ServicePlacements, ", ") + `
-  when the lab has a Service datapath (--service-datapath, or a scenario like ebpf) and on
-  clusters: node0-pod0 dials a ClusterIP whose endpoints are on its own node (same-node,
-  what a one-node cluster can run) or on the other node (other-node)
-Profiles: ` + profileHelp(),
-	})
+// measureCommands are the registered schedules' commands.
+func measureCommands(g *globals) []*cobra.Command {
+	var cmds []*cobra.Command
+	for _, e := range scheduleList() {
+		if e.use != "" {
+			cmds = append(cmds, newMeasureCmd(g, e))
+		}
+	}
+	return cmds
 }
 
-func newSweepCmd(g *globals) *cobra.Command {
-	return newMeasureCmd(g, scheduleSweep, &cobra.Command{
-		Use:   "sweep",
-		Short: "Service-scale sweep: how the datapath degrades as dummy Services are added",
-		Long: `Add dummy Services step by step (--scale-steps) and, at every step, program and
-verify the Service datapath on every node, then measure ` + strings.Join(suite.ScaleTests, ", ") + `
-through the test Service on pod-to-service/other-node (same-node on a one-node
-target), in rounds, the datapaths interleaved. On the lab each --scenarios
-entry is a lab with its own Service datapath (default ` + defaultScaleScenarios + `); on a
-cluster (--target k8s) the dummies are real Services with EndpointSlices.
-Every sample is saved as it finishes. Also 'cnibench run --tests service-scale'.
-See docs/service-scale.md.`,
-	})
-}
-
-// newMeasureCmd builds run or sweep: the flags every target has, each
-// target's own (annotated, grouped in --help) and one RunE, execute.
-func newMeasureCmd(g *globals, schedule string, cmd *cobra.Command) *cobra.Command {
-	var mf measureFlags
-	kinds := map[string]targetKind{}
-	cmd.Args = cobra.NoArgs
+// newMeasureCmd builds a schedule's command: the flags every target and
+// schedule has, each schedule's and target's own (annotated; those of
+// another schedule hidden, those of a target grouped in --help) and one
+// RunE, execute.
+func newMeasureCmd(g *globals, own scheduleEntry) *cobra.Command {
+	mf := &measureFlags{kinds: map[string]scheduleKind{}}
+	targets := map[string]targetKind{}
+	cmd := &cobra.Command{Use: own.use, Short: own.short, Long: own.long, Args: cobra.NoArgs}
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := targetFlag(mf.target); err != nil {
 			return err
 		}
-		return mf.execute(cmd, kinds[mf.target], schedule)
+		return mf.execute(cmd, targets[mf.target], own)
 	}
 	f := cmd.Flags()
-	f.StringVar(&mf.target, "target", defaultTarget, "where to run: "+strings.Join(targetNames(), ", ")+" (lab: the local lab; k8s: a cluster through kubeconfig, see docs/k8s.md)")
-	profileHelp, roundsHelp := strings.Join(suite.ProfileNames(), ", ")+": the tests, placements, durations, rounds and lab scenarios (see Profiles above; on --target k8s, security runs as twins of the cluster, docs/k8s.md)", "rounds of the whole plan (default: the profile's); auto[:MAX]: add rounds after the fifth until every question of the profile is conclusive, at most MAX (default 15)"
-	if schedule == scheduleSweep {
-		profileHelp, roundsHelp = "quick or standard: the sample durations", "rounds at every step (default 5, the fewest a verdict needs)"
+	mf.register(f, own)
+	for _, e := range scheduleList() {
+		before := flagNames(f)
+		mf.kinds[e.name] = e.new()
+		mf.kinds[e.name].register(f)
+		annotateNew(f, before, annSchedule, e.name)
 	}
-	f.StringVar(&mf.o.Profile, "profile", "quick", profileHelp)
-	if schedule == scheduleRounds {
-		f.StringVar(&mf.tests, "tests", "", "comma-separated tests (default: the profile's)")
-	}
-	if schedule == scheduleRounds {
-		f.StringVar(&mf.placements, "placements", "", "comma-separated placements (default: all)")
-	} else {
-		f.StringVar(&mf.placements, "placements", "", "the one placement to measure: "+suite.PodToServiceOtherNode+" (default) or "+suite.PodToServiceSameNode)
-	}
-	f.DurationVar(&mf.o.Duration, "duration", 0, "measured time per sample (default: the profile's)")
-	f.DurationVar(&mf.o.Warmup, "warmup", 0, "unmeasured time before each sample (default: the profile's)")
-	f.Var(roundsFlag{&mf.o.Rounds, &mf.o.AutoRounds, schedule == scheduleRounds}, "rounds", roundsHelp)
-	f.IntVar(&mf.o.Streams, "streams", 0, "flows of the *_MULTI tests (default 4)")
-	f.StringVar(&mf.mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
-	f.StringVar(&mf.out, "out", "", "results directory (default cnibench-results/<run id>)")
-	f.StringVar(&mf.o.FlameGraph, "flame-graph", "", "a test of the run whose kernel and user CPU stacks are sampled on the client's and server's CPUs (perf) in one extra, unmeasured sample per scenario and placement after the rounds; flame graphs in the HTML report, folded stacks in DIR/flamegraphs (lab)")
-	appliesTo(f, annSchedule, []string{scheduleRounds}, "streams", "flame-graph")
-	mf.sf.register(f)
-	mf.cf.register(f)
 	for _, name := range targetNames() {
 		before := flagNames(f)
-		kinds[name] = targetRegistry[name].new(g)
-		kinds[name].register(f)
-		withTarget(f, before, name)
+		targets[name] = targetRegistry[name].new(g)
+		targets[name].register(f)
+		annotateNew(f, before, annTarget, name)
 	}
-	// A flag of the other schedule is hidden from --help; run still takes
-	// the sweep's (run --tests service-scale sweeps).
+	reprogramsSchedules(f)
+	// A flag of another schedule is hidden from --help; run still takes
+	// them all (run --tests churn churns).
 	f.VisitAll(func(fl *pflag.Flag) {
-		if ss := fl.Annotations[annSchedule]; len(ss) > 0 && !slices.Contains(ss, schedule) {
+		if ss := fl.Annotations[annSchedule]; len(ss) > 0 && !slices.Contains(ss, own.name) {
 			fl.Hidden = true
 		}
 	})
@@ -128,52 +81,68 @@ func newMeasureCmd(g *globals, schedule string, cmd *cobra.Command) *cobra.Comma
 	return cmd
 }
 
-// execute is the one run path of every target and schedule: check the
-// flags apply, resolve the plan, open the target's scenarios, run the
-// schedule, close the targets and write the reports.
-func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule string) (err error) {
-	flags := cmd.Flags()
-	for _, name := range []string{"streams"} {
-		if v, _ := flags.GetInt(name); flags.Changed(name) && v < 1 {
-			return fmt.Errorf("--%s must be at least 1, got %d", name, v)
-		}
+// register adds the flags every schedule has, worded for own.
+func (mf *measureFlags) register(f *pflag.FlagSet, own scheduleEntry) {
+	help := map[string]string{
+		"profile":    strings.Join(suite.ProfileNames(), ", ") + ": the tests, placements, durations, rounds and lab scenarios (see Profiles above; on --target k8s, security runs as twins of the cluster, docs/k8s.md)",
+		"rounds":     "rounds of the whole plan (default: the profile's); auto[:MAX]: add rounds after the fifth until every question of the profile is conclusive, at most MAX (default 15)",
+		"placements": "comma-separated placements (default: all)",
 	}
+	for name, text := range own.flagHelp {
+		help[name] = text
+	}
+	f.StringVar(&mf.target, "target", defaultTarget, "where to run: "+strings.Join(targetNames(), ", ")+" (lab: the local lab; k8s: a cluster through kubeconfig, see docs/k8s.md)")
+	f.StringVar(&mf.o.Profile, "profile", "quick", help["profile"])
+	if own.tests {
+		f.StringVar(&mf.tests, "tests", "", "comma-separated tests (default: the profile's)")
+	}
+	f.StringVar(&mf.placements, "placements", "", help["placements"])
+	f.DurationVar(&mf.o.Duration, "duration", 0, "measured time per sample (default: the profile's)")
+	f.DurationVar(&mf.o.Warmup, "warmup", 0, "unmeasured time before each sample (default: the profile's)")
+	f.Var(roundsFlag{&mf.o.Rounds, &mf.o.AutoRounds, own.autoRounds}, "rounds", help["rounds"])
+	f.StringVar(&mf.mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
+	f.StringVar(&mf.out, "out", "", "results directory (default cnibench-results/<run id>)")
+}
+
+// request checks the flags, picks the schedule (run --tests churn
+// churns) and resolves it and its plan.
+func (mf *measureFlags) request(cmd *cobra.Command, own scheduleEntry) (*runRequest, error) {
+	flags := cmd.Flags()
 	if v, _ := flags.GetDuration("duration"); flags.Changed("duration") && v <= 0 {
-		return fmt.Errorf("--duration must be positive, got %s", v)
+		return nil, fmt.Errorf("--duration must be positive, got %s", v)
 	}
 	req := &runRequest{opts: mf.o, runID: newRunID(), out: mf.out, flags: flags, progress: cmd.ErrOrStderr(), stdout: cmd.OutOrStdout()}
 	req.opts.Tests = splitList(mf.tests)
 	req.opts.Placements = splitList(mf.placements)
 	req.opts.Mode = engine.Mode(mf.mode)
-	if mf.sf.asked(req.opts.Tests) {
-		schedule = scheduleSweep // run --tests service-scale
+	if own.tests {
+		own = pickSchedule(req.opts.Tests, own)
 	}
-	if mf.cf.asked(req.opts.Tests) && schedule == scheduleRounds {
-		schedule = scheduleChurn // run --tests churn
+	if mf.o.AutoRounds > 0 && !own.autoRounds {
+		return nil, fmt.Errorf("--rounds auto: only for interleaved rounds (run), not %s: give a number", own.title)
 	}
-	if mf.o.AutoRounds > 0 && schedule != scheduleRounds {
-		return fmt.Errorf("--rounds auto: only for interleaved rounds (run), not the Service-scale sweep or the churn: give a number")
+	if err := checkApplies(flags, mf.target, own.name); err != nil {
+		return nil, err
 	}
-	if err := checkApplies(flags, mf.target, schedule); err != nil {
-		return err
+	kind := mf.kinds[own.name]
+	sched, plan, err := kind.resolve(flags, req.opts)
+	if err != nil {
+		return nil, err
 	}
-	if schedule == scheduleSweep {
-		opt, plan, err := mf.sf.plan(req.opts)
-		if err != nil {
-			return err
-		}
-		req.sweep, req.plan, req.steps = &opt, plan, mf.sf.steps
-	} else if schedule == scheduleChurn {
-		opt, plan, err := mf.cf.plan(req.opts)
-		if err != nil {
-			return err
-		}
-		req.churn, req.plan = &opt, plan
-	} else if req.plan, err = req.opts.Resolve(); err != nil {
-		return err
-	}
+	req.entry, req.schedule, req.plan, req.about = own, sched, plan, kind.about()
 	if req.out == "" {
 		req.out = filepath.Join("cnibench-results", req.runID)
+	}
+	return req, nil
+}
+
+// execute is the one run path of every target and schedule: resolve the
+// request, open the target's scenarios, run the schedule, close the
+// targets and write the reports.
+func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, own scheduleEntry) error {
+	req, err := mf.request(cmd, own)
+	if err != nil {
+		return err
 	}
 	ctx := cmd.Context()
 	scs, err := tk.open(ctx, req)
@@ -181,15 +150,7 @@ func (mf *measureFlags) execute(cmd *cobra.Command, tk targetKind, schedule stri
 		req.releaseOut(false)
 		return err
 	}
-	runner := &suite.Runner{Scenarios: scs, Plan: req.plan, OutDir: req.out, RunID: req.runID, Progress: req.progress}
-	switch {
-	case req.sweep != nil:
-		runner.Schedule = &suite.ServiceScale{Sweep: *req.sweep}
-	case req.churn != nil:
-		runner.Schedule = &suite.Churn{Options: *req.churn}
-	case req.twins != nil:
-		runner.Schedule = req.twins
-	}
+	runner := &suite.Runner{Scenarios: scs, Plan: req.plan, OutDir: req.out, RunID: req.runID, Progress: req.progress, Schedule: req.schedule}
 	run, runErr := runner.Run(ctx)
 	var saveErr *results.SaveError
 	saveFailed := errors.As(runErr, &saveErr)

@@ -10,22 +10,44 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cnibench/cnibench/datapath/sweep"
-	"github.com/cnibench/cnibench/stats"
 	"github.com/cnibench/cnibench/suite"
 )
+
+// scheduleSweep is the Service-scale sweep (cnibench sweep, run --tests
+// service-scale).
+const scheduleSweep = "sweep"
 
 // defaultScaleScenarios are swept when --scenarios is not given.
 const defaultScaleScenarios = "iptables,nftables,ebpf"
 
-// scaleFlags are the Service-scale sweep's flags that every target has
-// (cnibench sweep, run --tests service-scale); each target registers its
-// own beside them (targets_lab.go, targets_k8s.go).
+func init() {
+	registerSchedule(scheduleEntry{name: scheduleSweep, rank: 1, title: "the Service-scale sweep", hint: "cnibench sweep, or run --tests service-scale",
+		test: suite.ServiceScaleTest, reprograms: true, scenarios: defaultScaleScenarios,
+		use:   "sweep",
+		short: "Service-scale sweep: how the datapath degrades as dummy Services are added",
+		long: `Add dummy Services step by step (--scale-steps) and, at every step, program and
+verify the Service datapath on every node, then measure ` + strings.Join(suite.ScaleTests, ", ") + `
+through the test Service on pod-to-service/other-node (same-node on a one-node
+target), in rounds, the datapaths interleaved. On the lab each --scenarios
+entry is a lab with its own Service datapath (default ` + defaultScaleScenarios + `); on a
+cluster (--target k8s) the dummies are real Services with EndpointSlices.
+Every sample is saved as it finishes. Also 'cnibench run --tests service-scale'.
+See docs/service-scale.md.`,
+		flagHelp: reprogramFlagHelp("rounds at every step (default 5, the fewest a verdict needs)"),
+		new:      func() scheduleKind { return &scaleFlags{} },
+	})
+}
+
+// scaleFlags are the Service-scale sweep's flags that every target has;
+// each target registers its own beside them (targets_lab.go,
+// targets_k8s.go), annotated scheduleReprograms.
 type scaleFlags struct {
 	steps       string
 	endpoints   int
 	position    string
 	seed        uint64
 	maxStepTime time.Duration
+	opt         sweep.Options // resolved
 }
 
 func (f *scaleFlags) register(fs *pflag.FlagSet) {
@@ -34,17 +56,6 @@ func (f *scaleFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.position, "service-position", "random", "the test Service among the dummies: random, first or last")
 	fs.Uint64Var(&f.seed, "scale-seed", 0, "seed of the random test Service position (0: draw one; the header and results record it)")
 	fs.DurationVar(&f.maxStepTime, "max-step-time", sweep.DefaultMaxStepTime, "stop a datapath's sweep when its next step's programming is predicted to take longer")
-	appliesTo(fs, annSchedule, []string{scheduleSweep}, "scale-steps", "endpoints-per-service", "service-position", "scale-seed", "max-step-time")
-}
-
-// asked tells whether --tests asks for the sweep.
-func (f *scaleFlags) asked(tests []string) bool {
-	for _, t := range tests {
-		if strings.EqualFold(t, suite.ServiceScaleTest) {
-			return true
-		}
-	}
-	return false
 }
 
 // options parses the sweep flags.
@@ -66,47 +77,27 @@ func (f *scaleFlags) options() (sweep.Options, error) {
 	if f.maxStepTime <= 0 {
 		return o, fmt.Errorf("--max-step-time must be positive, got %s", f.maxStepTime)
 	}
-	return o, o.Validate()
+	err := o.Validate() // draws the seed of a random position
+	return o, err
 }
 
-// plan parses the sweep flags and resolves the tests every step measures
-// (suite.ScaleTests) and the candidate placements, in order of preference:
-// the one given with --placements, else other-node, then same-node (the
-// target sweeps on the first it can host).
-func (f *scaleFlags) plan(o suite.Options) (sweep.Options, *suite.Plan, error) {
-	if len(o.Tests) > 1 {
-		return sweep.Options{}, nil, fmt.Errorf("--tests: %s is a test of its own kind (it reprograms the datapath between steps) and cannot mix with %s: run them separately",
-			suite.ServiceScaleTest, strings.Join(without(o.Tests, suite.ServiceScaleTest), ","))
-	}
-	if len(o.Placements) > 1 {
-		return sweep.Options{}, nil, fmt.Errorf("--placements: %s measures one placement (default: %s, or %s on a one-node target)", suite.ServiceScaleTest, suite.PodToServiceOtherNode, suite.PodToServiceSameNode)
-	}
-	for _, p := range o.Placements {
-		if !suite.IsServicePlacement(p) {
-			return sweep.Options{}, nil, fmt.Errorf("--placements: %s measures %s or %s, not %s", suite.ServiceScaleTest, suite.PodToServiceOtherNode, suite.PodToServiceSameNode, p)
-		}
-	}
-	opt, err := f.options()
+// resolve parses the sweep flags after its plan (suite.ScalePlan).
+func (f *scaleFlags) resolve(_ *pflag.FlagSet, o suite.Options) (suite.Schedule, *suite.Plan, error) {
+	plan, err := suite.ScalePlan(o)
 	if err != nil {
-		return opt, nil, err
+		return nil, nil, err
 	}
-	o.Tests = suite.ScaleTests
-	if len(o.Placements) == 0 {
-		o.Placements = []string{suite.PodToServiceOtherNode, suite.PodToServiceSameNode}
+	if f.opt, err = f.options(); err != nil {
+		return nil, nil, err
 	}
-	if o.Rounds == 0 {
-		o.Rounds = stats.DefaultMinRounds // verdicts against step 0 need 5 rounds
-	}
-	plan, err := o.Resolve()
-	return opt, plan, err
+	return &suite.ServiceScale{Sweep: f.opt}, plan, nil
 }
 
-func without(list []string, drop string) []string {
-	var out []string
-	for _, s := range list {
-		if !strings.EqualFold(s, drop) {
-			out = append(out, s)
-		}
+// about says what the sweep runs and where the test Service sits.
+func (f *scaleFlags) about() string {
+	position := f.opt.Position
+	if position == "random" {
+		position = fmt.Sprintf("random, --scale-seed %d", f.opt.Seed)
 	}
-	return out
+	return fmt.Sprintf("service-scale sweep over %s Services (%d endpoints each, test Service %s)", f.steps, f.opt.Endpoints, position)
 }

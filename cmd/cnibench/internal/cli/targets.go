@@ -8,11 +8,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/cnibench/cnibench/datapath/churn"
-	"github.com/cnibench/cnibench/datapath/sweep"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 )
@@ -21,9 +20,10 @@ import (
 // a run's scenarios. A new target is its package plus one file here that
 // registers its adapter (targets_lab.go, targets_k8s.go).
 type targetKind interface {
-	// register adds the target's own flags to a run or sweep command's
-	// flag set (annotating those of one schedule); newMeasureCmd
-	// annotates them all with the target's name.
+	// register adds the target's own flags to a schedule's command (run,
+	// sweep, churn), annotating those of one schedule (scheduleRounds, or
+	// scheduleReprograms for every schedule that reprograms the Service
+	// datapath); newMeasureCmd annotates them all with the target's name.
 	register(fs *pflag.FlagSet)
 	// open opens the run's scenarios, printing its header line first.
 	// No scenarios and no error: nothing to run (a dry run printed
@@ -64,32 +64,36 @@ func targetNames() []string {
 
 func targetTitle(name string) string { return targetRegistry[name].title }
 
-// runRequest is what a run or sweep asked for, the same for every target.
+// runRequest is what a run asked for, the same for every target and
+// schedule.
 type runRequest struct {
-	opts       suite.Options  // as asked: empty Tests and Placements mean the defaults
-	plan       *suite.Plan    // resolved
-	sweep      *sweep.Options // the Service-scale sweep; nil: interleaved rounds
-	churn      *churn.Options // the churn schedule; nil: not it
-	twins      *suite.Twins   // twins on one target, set by the target's open (--profile security on a cluster)
-	steps      string         // --scale-steps as typed, for header lines
-	runID, out string
-	flags      *pflag.FlagSet // the command's, to tell a flag given from a default
-	progress   io.Writer      // stderr; a target may wrap it (progressOut)
-	stdout     io.Writer      // for what a target prints as output (a dry run's manifests)
+	opts     suite.Options  // as asked: empty Tests and Placements mean the defaults
+	plan     *suite.Plan    // resolved
+	entry    scheduleEntry  // the schedule's command-line entry (its default scenarios)
+	schedule suite.Schedule // resolved; a target may replace it (security twins on a cluster)
+	about    string         // what the schedule runs, for header lines ("" plain rounds)
+	runID    string
+	out      string
+	flags    *pflag.FlagSet // the command's, to tell a flag given from a default
+	progress io.Writer      // stderr; a target may wrap it (progressOut)
+	stdout   io.Writer      // for what a target prints as output (a dry run's manifests)
 
 	cleanup    []string // commands that remove what an aborted run leaves (set by open)
 	createdOut bool     // claimOut made the results directory
 }
 
-// schedule names the request's schedule, as the flag annotations do.
-func (r *runRequest) schedule() string {
-	switch {
-	case r.sweep != nil:
-		return scheduleSweep
-	case r.churn != nil:
-		return scheduleChurn
-	}
-	return scheduleRounds
+// reprogramming is what the schedule asks of the scenarios' Service
+// datapaths; nil when it does not reprogram them.
+func (r *runRequest) reprogramming() *suite.Reprogramming { return suite.ReprogrammingOf(r.schedule) }
+
+// reprograms tells whether the schedule reprograms the Service datapath
+// (the sweep, the churn): its scenarios need one, and it measures one
+// pod-to-service placement.
+func (r *runRequest) reprograms() bool { return r.reprogramming() != nil }
+
+// estimate is the schedule's measuring time on that many scenarios.
+func (r *runRequest) estimate(scenarios int) time.Duration {
+	return r.schedule.Estimate(r.plan, scenarios).Round(time.Second)
 }
 
 // claimOut checks that the results directory can be written, remembering
@@ -117,14 +121,6 @@ func (r *runRequest) releaseOut(all bool) {
 	}
 }
 
-// positionText says where the sweep's test Service sits, for headers.
-func (r *runRequest) positionText() string {
-	if r.sweep.Position == "random" {
-		return fmt.Sprintf("random, --scale-seed %d", r.sweep.Seed)
-	}
-	return r.sweep.Position
-}
-
 // targetFlag checks --target against the registry.
 func targetFlag(name string) error {
 	if _, ok := targetRegistry[name]; !ok {
@@ -133,13 +129,12 @@ func targetFlag(name string) error {
 	return nil
 }
 
-// withTarget adds the target's name to the annotation of every flag it
-// registered (those not in before).
-func withTarget(fs *pflag.FlagSet, before []string, name string) {
+// annotateNew adds value to the key annotation of every flag registered
+// since before (those not in it).
+func annotateNew(fs *pflag.FlagSet, before []string, key, value string) {
 	fs.VisitAll(func(f *pflag.Flag) {
-		if !slices.Contains(before, f.Name) {
-			ts := append(f.Annotations[annTarget], name)
-			appliesTo(fs, annTarget, ts, f.Name)
+		if !slices.Contains(before, f.Name) && !slices.Contains(f.Annotations[key], value) {
+			appliesTo(fs, key, append(slices.Clone(f.Annotations[key]), value), f.Name)
 		}
 	})
 }
@@ -150,8 +145,3 @@ func flagNames(fs *pflag.FlagSet) []string {
 	fs.VisitAll(func(f *pflag.Flag) { n = append(n, f.Name) })
 	return n
 }
-
-// reprograms tells whether the schedule reprograms the Service datapath
-// (the sweep, the churn): its scenarios need one, and it measures one
-// pod-to-service placement.
-func (r *runRequest) reprograms() bool { return r.sweep != nil || r.churn != nil }

@@ -40,7 +40,7 @@ func (k *k8sKind) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&k.apiQPS, "api-qps", k8starget.DefaultScaleQPS, "sweep: API writes per second creating and deleting the dummy Services and EndpointSlices")
 	fs.IntVar(&k.apiBurst, "api-burst", 0, "sweep: burst of those writes (default: --api-qps)")
 	fs.BoolVar(&k.allowClusterChanges, "allow-cluster-changes", false, "let the run change Cilium's configuration and restart its agents, put back at the end (or by k8s cleanup): the sweep and the churn raise bpf-lb-map-max when the largest step needs it; --profile security switches Hubble (enable-hubble) for its flows twin")
-	appliesTo(fs, annSchedule, []string{scheduleSweep, scheduleChurn}, "sync-timeout", "sync-verify", "api-qps", "api-burst")
+	appliesTo(fs, annSchedule, []string{scheduleReprograms}, "sync-timeout", "sync-verify", "api-qps", "api-burst")
 	fs.BoolVar(&k.kf.networkPolicyCheck, "network-policy-check", false, "apply a NetworkPolicy (only the client may reach the pod servers), verify it with a denied probe before measuring and record enforced, not enforced or broken; the policy stays for the run")
 	appliesTo(fs, annSchedule, []string{scheduleRounds}, "network-policy-check")
 }
@@ -55,8 +55,9 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	if err := k8starget.ValidateUsageMode(f.datapathUsage); err != nil {
 		return nil, err
 	}
-	security := req.plan.Profile == suite.SecurityProfile && !req.reprograms()
-	if !req.reprograms() && !security && len(req.opts.Placements) == 0 {
+	rp := req.reprogramming()
+	security := req.plan.Profile == suite.SecurityProfile && rp == nil
+	if rp == nil && !security && len(req.opts.Placements) == 0 {
 		// Every cluster has a Service datapath: pod-to-service joins
 		// the default placements.
 		for _, p := range suite.ServicePlacements {
@@ -68,18 +69,13 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	w := progressOut(req.progress)
 	req.progress = w
 	cfg := f.config(plan.Placements, req.runID, w)
-	if req.reprograms() {
+	if rp != nil {
 		if k.apiQPS <= 0 { // 0 would mean the default to ScaleConfig
 			return nil, fmt.Errorf("--api-qps must be in 1..%d, got %g", k8starget.MaxScaleQPS, k.apiQPS)
 		}
 		cfg.Scale = &k8starget.ScaleConfig{SyncVerify: k.syncVerify, SyncTimeout: k.syncTimeout,
-			AllowClusterChanges: k.allowClusterChanges, QPS: k.apiQPS, Burst: k.apiBurst}
-		if req.sweep != nil {
-			cfg.Scale.Services, cfg.Scale.Endpoints = req.sweep.Steps[len(req.sweep.Steps)-1], req.sweep.Endpoints
-		} else {
-			c := req.churn
-			cfg.Scale.Services, cfg.Scale.Endpoints, cfg.Scale.Churn = c.Services, c.Endpoints, true
-		}
+			AllowClusterChanges: k.allowClusterChanges, QPS: k.apiQPS, Burst: k.apiBurst,
+			Services: rp.Services, Endpoints: rp.Endpoints, Churn: rp.Live}
 		if err := cfg.Validate(); err != nil {
 			return nil, err
 		}
@@ -111,55 +107,54 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	if err != nil {
 		return nil, openFailed(ctx, err)
 	}
-	if !req.reprograms() {
+	if rp == nil {
 		fmt.Fprintln(w, tgt.SampleCount(plan))
 	}
 	if err := tgt.SetDatapathUsage(f.datapathUsage); err != nil {
 		return nil, errors.Join(err, tgt.Close())
 	}
-	name := cl.Context
+	return k.scenarios(req, cl.Context, tgt, cfg), nil
+}
+
+// scenarios are the cluster's, named after the kubeconfig context: the
+// cluster as it is, with what the schedule measures beside it (the
+// churn's twin), or the security profile's twins — all one Target,
+// switched between samples and closed once.
+func (k *k8sKind) scenarios(req *runRequest, context string, tgt *k8starget.Target, cfg k8starget.Config) []suite.Scenario {
+	name := context
 	if name == "" {
 		name = "k8s"
 	}
-	if req.churn != nil {
-		// The churn's twins: the same cluster, without and with churn
-		// during the samples (one Target: closed once).
-		return []suite.Scenario{{Name: name, Parts: results.ScenarioName{name}, Target: tgt}, {Name: name + "+" + suite.ChurnPart, Parts: results.ScenarioName{name, suite.ChurnPart}, Target: tgt}}, nil
-	}
+	base := suite.Scenario{Name: name, Parts: results.ScenarioName{name}, Target: tgt}
 	if cfg.Security != nil {
-		// The security profile's twins: the same cluster with and without
-		// each part, switched between samples (one Target: closed once).
 		twins, scs, notMeasured := tgt.SecurityTwins(name)
 		req.plan.Questions = suite.TwinQuestions(name)
-		req.twins = &suite.Twins{Base: name, Twins: twins, NotMeasured: notMeasured}
-		return append([]suite.Scenario{{Name: name, Parts: results.ScenarioName{name}, Target: tgt}}, scs...), nil
+		req.schedule = &suite.Twins{Base: name, Twins: twins, NotMeasured: notMeasured}
+		return append([]suite.Scenario{base}, scs...)
 	}
-	return []suite.Scenario{{Name: name, Parts: results.ScenarioName{name}, Target: tgt}}, nil
+	var scs []suite.Scenario
+	for _, n := range suite.ExpandScenarios(req.schedule, []results.ScenarioName{base.Parts}) {
+		scs = append(scs, suite.Scenario{Name: n.String(), Parts: n, Target: tgt})
+	}
+	return scs
 }
 
-// header prints the run's first line: the cluster, and for a sweep how it
-// writes and verifies the steps.
+// header prints the run's first line: the cluster, and for a schedule
+// that reprograms its Services how it writes and verifies them.
 func (k *k8sKind) header(req *runRequest, context string, cfg k8starget.Config) {
 	plan := req.plan
-	if c := req.churn; c != nil {
-		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: churn of %d Services × %d endpoints at %g changes/s (written at up to %g/s, each change verified %s), %s, %d rounds: about %s of measurement plus programming\n",
-			req.runID, context, c.Services, c.Endpoints, c.Rate, cfg.Scale.QPS, k.syncText(cfg), strings.Join(plan.Tests, ", "), plan.Rounds,
-			(time.Duration(plan.Rounds*len(plan.Specs)*2) * time.Duration(plan.Duration+plan.Warmup)).Round(time.Second))
-		return
-	}
-	if cfg.Security != nil {
+	switch {
+	case cfg.Scale != nil:
+		s := cfg.Scale
+		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: %s, written at up to %g/s (burst %d, %d writers), verified %s within %s, %s, %d rounds: about %s of measurement plus programming\n",
+			req.runID, context, req.about, s.QPS, s.Burst, s.Workers, k.syncText(cfg), s.SyncTimeout, strings.Join(plan.Tests, ", "), plan.Rounds,
+			req.estimate(len(suite.ExpandScenarios(req.schedule, []results.ScenarioName{{context}}))))
+	case cfg.Security != nil:
 		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: profile %s as twins on this cluster (the policy and flows parts switched between samples, the L7 parts not measured: see the results), %s on %s, %d rounds\n",
 			req.runID, context, plan.Profile, strings.Join(plan.Tests, ", "), strings.Join(plan.Placements, ", "), plan.Rounds)
-		return
-	}
-	if req.sweep == nil {
+	default:
 		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: profile %s\n", req.runID, context, plan.Profile)
-		return
 	}
-	sync := k.syncText(cfg)
-	fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: service-scale sweep over %s Services (%d endpoints each, test Service %s), written at %g/s (burst %d, %d writers), synced %s within %s, %d rounds: about %s of measurement plus programming\n",
-		req.runID, context, req.steps, req.sweep.Endpoints, req.positionText(), cfg.Scale.QPS, cfg.Scale.Burst, cfg.Scale.Workers, sync, cfg.Scale.SyncTimeout, plan.Rounds,
-		(time.Duration(plan.Samples()) * time.Duration(plan.Duration+plan.Warmup) * time.Duration(len(req.sweep.Steps))).Round(time.Second))
 }
 
 // syncText says where a sweep's steps or a churn's changes are verified.
@@ -170,7 +165,7 @@ func (k *k8sKind) syncText(cfg k8starget.Config) string {
 	return "on every node (node probes)"
 }
 
-// k8sFlags are the k8s target's settings of run and sweep.
+// k8sFlags are the k8s target's settings of the schedules' commands (run, sweep, churn).
 type k8sFlags struct {
 	kubeconfig, context, namespace, image string
 	clientNode, serverNode, access        string

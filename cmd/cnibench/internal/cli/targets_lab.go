@@ -55,7 +55,7 @@ func (k *labKind) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&k.hs.work, "http-work", 0, "HTTP tests: artificial CPU work per request on the server agents, e.g. 20us (default none)")
 	fs.BoolVar(&k.autoSize, "auto-size", false, "grow the eBPF maps to the largest step instead of refusing it")
 	fs.IntVar(&k.bpfMapMax, "bpf-map-max", 0, "entries of the eBPF service and backend maps (default 65536)")
-	appliesTo(fs, annSchedule, []string{scheduleSweep, scheduleChurn}, "auto-size", "bpf-map-max")
+	appliesTo(fs, annSchedule, []string{scheduleReprograms}, "auto-size", "bpf-map-max")
 	// A sweep's Service datapaths are its --scenarios.
 	appliesTo(fs, annSchedule, []string{scheduleRounds}, "service-datapath")
 }
@@ -123,84 +123,80 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 	return scs, nil
 }
 
-// labs is one lab per scenario: without --scenarios, the profile's
-// scenarios, else the --lab lab as it is (or as the flags create it); a
-// sweep's default scenarios are defaultScaleScenarios, each of which must
-// have a Service datapath.
+// labs is one lab per scenario: without --scenarios, the schedule's
+// default scenarios (the sweep's and the churn's: defaultScaleScenarios)
+// or the profile's, else the --lab lab as it is (or as the flags create
+// it); the schedule adds the scenarios it measures beside them (the
+// churn's twins), and one that reprograms needs a Service datapath in
+// each.
 func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 	labCfg, err := k.lf.config(req.flags, k.g)
 	if err != nil {
 		return nil, err
 	}
 	list := splitList(k.scenarios)
-	if !req.reprograms() && len(list) == 0 {
+	if len(list) == 0 {
+		list = splitList(req.entry.scenarios)
+	}
+	if len(list) == 0 {
 		// A profile may compare scenarios (datapaths: iptables vs ebpf).
 		if prof, err := suite.LookupProfile(req.plan.Profile); err == nil {
 			list = prof.Scenarios
 		}
 	}
-	if !req.reprograms() && len(list) == 0 {
+	if len(list) == 0 {
 		return []namedLab{{name: labCfg.Name, named: results.ScenarioName{labCfg.Name}, cfg: labCfg}}, nil
-	}
-	switch {
-	case len(list) == 0 && req.churn != nil:
-		list = splitList(defaultChurnScenarios)
-	case len(list) == 0:
-		list = splitList(defaultScaleScenarios)
 	}
 	names, err := parseScenarios(list)
 	if err != nil {
 		return nil, err
 	}
-	if req.churn != nil {
-		names = withChurned(names)
-	}
 	var labs []namedLab
 	seen := map[string]bool{}
-	for _, n := range names {
-		sc, err := labtarget.ScenarioConfig(n, labCfg)
+	for _, n := range suite.ExpandScenarios(req.schedule, names) {
+		l, err := k.scenarioLab(req, n, labCfg)
 		if err != nil {
 			return nil, err
 		}
-		cfg := sc.Lab
-		// With an explicit --lab, the scenario labs are named after it too,
-		// so two runs with scenarios never share a lab.
-		if req.flags.Changed("lab") {
-			cfg.Name = part.FitLabName(k.g.labName+cfg.Name, k.g.labName+"/"+n.String())
-			if err := cfg.Validate(); err != nil {
-				return nil, fmt.Errorf("--lab %s + scenario %s: %w (use a shorter --lab)", k.g.labName, n, err)
-			}
-		}
-		if req.reprograms() && cfg.ServiceDatapath == "" {
-			return nil, fmt.Errorf("--scenarios: %s has no Service datapath to %s (use %s)", n, map[bool]string{true: "sweep", false: "churn"}[req.sweep != nil], datapath.Choices())
-		}
-		if !seen[cfg.Name] {
-			seen[cfg.Name] = true
-			labs = append(labs, namedLab{name: n.String(), named: n, cfg: cfg, parts: sc.Parts})
+		if !seen[l.cfg.Name] {
+			seen[l.cfg.Name] = true
+			labs = append(labs, l)
 		}
 	}
 	return labs, nil
 }
 
+// scenarioLab is scenario n's lab, configured from the flags' labCfg.
+func (k *labKind) scenarioLab(req *runRequest, n results.ScenarioName, labCfg lab.Config) (namedLab, error) {
+	sc, err := labtarget.ScenarioConfig(n, labCfg)
+	if err != nil {
+		return namedLab{}, err
+	}
+	cfg := sc.Lab
+	// With an explicit --lab, the scenario labs are named after it too,
+	// so two runs with scenarios never share a lab.
+	if req.flags.Changed("lab") {
+		cfg.Name = part.FitLabName(k.g.labName+cfg.Name, k.g.labName+"/"+n.String())
+		if err := cfg.Validate(); err != nil {
+			return namedLab{}, fmt.Errorf("--lab %s + scenario %s: %w (use a shorter --lab)", k.g.labName, n, err)
+		}
+	}
+	if rp := req.reprogramming(); rp != nil && cfg.ServiceDatapath == "" {
+		return namedLab{}, fmt.Errorf("--scenarios: %s has no Service datapath to %s (use %s)", n, rp.Verb, datapath.Choices())
+	}
+	return namedLab{name: n.String(), named: n, cfg: cfg, parts: sc.Parts}, nil
+}
+
 // header prints the run's first line: what it measures and for how long.
 func (k *labKind) header(req *runRequest, labs []namedLab) {
 	n, plan := len(labs), req.plan
-	if req.churn != nil {
-		c := req.churn
-		fmt.Fprintf(req.progress, "cnibench run %s: churn of %d Services × %d endpoints at %g changes/s on %s, %s, %d rounds: about %s of measurement plus programming\n",
-			req.runID, c.Services, c.Endpoints, c.Rate, strings.Join(scenarioNames(labs), ", "), strings.Join(plan.Tests, ", "), plan.Rounds,
-			(time.Duration(plan.Rounds*len(plan.Specs)) * time.Duration(plan.Duration+plan.Warmup) * time.Duration(n)).Round(time.Second))
+	if req.reprograms() {
+		fmt.Fprintf(req.progress, "cnibench run %s: %s on %s, %s, %d rounds: about %s of measurement plus programming\n",
+			req.runID, req.about, strings.Join(scenarioNames(labs), ", "), strings.Join(plan.Tests, ", "), plan.Rounds, req.estimate(n))
 		return
 	}
-	if req.sweep == nil {
-		fmt.Fprintf(req.progress, "cnibench run %s: profile %s, %d scenario(s), %d samples, about %s of measurement\n",
-			req.runID, plan.Profile, n, plan.Samples()*n, (plan.Estimate() * time.Duration(n)).Round(time.Second))
-		return
-	}
-	perStep := time.Duration(plan.Samples()) * time.Duration(plan.Duration+plan.Warmup) * time.Duration(n)
-	fmt.Fprintf(req.progress, "cnibench run %s: service-scale sweep of %s over %s Services (%d endpoints each, test Service %s), %d rounds: about %s of measurement plus programming\n",
-		req.runID, strings.Join(scenarioNames(labs), ", "), req.steps, req.sweep.Endpoints, req.positionText(), plan.Rounds,
-		(perStep * time.Duration(len(req.sweep.Steps))).Round(time.Second))
+	fmt.Fprintf(req.progress, "cnibench run %s: profile %s, %d scenario(s), %d samples, about %s of measurement\n",
+		req.runID, plan.Profile, n, plan.Samples()*n, req.estimate(n))
 }
 
 // hasServicePlacement tells whether placements has a pod-to-service one.

@@ -154,7 +154,7 @@ func controlFDR(rep *Report, questions map[string]bool) {
 			return
 		}
 		pick(key).add(key, float64(d.P), d.Verdict == VerdictSignificant, func(why string) {
-			d.Verdict, d.Better, d.Worse = VerdictNoise, false, false
+			d.Verdict, d.Better, d.Worse = VerdictDemoted, false, false
 			d.Text = demotedText(d.Text, why, float64(d.P))
 		})
 	}
@@ -178,7 +178,7 @@ func controlFDR(rep *Report, questions map[string]bool) {
 					if strings.HasPrefix(w.Text, "control: ") {
 						prefix = "control: "
 					}
-					w.Verdict, w.Label = VerdictNoise, ""
+					w.Verdict, w.Label = VerdictDemoted, ""
 					body := strings.TrimPrefix(strings.TrimPrefix(w.Text, prefix), w.Best+": ")
 					w.Text = prefix + w.Best + " vs " + w.RunnerUp + ": " + w.Best + " " + demotedText(body, why, float64(w.P))
 				})

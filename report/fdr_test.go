@@ -29,10 +29,10 @@ func TestControlFDR(t *testing.T) {
 	if d := row.VsBaseline[1]; d.Verdict != VerdictSignificant || !d.Better {
 		t.Errorf("the discovery was demoted: %+v", d)
 	}
-	if d := row.VsBaseline[2]; d.Verdict != VerdictNoise || d.Better || !strings.Contains(d.Text, "19 comparisons are held to a 5% false-discovery rate (p = 0.02)") {
+	if d := row.VsBaseline[2]; d.Verdict != VerdictDemoted || d.Better || !strings.Contains(d.Text, "19 comparisons are held to a 5% false-discovery rate (p = 0.02)") {
 		t.Errorf("not demoted: %+v", d)
 	}
-	if w := row.Winner; w.Verdict != VerdictNoise || w.Label != "" || !strings.HasPrefix(w.Text, "b vs a: b ") || !strings.Contains(w.Text, "not significant once") {
+	if w := row.Winner; w.Verdict != VerdictDemoted || w.Label != "" || !strings.HasPrefix(w.Text, "b vs a: b ") || !strings.Contains(w.Text, "not significant once") {
 		t.Errorf("winner not demoted: %+v", w)
 	}
 	if s := f.Sentence(); !strings.Contains(s, "19 comparisons judged; 1 significant") || !strings.Contains(s, "3 more looked significant alone") {

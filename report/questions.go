@@ -194,7 +194,7 @@ func answerWords(a Answer, row Row, d *Delta) string {
 		return a.B + " is worse"
 	case d.Verdict == VerdictInconclusive:
 		return "inconclusive: more rounds needed"
-	case d.Verdict == VerdictNoise && strings.Contains(d.Text, "not significant"):
+	case d.Verdict == VerdictDemoted:
 		return "not shown after the correction"
 	case strings.HasPrefix(d.Text, "no meaningful difference"):
 		return "no change that matters"

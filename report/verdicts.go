@@ -21,7 +21,11 @@ const (
 	// bound the difference (more rounds needed).
 	VerdictInconclusive = "inconclusive"
 	VerdictTooFew       = "not enough rounds"
-	VerdictNA           = "n/a"
+	// VerdictDemoted: significant alone, but not once the report's
+	// false-discovery control holds it with the others: no difference is
+	// shown, and none is ruled out either (it is not "within noise").
+	VerdictDemoted = "not significant after correction"
+	VerdictNA      = "n/a"
 )
 
 // Delta is a column's verdict against the baseline.

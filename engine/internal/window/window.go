@@ -29,6 +29,34 @@ type Loops struct {
 	Stop  *atomic.Bool
 }
 
+// Loop is one event loop of an engine, for engines whose loop type has
+// these methods (Of gathers them into Loops).
+type Loop interface {
+	Run()   // serves until Stop is set and the loop is woken
+	Wake()  // interrupts the loop's wait
+	Close() // releases the loop's descriptors; only after Run returned
+}
+
+// Of gathers an engine's loops: every Run, one Wake and one Close for all.
+func Of[L Loop](stop *atomic.Bool, ls []L) Loops {
+	l := Loops{Stop: stop,
+		Wake:  func() { each(ls, L.Wake) },
+		Close: func() { CloseAll(ls) }}
+	for _, x := range ls {
+		l.Run = append(l.Run, x.Run)
+	}
+	return l
+}
+
+// CloseAll closes every loop, as when building the next one failed.
+func CloseAll[L Loop](ls []L) { each(ls, L.Close) }
+
+func each[L any](ls []L, f func(L)) {
+	for _, l := range ls {
+		f(l)
+	}
+}
+
 // Window is the measured interval and the process CPU at its ends.
 type Window struct {
 	Start, End time.Time

@@ -142,14 +142,9 @@ func (r *run) result(w window.Window) (*Result, error) {
 		sf := window.Achieved(res.QPS, o.QPS, MissedTargetRatio)
 		res.TargetQPS, res.AchievedRatio = o.QPS, sf.Ratio
 		res.MissedTarget, res.MissedByPercent = sf.Missed, sf.MissedByPercent
-	} else {
-		hu = h
 	}
 	var err error
-	if res.Latency, err = stats.Summarize(h); err != nil {
-		return nil, err
-	}
-	if res.LatencyUncorrected, err = stats.Summarize(hu); err != nil {
+	if res.Latency, res.LatencyUncorrected, err = window.Latencies(h, hu, o.QPS > 0); err != nil {
 		return nil, err
 	}
 	c := w.CPU(SaturatedUtil)

@@ -13,7 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/cnibench/cnibench/engine/internal/cpuuse"
+	"github.com/cnibench/cnibench/stats"
 )
 
 // FinishTimeout bounds the wait for the loops after they are told to stop
@@ -135,6 +138,22 @@ func Achieved(rate, target, threshold float64) Shortfall {
 		s.Missed, s.MissedByPercent = true, 100*(1-s.Ratio)
 	}
 	return s
+}
+
+// Latencies summarizes a load run's histograms: h is corrected for
+// coordinated omission (from each send's intended time), hu is not. In a
+// closed loop (openLoop false) there is no schedule: both are h.
+func Latencies(h, hu *hdr.Histogram, openLoop bool) (corrected, uncorrected *stats.Latency, err error) {
+	if !openLoop {
+		hu = h
+	}
+	if corrected, err = stats.Summarize(h); err != nil {
+		return nil, nil, err
+	}
+	if uncorrected, err = stats.Summarize(hu); err != nil {
+		return nil, nil, err
+	}
+	return corrected, uncorrected, nil
 }
 
 // ClientCPU is the process CPU over the measured interval and how much of

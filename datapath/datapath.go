@@ -89,6 +89,20 @@ func (c Counts) Holds(want Counts) error {
 	return nil
 }
 
+// Judge is how a Verify ends once the kernel is read back: missing is
+// the first piece of the last Program's spec not found (nil: none), else
+// the counts read (got) must equal want, spelt by format. The error is
+// prefixed with the datapath's name.
+func Judge(name string, missing error, got, want Counts, format func(Counts) string) error {
+	if missing != nil {
+		return fmt.Errorf("%s: %w", name, missing)
+	}
+	if got != want {
+		return fmt.Errorf("%s: kernel holds %s, want %s", name, format(got), format(want))
+	}
+	return nil
+}
+
 // Memory is what the datapath's state costs, as the kernel reports it.
 type Memory struct {
 	// BPFMapBytes: sum of the memlock of our BPF maps (fdinfo).

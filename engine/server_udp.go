@@ -92,6 +92,26 @@ func (s *udpSession) report() udpReport {
 	return r
 }
 
+// recvNext waits for the next datagram on a UDP server's socket, yielding
+// the thread now and then, and retries what is transient; ok is false when
+// the server is closing or the socket failed (the failure sent to errc).
+func (s *Server) recvNext(l *listener, buf []byte, from *peer, y *yielder, errc chan<- error) (n int, ok bool) {
+	for {
+		y.tick()
+		n, err := recvFrom(l.fd, buf, from)
+		if s.closing.Load() {
+			return 0, false
+		}
+		if err == nil {
+			return n, true
+		}
+		if !retryable(err) && err != unix.ECONNREFUSED {
+			fail(errc, fmt.Errorf("%s server: recv on %s: %w", l.test, l.addr, err))
+			return 0, false
+		}
+	}
+}
+
 // udpStreamServer counts UDP_STREAM datagrams per session on one thread (as
 // iperf3's receiver) and answers hellos and report requests.
 func (s *Server) udpStreamServer(l *listener, errc chan<- error) {
@@ -104,17 +124,9 @@ func (s *Server) udpStreamServer(l *listener, errc chan<- error) {
 	var sessions udpSessions
 	var y yielder
 	for {
-		y.tick()
-		n, err := recvFrom(l.fd, buf, &from)
-		if s.closing.Load() {
+		n, ok := s.recvNext(l, buf, &from, &y, errc)
+		if !ok {
 			return
-		}
-		if err != nil {
-			if !retryable(err) && err != unix.ECONNREFUSED {
-				fail(errc, fmt.Errorf("%s server: recv on %s: %w", l.test, l.addr, err))
-				return
-			}
-			continue
 		}
 		h, ok := parseUDPHdr(buf[:n])
 		if !ok {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -55,17 +54,9 @@ func (s *Server) udpRRServer(l *listener, errc chan<- error) {
 	var from peer
 	var y yielder
 	for {
-		y.tick()
-		n, err := recvFrom(l.fd, buf, &from)
-		if s.closing.Load() {
+		n, ok := s.recvNext(l, buf, &from, &y, errc)
+		if !ok {
 			return
-		}
-		if err != nil {
-			if !retryable(err) && err != unix.ECONNREFUSED {
-				fail(errc, fmt.Errorf("%s server: recv on %s: %w", l.test, l.addr, err))
-				return
-			}
-			continue
 		}
 		_, _ = sendTo(l.fd, buf[:n], &from)
 		key := string(unsafe.Slice((*byte)(unsafe.Pointer(&from.sa)), from.len))

@@ -85,94 +85,119 @@ func (l *Lab) TempDir(ep Endpoint) (string, error) {
 // Status describes the lab: nodes, pods, addresses, whether each namespace
 // is present, and the processes running in each endpoint.
 func (l *Lab) Status() (string, error) {
-	named, err := netnsx.InspectNamed(l.Prefix)
+	v, err := inspectNamespaces(l.Prefix)
 	if err != nil {
 		return "", err
-	}
-	ids := map[netnsx.ID]string{}
-	info := map[string]netnsx.Named{}
-	for _, n := range named {
-		info[n.Name] = n
-		for _, id := range n.IDs {
-			ids[id] = n.Name
-		}
-	}
-	byNS, err := netnsx.PidsIn(ids)
-	if err != nil {
-		return "", err
-	}
-	procs := func(ns, cg string) string {
-		set := map[int]bool{}
-		for _, p := range byNS[ns] {
-			set[p] = true
-		}
-		if cg != "" {
-			for _, p := range cgroupProcs(cg) {
-				set[p] = true
-			}
-		}
-		if len(set) == 0 {
-			return "-"
-		}
-		pids := make([]int, 0, len(set))
-		for p := range set {
-			pids = append(pids, p)
-		}
-		sort.Ints(pids)
-		parts := make([]string, len(pids))
-		for i, p := range pids {
-			parts[i] = fmt.Sprintf("%d(%s)", p, netnsx.Comm(p))
-		}
-		return strings.Join(parts, ",")
-	}
-	state := func(ns string) string {
-		n, ok := info[ns]
-		switch {
-		case !ok:
-			return "MISSING"
-		case n.Mounted:
-			return "present"
-		}
-		return "BROKEN (" + n.State() + "; 'cnibench lab down' removes it)"
 	}
 	var b strings.Builder
-	pods := 0
-	if len(l.Nodes) > 0 {
-		pods = len(l.Nodes[0].Pods)
-	}
-	fmt.Fprintf(&b, "lab %s: %d nodes x %d pods, routing %s, mtu %d, created %s\n",
-		l.Config.Name, len(l.Nodes), pods, l.Routing, l.MTU, l.Created.Format("2006-01-02 15:04:05 MST"))
-	cg := l.CgroupRoot
-	if cg == "" {
-		cg = "none (no cgroup v2)"
-	}
-	fmt.Fprintf(&b, "cgroup: %s\n", cg)
-	fmt.Fprintf(&b, "underlay: netns %s %s\n", l.Underlay, state(l.Underlay))
-	if d := l.Config.ServiceDatapath; d != "" {
-		fmt.Fprintf(&b, "services: %s datapath (programmed by each run that uses the lab)\n", d)
-	}
-	if l.Routing == RoutingVXLAN {
-		under := MTU
-		if l.Config.Encryption != "" {
-			under = wgMTU // the overlay runs on the WireGuard devices
-		}
-		fmt.Fprintf(&b, "overlay: %s vni %d udp port %d, mtu %d (underlay %d)\n", VXLANDev, VXLANVNI, VXLANPort, l.MTU, under)
-	}
-	if l.Config.Encryption != "" {
-		fmt.Fprintf(&b, "encryption: %s between the nodes, device %s on udp port %d, mtu %d (a userspace daemon per node)\n",
-			l.Config.Encryption, wireguard.Device, wireguard.Port, wgMTU)
-	}
+	l.writeSummary(&b, v)
 	for _, n := range l.Nodes {
 		vtep := ""
 		if n.VTEP != "" {
 			vtep = fmt.Sprintf("  vtep %s %s", n.VTEP, n.VTEPMAC)
 		}
 		fmt.Fprintf(&b, "%-14s %-15s pods %-16s netns %s %s  procs %s%s\n",
-			n.Name, n.IP, n.PodCIDR, n.Netns, state(n.Netns), procs(n.Netns, n.Cgroup), vtep)
+			n.Name, n.IP, n.PodCIDR, n.Netns, v.state(n.Netns), v.procs(n.Netns, n.Cgroup), vtep)
 		for _, p := range n.Pods {
 			fmt.Fprintf(&b, "  %-12s %-15s %-21s netns %s %s  procs %s\n",
-				p.Name, p.IP, "", p.Netns, state(p.Netns), procs(p.Netns, p.Cgroup))
+				p.Name, p.IP, "", p.Netns, v.state(p.Netns), v.procs(p.Netns, p.Cgroup))
 		}
 	}
 	return b.String(), nil
+}
+
+// writeSummary writes Status's lab-wide lines: shape, cgroup, underlay,
+// Services, overlay and encryption.
+func (l *Lab) writeSummary(b *strings.Builder, v nsView) {
+	pods := 0
+	if len(l.Nodes) > 0 {
+		pods = len(l.Nodes[0].Pods)
+	}
+	fmt.Fprintf(b, "lab %s: %d nodes x %d pods, routing %s, mtu %d, created %s\n",
+		l.Config.Name, len(l.Nodes), pods, l.Routing, l.MTU, l.Created.Format("2006-01-02 15:04:05 MST"))
+	cg := l.CgroupRoot
+	if cg == "" {
+		cg = "none (no cgroup v2)"
+	}
+	fmt.Fprintf(b, "cgroup: %s\n", cg)
+	fmt.Fprintf(b, "underlay: netns %s %s\n", l.Underlay, v.state(l.Underlay))
+	if d := l.Config.ServiceDatapath; d != "" {
+		fmt.Fprintf(b, "services: %s datapath (programmed by each run that uses the lab)\n", d)
+	}
+	if l.Routing == RoutingVXLAN {
+		under := MTU
+		if l.Config.Encryption != "" {
+			under = wgMTU // the overlay runs on the WireGuard devices
+		}
+		fmt.Fprintf(b, "overlay: %s vni %d udp port %d, mtu %d (underlay %d)\n", VXLANDev, VXLANVNI, VXLANPort, l.MTU, under)
+	}
+	if l.Config.Encryption != "" {
+		fmt.Fprintf(b, "encryption: %s between the nodes, device %s on udp port %d, mtu %d (a userspace daemon per node)\n",
+			l.Config.Encryption, wireguard.Device, wireguard.Port, wgMTU)
+	}
+}
+
+// nsView is what Status knows of the lab's named namespaces: each one's
+// mount state and the processes in each.
+type nsView struct {
+	info map[string]netnsx.Named
+	byNS map[string][]int
+}
+
+// inspectNamespaces reads the namespaces named with prefix and the
+// processes inside them.
+func inspectNamespaces(prefix string) (nsView, error) {
+	named, err := netnsx.InspectNamed(prefix)
+	if err != nil {
+		return nsView{}, err
+	}
+	ids := map[netnsx.ID]string{}
+	v := nsView{info: map[string]netnsx.Named{}}
+	for _, n := range named {
+		v.info[n.Name] = n
+		for _, id := range n.IDs {
+			ids[id] = n.Name
+		}
+	}
+	v.byNS, err = netnsx.PidsIn(ids)
+	return v, err
+}
+
+// procs lists "pid(comm)" of the processes in namespace ns or cgroup cg
+// (none: "-").
+func (v nsView) procs(ns, cg string) string {
+	set := map[int]bool{}
+	for _, p := range v.byNS[ns] {
+		set[p] = true
+	}
+	if cg != "" {
+		for _, p := range cgroupProcs(cg) {
+			set[p] = true
+		}
+	}
+	if len(set) == 0 {
+		return "-"
+	}
+	pids := make([]int, 0, len(set))
+	for p := range set {
+		pids = append(pids, p)
+	}
+	sort.Ints(pids)
+	parts := make([]string, len(pids))
+	for i, p := range pids {
+		parts[i] = fmt.Sprintf("%d(%s)", p, netnsx.Comm(p))
+	}
+	return strings.Join(parts, ",")
+}
+
+// state says whether namespace ns is mounted, missing or broken.
+func (v nsView) state(ns string) string {
+	n, ok := v.info[ns]
+	switch {
+	case !ok:
+		return "MISSING"
+	case n.Mounted:
+		return "present"
+	}
+	return "BROKEN (" + n.State() + "; 'cnibench lab down' removes it)"
 }

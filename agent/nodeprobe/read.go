@@ -102,84 +102,121 @@ func Read(ctx context.Context, o Options) (*Report, error) {
 	if o.BPFFS == "" {
 		o.BPFFS = DefaultBPFFS
 	}
-	var (
-		found  []*reading
-		absent []string
-		failed []error
-	)
-	add := func(r *reading, err error) {
-		var a absentError
-		switch {
-		case errors.As(err, &a):
-			absent = append(absent, string(a))
-		case err != nil:
-			failed = append(failed, err)
-		default:
-			found = append(found, r)
-		}
-	}
 	if o.Query.asksEndpoints() {
 		o.Query.Live = true
 	}
-	add(readCilium(ctx, o.BPFFS, o.Query))
+	rs, err := readAll(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Node: o.Node}
+	if len(rs.found) == 0 {
+		if err := rs.none(rep, o.NetNS); err != nil {
+			return nil, err
+		}
+		rep.ReadTime = time.Since(start)
+		return rep, nil
+	}
+	best := rs.found[0]
+	rs.report(rep, o.Query)
+	if best.datapath == Cilium {
+		addCiliumMaps(ctx, rep, best, o.BPFFS)
+	}
+	rep.ReadTime = time.Since(start)
+	return rep, nil
+}
+
+// readings are what every datapath reader said: a datapath found, its
+// objects absent (what was looked for), or a failure.
+type readings struct {
+	found  []*reading
+	absent []string
+	failed []error
+}
+
+func (rs *readings) add(r *reading, err error) {
+	var a absentError
+	switch {
+	case errors.As(err, &a):
+		rs.absent = append(rs.absent, string(a))
+	case err != nil:
+		rs.failed = append(rs.failed, err)
+	default:
+		rs.found = append(rs.found, r)
+	}
+}
+
+// readAll asks Cilium's reader, then kube-proxy's (nftables, iptables):
+// the order in which a datapath found wins.
+func readAll(ctx context.Context, o Options) (*readings, error) {
+	rs := &readings{}
+	rs.add(readCilium(ctx, o.BPFFS, o.Query))
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	for _, r := range readKubeProxy(o.NetNS, o.Query) {
-		add(r.r, r.err)
+		rs.add(r.r, r.err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	return rs, nil
+}
 
-	rep := &Report{Node: o.Node}
-	if len(found) == 0 {
-		legacy, lerr := legacyNATInUse(o.NetNS)
-		switch {
-		case legacy:
-			return nil, fmt.Errorf("nodeprobe: %w: no kube-proxy nftables objects or Cilium map found and the nat table is iptables-legacy (/proc/net/ip_tables_names): kube-proxy on iptables-legacy is not readable over nftables netlink", errors.ErrUnsupported)
-		case len(failed) > 0:
-			return nil, fmt.Errorf("nodeprobe: no datapath readable: %w", oneLine(failed))
-		case lerr != nil:
-			rep.Errors = append(rep.Errors, lerr.Error())
-		}
-		rep.Errors = append(rep.Errors, "no Service datapath found: looked for "+strings.Join(absent, ", "))
-		rep.ReadTime = time.Since(start)
-		return rep, nil
+// none fills rep when no datapath was found: an error when the node's
+// datapath is one nodeprobe cannot read (kube-proxy on iptables-legacy) or
+// every reader failed, else rep says what was looked for.
+func (rs *readings) none(rep *Report, netns string) error {
+	legacy, lerr := legacyNATInUse(netns)
+	switch {
+	case legacy:
+		return fmt.Errorf("nodeprobe: %w: no kube-proxy nftables objects or Cilium map found and the nat table is iptables-legacy (/proc/net/ip_tables_names): kube-proxy on iptables-legacy is not readable over nftables netlink", errors.ErrUnsupported)
+	case len(rs.failed) > 0:
+		return fmt.Errorf("nodeprobe: no datapath readable: %w", oneLine(rs.failed))
+	case lerr != nil:
+		rep.Errors = append(rep.Errors, lerr.Error())
 	}
+	rep.Errors = append(rep.Errors, "no Service datapath found: looked for "+strings.Join(rs.absent, ", "))
+	return nil
+}
 
-	best := found[0]
+// report fills rep from the first datapath found, and names in its Errors
+// the endpoint keys q asked for and did not get, the other datapaths
+// found and the readers that failed.
+func (rs *readings) report(rep *Report, q Query) {
+	best := rs.found[0]
 	rep.Datapath, rep.Services, rep.Endpoints, rep.Keys = best.datapath, best.services, best.endpoints, best.keys
 	rep.EndpointKeys, rep.EndpointKeysRead = best.endpointKeys, best.endpointKeysRead
-	if o.Query.asksEndpoints() && !best.endpointKeysRead {
+	if q.asksEndpoints() && !best.endpointKeysRead {
 		msg := "endpoint keys: not read for " + best.datapath
 		if best.endpointErr != nil {
 			msg += ": " + best.endpointErr.Error()
 		}
 		rep.Errors = append(rep.Errors, msg)
 	}
-	for _, other := range found[1:] {
+	for _, other := range rs.found[1:] {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("also found %s holding %d Services, %d endpoints (not the one reported)",
 			other.datapath, other.services, other.endpoints))
 	}
-	for _, err := range failed {
+	for _, err := range rs.failed {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
-	if best.datapath == Cilium {
-		maps, total, errs := ciliumMaps(ctx, o.BPFFS)
-		for _, err := range errs {
-			rep.Errors = append(rep.Errors, err.Error())
-		}
-		for i := range maps {
-			if best.lbMap != nil && maps[i].id == best.lbMap.id {
-				maps[i].Name, maps[i].Entries = best.lbMap.Name, best.lbMap.Entries
-			}
-			rep.Maps = append(rep.Maps, maps[i].MapInfo)
-		}
-		rep.BPFMapBytes = total
+}
+
+// addCiliumMaps adds Cilium's BPF maps and their memory to rep, the
+// service map with the entries best counted in it.
+func addCiliumMaps(ctx context.Context, rep *Report, best *reading, bpffs string) {
+	maps, total, errs := ciliumMaps(ctx, bpffs)
+	for _, err := range errs {
+		rep.Errors = append(rep.Errors, err.Error())
 	}
-	rep.ReadTime = time.Since(start)
-	return rep, nil
+	for i := range maps {
+		if best.lbMap != nil && maps[i].id == best.lbMap.id {
+			maps[i].Name, maps[i].Entries = best.lbMap.Name, best.lbMap.Entries
+		}
+		rep.Maps = append(rep.Maps, maps[i].MapInfo)
+	}
+	rep.BPFMapBytes = total
 }
 
 // oneLine joins errs into one line (errors.Join puts newlines between

@@ -121,8 +121,8 @@ func New(netnsPath string, opts Options) (datapath.Datapath, error) {
 }
 
 func newDatapath(netnsPath string, opts Options) (*Datapath, error) {
-	if err := checkNamespace(netnsPath); err != nil {
-		return nil, err
+	if err := netnsx.CheckNotHost(netnsPath); err != nil {
+		return nil, fmt.Errorf("iptables: %w", err)
 	}
 	if opts.ClusterCIDR != "" {
 		p, err := netip.ParsePrefix(opts.ClusterCIDR)
@@ -191,23 +191,6 @@ func (d *Datapath) runRestore(ctx context.Context, text []byte) ([]byte, error) 
 		env = []string{"XTABLES_LOCKFILE=" + d.opts.LockFile}
 	}
 	return d.run.Run(ctx, env, text, d.restore, "--wait=5", "--noflush", "--counters")
-}
-
-// checkNamespace refuses an empty path and the host's network namespace.
-func checkNamespace(p string) error {
-	if p == "" {
-		return errors.New("iptables: no network namespace given")
-	}
-	id, err := netnsx.IDOf(p)
-	if err != nil {
-		return fmt.Errorf("iptables: network namespace %s: %w", p, err)
-	}
-	for _, host := range []string{"/proc/1/ns/net", "/proc/self/ns/net"} {
-		if h, err := netnsx.IDOf(host); err == nil && h == id {
-			return fmt.Errorf("iptables: refusing to program the host's network namespace (%s)", p)
-		}
-	}
-	return nil
 }
 
 // probe checks that the kernel has the tables we write, reading only.

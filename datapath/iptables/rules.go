@@ -55,71 +55,24 @@ type genParams struct {
 func generate(spec *datapath.Spec, p genParams) (batch, error) {
 	total := spec.Endpoints()
 	large := total > largeClusterEndpointsThreshold
-	active := make(map[string]bool, len(spec.Services)+total)
-	wrote := make(map[string]string, len(spec.Services))
 	if large != p.heldLarge {
 		p.held = nil // every endpoint rule gains or loses its comment
 	}
 
 	var b bytes.Buffer
 	b.Grow(2048 + len(spec.Services)*textPerService + total*textPerEndpoint)
-	// filter: empty per-Service chains (every Service has endpoints) and
-	// KUBE-FORWARD.
-	b.WriteString("*filter\n")
-	for _, c := range filterChains {
-		chainLine(&b, c)
-	}
-	writeJumps(&b, "filter", p.addJumps)
-	if !p.liberal {
-		line(&b, "-A", chainForward, "-m", "conntrack", "--ctstate", "INVALID", "-j", "DROP")
-	}
-	line(&b, "-A", chainForward, "-m", "comment", "--comment", `"kubernetes forwarding rules"`,
-		"-m", "mark", "--mark", p.mark+"/"+p.mark, "-j", "ACCEPT")
-	line(&b, "-A", chainForward, "-m", "comment", "--comment", `"kubernetes forwarding conntrack rule"`,
-		"-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT")
-	b.WriteString("COMMIT\n")
+	writeFilter(&b, p)
 
 	// nat: every chain declaration first, then the rules.
 	b.WriteString("*nat\n")
 	for _, c := range natChains {
 		chainLine(&b, c)
 	}
-	names := make([]serviceNames, len(spec.Services))
-	for i := range spec.Services {
-		n := &names[i]
-		n.of(&spec.Services[i])
-		if active[n.svc] {
-			// kube-proxy hashes the chain name from the port name and
-			// protocol: two such Service ports would share a chain.
-			for j := range i {
-				if names[j].svc == n.svc {
-					return batch{}, fmt.Errorf("services %s and %s have the same port name %q",
-						spec.Services[j].Key(), spec.Services[i].Key(), n.name)
-				}
-			}
-		}
-		fp := fingerprint(&spec.Services[i], n)
-		wrote[n.svc] = fp
-		n.kept = p.held != nil && p.held[n.svc] == fp
-		active[n.svc] = true
-		for _, sep := range n.seps {
-			active[sep] = true
-		}
-		if n.kept {
-			continue
-		}
-		chainLine(&b, n.svc)
-		for _, sep := range n.seps {
-			chainLine(&b, sep)
-		}
+	names, active, wrote, err := declareServices(&b, spec, p.held, total)
+	if err != nil {
+		return batch{}, err
 	}
-	stale := make([]string, 0)
-	for c := range p.prev {
-		if !active[c] {
-			stale = append(stale, c)
-		}
-	}
-	sort.Strings(stale)
+	stale := staleChains(p.prev, active)
 	for _, c := range stale {
 		chainLine(&b, c)
 	}
@@ -141,6 +94,77 @@ func generate(spec *datapath.Spec, p genParams) (batch, error) {
 		"-m", "addrtype", "--dst-type", "LOCAL", "!", "-d", "127.0.0.0/8", "-j", chainNodePorts)
 	b.WriteString("COMMIT\n")
 	return batch{text: b.Bytes(), active: active, wrote: wrote, large: large}, nil
+}
+
+// writeFilter writes the filter table: empty per-Service chains (every
+// Service has endpoints) and KUBE-FORWARD.
+func writeFilter(b *bytes.Buffer, p genParams) {
+	b.WriteString("*filter\n")
+	for _, c := range filterChains {
+		chainLine(b, c)
+	}
+	writeJumps(b, "filter", p.addJumps)
+	if !p.liberal {
+		line(b, "-A", chainForward, "-m", "conntrack", "--ctstate", "INVALID", "-j", "DROP")
+	}
+	line(b, "-A", chainForward, "-m", "comment", "--comment", `"kubernetes forwarding rules"`,
+		"-m", "mark", "--mark", p.mark+"/"+p.mark, "-j", "ACCEPT")
+	line(b, "-A", chainForward, "-m", "comment", "--comment", `"kubernetes forwarding conntrack rule"`,
+		"-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT")
+	b.WriteString("COMMIT\n")
+}
+
+// declareServices names every Service's KUBE-SVC and KUBE-SEP chains and
+// declares those not held unchanged (held: a partial sync's fingerprints
+// by KUBE-SVC chain). It returns the names, the chains the batch leaves
+// active and the fingerprint written per KUBE-SVC chain; two Service
+// ports that kube-proxy's naming gives one chain are an error.
+func declareServices(b *bytes.Buffer, spec *datapath.Spec, held map[string]string, total int) ([]serviceNames, map[string]bool, map[string]string, error) {
+	active := make(map[string]bool, len(spec.Services)+total)
+	wrote := make(map[string]string, len(spec.Services))
+	names := make([]serviceNames, len(spec.Services))
+	for i := range spec.Services {
+		n := &names[i]
+		n.of(&spec.Services[i])
+		if active[n.svc] {
+			// kube-proxy hashes the chain name from the port name and
+			// protocol: two such Service ports would share a chain.
+			for j := range i {
+				if names[j].svc == n.svc {
+					return nil, nil, nil, fmt.Errorf("services %s and %s have the same port name %q",
+						spec.Services[j].Key(), spec.Services[i].Key(), n.name)
+				}
+			}
+		}
+		fp := fingerprint(&spec.Services[i], n)
+		wrote[n.svc] = fp
+		n.kept = held != nil && held[n.svc] == fp
+		active[n.svc] = true
+		for _, sep := range n.seps {
+			active[sep] = true
+		}
+		if n.kept {
+			continue
+		}
+		chainLine(b, n.svc)
+		for _, sep := range n.seps {
+			chainLine(b, sep)
+		}
+	}
+	return names, active, wrote, nil
+}
+
+// staleChains are the chains of prev the batch no longer uses, sorted:
+// flushed by their declaration, then deleted.
+func staleChains(prev, active map[string]bool) []string {
+	stale := make([]string, 0)
+	for c := range prev {
+		if !active[c] {
+			stale = append(stale, c)
+		}
+	}
+	sort.Strings(stale)
+	return stale
 }
 
 // fingerprint is what a Service's chains are written from: its ClusterIP,

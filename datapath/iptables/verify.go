@@ -29,13 +29,9 @@ func (d *Datapath) Verify(ctx context.Context) (datapath.Counts, error) {
 	if d.last == nil {
 		return got, nil
 	}
-	if err := check(dm, d.last); err != nil {
+	if err := datapath.Judge(d.Name(), check(dm, d.last), got, d.Expected(*d.last), fmtCounts); err != nil {
 		d.held = nil // the kernel lost something: the next sync rewrites all
-		return got, fmt.Errorf("%s: %w", d.Name(), err)
-	}
-	if want := d.Expected(*d.last); got != want {
-		d.held = nil
-		return got, fmt.Errorf("%s: kernel holds %s, want %s", d.Name(), fmtCounts(got), fmtCounts(want))
+		return got, err
 	}
 	return got, nil
 }

@@ -98,7 +98,7 @@ func New(netnsPath string, opts Options) (datapath.Datapath, error) {
 
 func newDatapath(netnsPath string, opts Options) (*Datapath, error) {
 	d := &Datapath{ns: netnsPath, run: nsexec.In(netnsPath), opts: opts, prev: map[string]bool{}}
-	if err := checkNamespace(netnsPath); err != nil {
+	if err := netnsx.CheckNotHost(netnsPath); err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
 	}
 	for _, c := range []*string{&d.opts.ClusterCIDR, &d.opts.ServiceCIDR} {
@@ -129,23 +129,6 @@ func newDatapath(netnsPath string, opts Options) (*Datapath, error) {
 		return nil, err
 	}
 	return d, nil
-}
-
-// checkNamespace refuses an empty path and the host's network namespace.
-func checkNamespace(p string) error {
-	if p == "" {
-		return errors.New("no network namespace given")
-	}
-	id, err := netnsx.IDOf(p)
-	if err != nil {
-		return fmt.Errorf("network namespace %s: %w", p, err)
-	}
-	for _, host := range []string{"/proc/1/ns/net", "/proc/self/ns/net"} {
-		if h, err := netnsx.IDOf(host); err == nil && h == id {
-			return fmt.Errorf("refusing to program the host's network namespace (%s)", p)
-		}
-	}
-	return nil
 }
 
 // probe asks the kernel (nft --check: nothing is committed) for every

@@ -37,18 +37,13 @@ func (d *Datapath) Verify(ctx context.Context) (datapath.Counts, error) {
 	if d.last == nil {
 		return got, nil
 	}
+	check := checkKubeProxy
 	if d.opts.Flat {
-		err = checkFlat(l, d.last)
-	} else {
-		err = checkKubeProxy(l, d.last)
+		check = checkFlat
 	}
-	if err != nil {
+	if err := datapath.Judge(d.Name(), check(l, d.last), got, d.Expected(*d.last), fmtCounts); err != nil {
 		d.drift = true
-		return got, fmt.Errorf("%s: %w", d.Name(), err)
-	}
-	if want := d.Expected(*d.last); got != want {
-		d.drift = true
-		return got, fmt.Errorf("%s: kernel holds %s, want %s", d.Name(), fmtCounts(got), fmtCounts(want))
+		return got, err
 	}
 	return got, nil
 }

@@ -236,6 +236,23 @@ func (s *Sweeper) Next(ctx context.Context, progress Progress) (Step, error) {
 	spec, at := placeSpec(s.test, n, s.opt)
 	st.Position = at
 	label := fmt.Sprintf("%s step %d/%d: %d Services", dp.Name(), i+1, len(s.opt.Steps), n)
+	if err := s.program(ctx, &st, spec, label, progress); err != nil {
+		s.done = true
+		return st, err
+	}
+	if err := s.verify(ctx, &st, spec, label, progress); err != nil {
+		s.done = true
+		return st, err
+	}
+	s.steps = append(s.steps, st)
+	return st, nil
+}
+
+// program programs st's spec into the datapath within --max-step-time:
+// a step that overruns it is cancelled and a *Stopped error; a failure
+// is in st.Error too.
+func (s *Sweeper) program(ctx context.Context, st *Step, spec datapath.Spec, label string, progress Progress) error {
+	dp := s.dp
 	pstart := time.Now()
 	if st.Predicted > 0 {
 		progress("%s: programming (predicted %s) ...", label, roundDur(st.Predicted))
@@ -251,29 +268,35 @@ func (s *Sweeper) Next(ctx context.Context, progress Progress) (Step, error) {
 	cancel()
 	st.Program = ps
 	if overrun {
-		s.done = true
 		st.Error = fmt.Sprintf("programming cancelled after --max-step-time %s", s.opt.MaxStepTime)
 		progress(" cancelled after %s\n", roundDur(time.Since(pstart)))
 		predicted := ""
 		if st.Predicted > 0 {
 			predicted = fmt.Sprintf(" (predicted %s)", roundDur(st.Predicted))
 		}
-		return st, &Stopped{Reason: fmt.Sprintf("%s: stopped while programming %d Services: not done after --max-step-time %s%s; the step was cancelled and is not measured",
-			dp.Name(), n, s.opt.MaxStepTime, predicted)}
+		return &Stopped{Reason: fmt.Sprintf("%s: stopped while programming %d Services: not done after --max-step-time %s%s; the step was cancelled and is not measured",
+			dp.Name(), st.Services, s.opt.MaxStepTime, predicted)}
 	}
 	if err != nil {
-		s.done = true
 		st.Error = "programming: " + err.Error()
 		if ctx.Err() != nil {
 			progress(" interrupted after %s\n", roundDur(time.Since(pstart)))
 		} else {
 			progress(" failed after %s\n", roundDur(time.Since(pstart)))
 		}
-		return st, fmt.Errorf("%s: %w", label, err)
+		return fmt.Errorf("%s: %w", label, err)
 	}
 	progress(" %s; verifying ...", roundDur(time.Since(pstart)))
+	return nil
+}
+
+// verify reads the step back into st (counts, sync stats, memory) and
+// fails when the kernel does not hold the spec's Services and endpoints.
+func (s *Sweeper) verify(ctx context.Context, st *Step, spec datapath.Spec, label string, progress Progress) error {
+	dp := s.dp
 	vstart := time.Now()
 	st.Expected = dp.Expected(spec)
+	var err error
 	st.Counts, err = dp.Verify(ctx)
 	st.Verify = time.Since(vstart)
 	if sr, ok := dp.(SyncReporter); ok {
@@ -283,17 +306,15 @@ func (s *Sweeper) Next(ctx context.Context, progress Progress) (Step, error) {
 		err = st.Counts.Holds(st.Expected)
 	}
 	if err != nil {
-		s.done = true
 		st.Error = "verify: " + err.Error()
 		progress(" FAILED\n")
-		return st, fmt.Errorf("%s: verify: %w", label, err)
+		return fmt.Errorf("%s: verify: %w", label, err)
 	}
 	if st.Memory, err = dp.Memory(ctx); err != nil {
 		st.Memory = datapath.Memory{}
 	}
 	progress(" ok (%s)\n", roundDur(st.Verify))
-	s.steps = append(s.steps, st)
-	return st, nil
+	return nil
 }
 
 // Run sweeps dp through opt.Steps with the test Services placed among the

@@ -75,9 +75,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		l, err := newLoop(r, i, nloops, k)
 		if err != nil {
-			for _, l := range r.loops {
-				l.close()
-			}
+			window.CloseAll(r.loops)
 			return nil, fmt.Errorf("dnsload: %v", err)
 		}
 		r.loops = append(r.loops, l)
@@ -86,21 +84,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.base = time.Now()
 	r.measFrom = int64(o.Warmup)
 	r.measTo = r.measFrom + int64(o.Duration)
-	loops := window.Loops{Stop: &r.stop,
-		Wake: func() {
-			for _, l := range r.loops {
-				l.ep.Wake()
-			}
-		},
-		Close: func() {
-			for _, l := range r.loops {
-				l.close()
-			}
-		}}
-	for _, l := range r.loops {
-		loops.Run = append(loops.Run, l.run)
-	}
-	w, err := window.Measure(ctx, r.base, time.Duration(o.Warmup), time.Duration(o.Duration), loops, "dnsload "+addr.String())
+	w, err := window.Measure(ctx, r.base, time.Duration(o.Warmup), time.Duration(o.Duration), window.Of(&r.stop, r.loops), "dnsload "+addr.String())
 	if err != nil {
 		return nil, err
 	}
@@ -158,14 +142,9 @@ func (r *run) result(w window.Window) (*Result, error) {
 		sf := window.Achieved(res.QPS, o.QPS, MissedTargetRatio)
 		res.TargetQPS, res.AchievedRatio = o.QPS, sf.Ratio
 		res.MissedTarget, res.MissedByPercent = sf.Missed, sf.MissedByPercent
-	} else {
-		hu = h
 	}
 	var err error
-	if res.Latency, err = stats.Summarize(h); err != nil {
-		return nil, err
-	}
-	if res.LatencyUncorrected, err = stats.Summarize(hu); err != nil {
+	if res.Latency, res.LatencyUncorrected, err = window.Latencies(h, hu, o.QPS > 0); err != nil {
 		return nil, err
 	}
 	c := w.CPU(SaturatedUtil)

@@ -140,23 +140,26 @@ func newLoop(r *run, idx, nloops, k int) (*loop, error) {
 		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvBuf)
 	}
 	if err := unix.Connect(fd, sockaddr(r.addr)); err != nil {
-		l.close()
+		l.Close()
 		return nil, fmt.Errorf("connect %s: %v", r.addr, err)
 	}
 	if err := l.ep.Init(); err != nil {
-		l.close()
+		l.Close()
 		return nil, err
 	}
 	// Level-triggered, for input only (and errors).
 	if err := l.ep.Ctl(unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: 0}); err != nil {
-		l.close()
+		l.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
-// close releases the descriptors; only after run returned.
-func (l *loop) close() {
+// Wake interrupts the loop's epoll wait.
+func (l *loop) Wake() { l.ep.Wake() }
+
+// Close releases the descriptors; only after Run returned.
+func (l *loop) Close() {
 	if l.fd >= 0 {
 		unix.Close(l.fd)
 		l.fd = -1
@@ -164,7 +167,7 @@ func (l *loop) close() {
 	l.ep.Close()
 }
 
-func (l *loop) run() {
+func (l *loop) Run() {
 	r := l.r
 	// Open-loop sends wait in epoll_pwait2 until their intended time, and
 	// every µs they are late counts in the corrected latency. The kernel

@@ -125,9 +125,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for i := range nloops {
 		l, err := newLoop(r)
 		if err != nil {
-			for _, l := range r.loops {
-				l.closeAll()
-			}
+			window.CloseAll(r.loops)
 			return nil, fmt.Errorf("httpload: %v", err)
 		}
 		// Connections i, i+nloops, ...: phases stay spread in every loop.
@@ -140,21 +138,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.base = time.Now()
 	r.measFrom = int64(o.Warmup)
 	r.measTo = r.measFrom + int64(o.Duration)
-	loops := window.Loops{Stop: &r.stop,
-		Wake: func() {
-			for _, l := range r.loops {
-				l.ep.Wake()
-			}
-		},
-		Close: func() {
-			for _, l := range r.loops {
-				l.closeAll()
-			}
-		}}
-	for _, l := range r.loops {
-		loops.Run = append(loops.Run, l.run)
-	}
-	w, err := window.Measure(ctx, r.base, time.Duration(o.Warmup), time.Duration(o.Duration), loops, "httpload "+t.Display)
+	w, err := window.Measure(ctx, r.base, time.Duration(o.Warmup), time.Duration(o.Duration), window.Of(&r.stop, r.loops), "httpload "+t.Display)
 	if err != nil {
 		return nil, err
 	}
@@ -219,14 +203,9 @@ func (r *run) result(w window.Window) (*Result, error) {
 		sf := window.Achieved(res.RPS, o.QPS, MissedTargetRatio)
 		res.TargetQPS, res.AchievedRatio = o.QPS, sf.Ratio
 		res.MissedTarget, res.MissedByPercent = sf.Missed, sf.MissedByPercent
-	} else {
-		hu = h
 	}
 	var err error
-	if res.Latency, err = stats.Summarize(h); err != nil {
-		return nil, err
-	}
-	if res.LatencyUncorrected, err = stats.Summarize(hu); err != nil {
+	if res.Latency, res.LatencyUncorrected, err = window.Latencies(h, hu, o.QPS > 0); err != nil {
 		return nil, err
 	}
 	var tls []*timeline

@@ -80,15 +80,18 @@ func (l *loop) addConn(idx int, w *worker) {
 	l.conns = append(l.conns, c)
 }
 
-// closeAll releases every descriptor; only after run returned.
-func (l *loop) closeAll() {
+// Wake interrupts the loop's epoll wait.
+func (l *loop) Wake() { l.ep.Wake() }
+
+// Close releases every descriptor; only after Run returned.
+func (l *loop) Close() {
 	for _, c := range l.conns {
 		l.closeConn(c)
 	}
 	l.ep.Close()
 }
 
-func (l *loop) run() {
+func (l *loop) Run() {
 	r := l.r
 	for !r.stop.Load() {
 		now := r.now()

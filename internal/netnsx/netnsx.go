@@ -47,6 +47,25 @@ func IDOf(path string) (ID, error) {
 	return ID{Dev: uint64(st.Dev), Ino: st.Ino}, nil
 }
 
+// CheckNotHost refuses an empty path and the host's network namespace
+// (that of PID 1 or of this process): what a datapath or enforcer must not
+// program, since it would change the machine's own traffic.
+func CheckNotHost(p string) error {
+	if p == "" {
+		return errors.New("no network namespace given")
+	}
+	id, err := IDOf(p)
+	if err != nil {
+		return fmt.Errorf("network namespace %s: %w", p, err)
+	}
+	for _, host := range []string{"/proc/1/ns/net", "/proc/self/ns/net"} {
+		if h, err := IDOf(host); err == nil && h == id {
+			return fmt.Errorf("refusing to program the host's network namespace (%s)", p)
+		}
+	}
+	return nil
+}
+
 // onMainThread reports whether the calling thread is the process's main
 // thread; a variable so tests can exercise the main-thread path.
 var onMainThread = func() bool { return unix.Gettid() == unix.Getpid() }

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -31,68 +34,21 @@ func (o Object) String() string {
 // kinds are the namespaced kinds cnibench creates, with how to list and
 // delete them. The Secret has a fixed name: reading it by name needs no
 // right to list (and so read) every Secret of the namespace.
-var kinds = []struct {
-	kind string
-	list func(ctx context.Context, cs kubernetes.Interface, ns, sel string) ([]Object, error)
-	del  func(ctx context.Context, cs kubernetes.Interface, ns, name string) error
-}{
-	{"Pod", func(ctx context.Context, cs kubernetes.Interface, ns, sel string) ([]Object, error) {
-		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return nil, err
-		}
-		var out []Object
-		for _, o := range l.Items {
-			out = append(out, Object{"Pod", ns, o.Name, o.Labels[LabelRunID]})
-		}
-		return out, nil
-	}, func(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
-		return cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{})
-	}},
-	{"Service", func(ctx context.Context, cs kubernetes.Interface, ns, sel string) ([]Object, error) {
-		l, err := cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return nil, err
-		}
-		var out []Object
-		for _, o := range l.Items {
-			out = append(out, Object{"Service", ns, o.Name, o.Labels[LabelRunID]})
-		}
-		return out, nil
-	}, func(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
-		return cs.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{})
-	}},
-	{"EndpointSlice", func(ctx context.Context, cs kubernetes.Interface, ns, sel string) ([]Object, error) {
-		l, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return nil, err
-		}
-		var out []Object
-		for _, o := range l.Items {
-			out = append(out, Object{"EndpointSlice", ns, o.Name, o.Labels[LabelRunID]})
-		}
-		return out, nil
-	}, func(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
-		return cs.DiscoveryV1().EndpointSlices(ns).Delete(ctx, name, metav1.DeleteOptions{})
-	}},
-	{"NetworkPolicy", func(ctx context.Context, cs kubernetes.Interface, ns, sel string) ([]Object, error) {
-		l, err := cs.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if apierrors.IsForbidden(err) {
-			// A Role from before --network-policy-check: without the
-			// right to list policies there was none to create either.
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var out []Object
-		for _, o := range l.Items {
-			out = append(out, Object{"NetworkPolicy", ns, o.Name, o.Labels[LabelRunID]})
-		}
-		return out, nil
-	}, func(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
-		return cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, name, metav1.DeleteOptions{})
-	}},
+var kinds = []kindOps{
+	labelled("Pod", func(cs kubernetes.Interface, ns string) typedClient[*corev1.PodList] {
+		return cs.CoreV1().Pods(ns)
+	}, func(l *corev1.PodList) []corev1.Pod { return l.Items }),
+	labelled("Service", func(cs kubernetes.Interface, ns string) typedClient[*corev1.ServiceList] {
+		return cs.CoreV1().Services(ns)
+	}, func(l *corev1.ServiceList) []corev1.Service { return l.Items }),
+	labelled("EndpointSlice", func(cs kubernetes.Interface, ns string) typedClient[*discoveryv1.EndpointSliceList] {
+		return cs.DiscoveryV1().EndpointSlices(ns)
+	}, func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items }),
+	// A Role from before --network-policy-check: without the right to
+	// list policies there was none to create either.
+	noneIfForbidden(labelled("NetworkPolicy", func(cs kubernetes.Interface, ns string) typedClient[*networkingv1.NetworkPolicyList] {
+		return cs.NetworkingV1().NetworkPolicies(ns)
+	}, func(l *networkingv1.NetworkPolicyList) []networkingv1.NetworkPolicy { return l.Items })),
 	{"Secret", func(ctx context.Context, cs kubernetes.Interface, ns, sel string) ([]Object, error) {
 		s, err := cs.CoreV1().Secrets(ns).Get(ctx, SecretName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -108,6 +64,60 @@ var kinds = []struct {
 	}, func(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
 		return cs.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{})
 	}},
+}
+
+// kindOps lists a kind's objects of ours in a namespace (by label
+// selector) and deletes one by name.
+type kindOps struct {
+	kind string
+	list func(ctx context.Context, cs kubernetes.Interface, ns, sel string) ([]Object, error)
+	del  func(ctx context.Context, cs kubernetes.Interface, ns, name string) error
+}
+
+// typedClient is what labelled needs of a kind's typed client (PodInterface
+// and the like), whose List returns an L.
+type typedClient[L any] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// labelled is a kind listed by label selector and deleted by name through
+// its typed client; items are a list's objects.
+func labelled[L, T any, P interface {
+	*T
+	metav1.Object
+}](kind string, client func(kubernetes.Interface, string) typedClient[L], items func(L) []T) kindOps {
+	return kindOps{kind: kind,
+		list: func(ctx context.Context, cs kubernetes.Interface, ns, sel string) ([]Object, error) {
+			l, err := client(cs, ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				return nil, err
+			}
+			var out []Object
+			its := items(l)
+			for i := range its {
+				o := P(&its[i])
+				out = append(out, Object{kind, ns, o.GetName(), o.GetLabels()[LabelRunID]})
+			}
+			return out, nil
+		},
+		del: func(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
+			return client(cs, ns).Delete(ctx, name, metav1.DeleteOptions{})
+		},
+	}
+}
+
+// noneIfForbidden lists none of k where listing it is forbidden.
+func noneIfForbidden(k kindOps) kindOps {
+	list := k.list
+	k.list = func(ctx context.Context, cs kubernetes.Interface, ns, sel string) ([]Object, error) {
+		objs, err := list(ctx, cs, ns, sel)
+		if apierrors.IsForbidden(err) {
+			return nil, nil
+		}
+		return objs, err
+	}
+	return k
 }
 
 // matches applies one of our equality selectors (a=b,c=d) to labels.

@@ -108,6 +108,40 @@ func (c *Config) podSysctls() []corev1.Sysctl {
 // Validate fills defaults and checks every field, with one-line errors
 // naming the flag at fault.
 func (c *Config) Validate() error {
+	for _, check := range []func() error{c.validateImage, c.validateNodes, c.validatePlacements, c.validateAccess,
+		c.Scale.validate, c.validateNetPol, c.validateSecurity, c.validateResources} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateAccess checks the run id and fills and checks how the client
+// reaches the agents and how long it waits for them.
+func (c *Config) validateAccess() error {
+	if err := validLabelValue("run id", c.RunID); err != nil {
+		return err
+	}
+	switch c.Access {
+	case "":
+		c.Access = AccessPortForward
+	case AccessPortForward, AccessDirect:
+	default:
+		return fmt.Errorf("--access %q: want %s or %s", c.Access, AccessPortForward, AccessDirect)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Timeout < time.Second {
+		return fmt.Errorf("--timeout %s: must be at least 1s", c.Timeout)
+	}
+	return nil
+}
+
+// validateImage fills and checks the namespace, the agent image and its
+// pull policy.
+func (c *Config) validateImage() error {
 	if c.Namespace == "" {
 		c.Namespace = DefaultNamespace
 	}
@@ -127,6 +161,11 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("image pull policy %q: want Always, IfNotPresent or Never", c.PullPolicy)
 	}
+	return nil
+}
+
+// validateNodes checks the nodes asked for by name or selector.
+func (c *Config) validateNodes() error {
 	for flag, n := range map[string]string{"--client-node": c.ClientNode, "--server-node": c.ServerNode} {
 		if n != "" {
 			if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
@@ -145,6 +184,12 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--node-selector %s=%s: bad value: %s", k, v, strings.Join(errs, "; "))
 		}
 	}
+	return nil
+}
+
+// validatePlacements checks that there are placements and that the target
+// serves each.
+func (c *Config) validatePlacements() error {
 	if len(c.Placements) == 0 {
 		return fmt.Errorf("no placement to run")
 	}
@@ -153,31 +198,12 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("placement %s is not available on the k8s target (known: %s)", p, strings.Join(KnownPlacements(), ", "))
 		}
 	}
-	if err := validLabelValue("run id", c.RunID); err != nil {
-		return err
-	}
-	switch c.Access {
-	case "":
-		c.Access = AccessPortForward
-	case AccessPortForward, AccessDirect:
-	default:
-		return fmt.Errorf("--access %q: want %s or %s", c.Access, AccessPortForward, AccessDirect)
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.Timeout < time.Second {
-		return fmt.Errorf("--timeout %s: must be at least 1s", c.Timeout)
-	}
-	if err := c.Scale.validate(); err != nil {
-		return err
-	}
-	if err := c.validateNetPol(); err != nil {
-		return err
-	}
-	if err := c.validateSecurity(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateResources fills and checks the agents' resource requests and
+// limits.
+func (c *Config) validateResources() error {
 	r := &c.Resources
 	for _, f := range []struct {
 		v   *string

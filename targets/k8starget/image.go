@@ -45,7 +45,6 @@ type ImageInfo struct {
 // nobody. The tarball is in `docker save` layout (manifest.json with the
 // tag), which `ctr image import`, `docker load`, `podman load`, `kind load
 // image-archive` and `crane push` all read.
-// Long on purpose: the image's build steps in order (binary check, layer, config, manifest, archive), each short.
 func BuildImage(o ImageOptions) (*ImageInfo, error) {
 	arch, err := staticLinuxBinary(o.Binary)
 	if err != nil {
@@ -63,6 +62,29 @@ func BuildImage(o ImageOptions) (*ImageInfo, error) {
 	if created.IsZero() {
 		created = time.Unix(0, 0)
 	}
+	img, err := agentImage(bin, arch, created)
+	if err != nil {
+		return nil, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	size, err := writeRenamed(o.Out, func(w io.Writer) error {
+		if err := writeArchive(w, tag, img, created); err != nil {
+			return fmt.Errorf("write image tarball: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &ImageInfo{Ref: tag.String(), Digest: digest.String(), Architecture: arch, Bytes: size}, nil
+}
+
+// agentImage is the image: bin as its one layer on an empty base, the
+// agent's entrypoint, ports and user, OCI media types.
+func agentImage(bin []byte, arch string, created time.Time) (v1.Image, error) {
 	layerTar, err := binaryLayer(bin, created)
 	if err != nil {
 		return nil, err
@@ -97,36 +119,42 @@ func BuildImage(o ImageOptions) (*ImageInfo, error) {
 		return nil, err
 	}
 	img = mutate.MediaType(img, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	digest, err := img.Digest()
+	return mutate.ConfigMediaType(img, types.OCIConfigJSON), nil
+}
+
+// writeRenamed writes out through write into a file beside it, renamed
+// once complete (mode 0644), so a failed build never leaves a truncated
+// file under the real name. It returns the file's size.
+func writeRenamed(out string, write func(io.Writer) error) (int64, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".cnibench-image-*.tar")
 	if err != nil {
-		return nil, err
-	}
-	// Written beside the target and renamed, so a failed build never
-	// leaves a truncated tarball under the real name.
-	tmp, err := os.CreateTemp(filepath.Dir(o.Out), ".cnibench-image-*.tar")
-	if err != nil {
-		return nil, fmt.Errorf("image tarball: %w", err)
+		return 0, fmt.Errorf("image tarball: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := writeArchive(tmp, tag, img, created); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
-		return nil, fmt.Errorf("write image tarball: %w", err)
+		return 0, err
 	}
 	if err := tmp.Close(); err != nil {
-		return nil, err
+		return 0, err
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return nil, err
+		return 0, err
 	}
-	if err := os.Rename(tmp.Name(), o.Out); err != nil {
-		return nil, err
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return 0, err
 	}
-	st, err := os.Stat(o.Out)
+	st, err := os.Stat(out)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	return &ImageInfo{Ref: tag.String(), Digest: digest.String(), Architecture: arch, Bytes: st.Size()}, nil
+	return st.Size(), nil
+}
+
+// archiveBlob is a content-addressed file of the image archive.
+type archiveBlob struct {
+	digest v1.Hash
+	data   []byte
 }
 
 // writeArchive writes img as an OCI image layout (oci-layout, index.json,
@@ -134,47 +162,18 @@ func BuildImage(o ImageOptions) (*ImageInfo, error) {
 // as `docker save` does since Docker 25: OCI readers (ctr import, skopeo)
 // use index.json and keep the OCI manifest and its digest; docker load
 // and crane use manifest.json.
-// Long on purpose: the tarball's entries in file order, as the OCI layout and docker-save formats list them.
 func writeArchive(w io.Writer, tag name.Tag, img v1.Image, mtime time.Time) error {
-	manifest, err := img.RawManifest()
+	blobs, err := imageBlobs(img)
 	if err != nil {
 		return err
 	}
-	config, err := img.RawConfigFile()
-	if err != nil {
-		return err
-	}
-	mdigest, _ := img.Digest()
-	cdigest, _ := img.ConfigName()
-	layers, err := img.Layers()
-	if err != nil {
-		return err
-	}
-	type blob struct {
-		digest v1.Hash
-		data   []byte
-	}
-	blobs := []blob{{mdigest, manifest}, {cdigest, config}}
+	manifest, config, layers := blobs[0], blobs[1], blobs[2:]
 	var layerPaths []string
 	for _, l := range layers {
-		d, err := l.Digest()
-		if err != nil {
-			return err
-		}
-		rc, err := l.Compressed()
-		if err != nil {
-			return err
-		}
-		data, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			return err
-		}
-		blobs = append(blobs, blob{d, data})
-		layerPaths = append(layerPaths, "blobs/sha256/"+d.Hex)
+		layerPaths = append(layerPaths, "blobs/sha256/"+l.digest.Hex)
 	}
 	index := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{{
-		MediaType: types.OCIManifestSchema1, Digest: mdigest, Size: int64(len(manifest)),
+		MediaType: types.OCIManifestSchema1, Digest: manifest.digest, Size: int64(len(manifest.data)),
 		Annotations: map[string]string{
 			"io.containerd.image.name":          tag.Name(),
 			"org.opencontainers.image.ref.name": tag.TagStr(),
@@ -185,13 +184,62 @@ func writeArchive(w io.Writer, tag name.Tag, img v1.Image, mtime time.Time) erro
 		return err
 	}
 	dockerJSON, err := json.Marshal([]tarball.Descriptor{{
-		Config: "blobs/sha256/" + cdigest.Hex, RepoTags: []string{tag.Name()}, Layers: layerPaths,
+		Config: "blobs/sha256/" + config.digest.Hex, RepoTags: []string{tag.Name()}, Layers: layerPaths,
 	}})
 	if err != nil {
 		return err
 	}
+	return writeTar(w, mtime, blobs, []archiveFile{{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)}, {"index.json", indexJSON}, {"manifest.json", dockerJSON}})
+}
+
+// imageBlobs are img's manifest, config and layers (compressed), in that
+// order.
+func imageBlobs(img v1.Image) ([]archiveBlob, error) {
+	manifest, err := img.RawManifest()
+	if err != nil {
+		return nil, err
+	}
+	config, err := img.RawConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	mdigest, _ := img.Digest()
+	cdigest, _ := img.ConfigName()
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	blobs := []archiveBlob{{mdigest, manifest}, {cdigest, config}}
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			return nil, err
+		}
+		rc, err := l.Compressed()
+		if err != nil {
+			return nil, err
+		}
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+		blobs = append(blobs, archiveBlob{d, data})
+	}
+	return blobs, nil
+}
+
+// archiveFile is a named file of the image archive.
+type archiveFile struct {
+	name string
+	data []byte
+}
+
+// writeTar writes the archive's entries in file order: the blobs
+// directories, the blobs, then files.
+func writeTar(w io.Writer, mtime time.Time, blobs []archiveBlob, files []archiveFile) error {
 	tw := tar.NewWriter(w)
-	file := func(name string, data []byte) error {
+	put := func(name string, data []byte) error {
 		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
 			return err
 		}
@@ -204,15 +252,12 @@ func writeArchive(w io.Writer, tag name.Tag, img v1.Image, mtime time.Time) erro
 		}
 	}
 	for _, b := range blobs {
-		if err := file("blobs/sha256/"+b.digest.Hex, b.data); err != nil {
+		if err := put("blobs/sha256/"+b.digest.Hex, b.data); err != nil {
 			return err
 		}
 	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)}, {"index.json", indexJSON}, {"manifest.json", dockerJSON}} {
-		if err := file(f.name, f.data); err != nil {
+	for _, f := range files {
+		if err := put(f.name, f.data); err != nil {
 			return err
 		}
 	}

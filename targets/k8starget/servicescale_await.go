@@ -187,55 +187,15 @@ func (c *ClusterServices) poll(ctx context.Context) {
 	v := c.Sync
 	v.defaults()
 	for ctx.Err() == nil {
-		c.mu.Lock()
-		if len(c.waits) == 0 {
-			c.polling = false
-			c.mu.Unlock()
+		open, asked, more := c.openChecks()
+		if !more {
 			return
-		}
-		open := map[string]*serviceCheck{}
-		for _, w := range c.waits {
-			for name, ck := range w.checks {
-				open[name] = ck
-			}
-		}
-		c.mu.Unlock()
-		var asked []nodeprobe.ServicePort
-		for _, ck := range open {
-			if len(ck.want)+len(ck.gone) > 0 {
-				asked = append(asked, ck.port)
-			}
 		}
 		failing, readAt, errs := c.readFailing(ctx, open, asked)
 		now := time.Now()
 		c.mu.Lock()
 		for _, w := range append([]*heldWait(nil), c.waits...) {
-			all := true
-			var why []string
-			for node, fails := range failing {
-				if _, ok := w.passed[node]; ok {
-					continue
-				}
-				held := fails != nil
-				for name, ck := range w.checks {
-					if open[name] != ck || fails == nil || fails[name] != "" {
-						held = false
-						if fails != nil && fails[name] != "" {
-							why = append(why, "node "+node+": "+fails[name])
-						}
-					}
-				}
-				if held {
-					w.passed[node] = readAt[node]
-				} else {
-					all = false
-					if fails == nil && errs[node] != nil {
-						why = append(why, "node "+node+": "+oneLine(errs[node].Error()))
-					}
-				}
-			}
-			w.why = why
-			switch {
+			switch all := w.record(open, failing, readAt, errs); {
 			case all:
 				w.at = w.written // no node read (all checked in the API server only)
 				for _, t := range w.passed {
@@ -243,7 +203,7 @@ func (c *ClusterServices) poll(ctx context.Context) {
 				}
 				c.resolve(w)
 			case now.Sub(w.written) > v.Timeout:
-				w.err = fmt.Errorf("node sync: a change was not held %s after its API writes: %s", v.Timeout, strings.Join(first(why, 3), "; "))
+				w.err = fmt.Errorf("node sync: a change was not held %s after its API writes: %s", v.Timeout, strings.Join(first(w.why, 3), "; "))
 				c.resolve(w)
 			}
 		}
@@ -266,6 +226,63 @@ func (c *ClusterServices) poll(ctx context.Context) {
 		c.resolve(w)
 	}
 	c.mu.Unlock()
+}
+
+// openChecks are the checks of every open wait by Service name and the
+// Service ports whose endpoint keys the reads must ask for; more is false,
+// and the poller marked stopped, when no wait is open.
+func (c *ClusterServices) openChecks() (open map[string]*serviceCheck, asked []nodeprobe.ServicePort, more bool) {
+	c.mu.Lock()
+	if len(c.waits) == 0 {
+		c.polling = false
+		c.mu.Unlock()
+		return nil, nil, false
+	}
+	open = map[string]*serviceCheck{}
+	for _, w := range c.waits {
+		for name, ck := range w.checks {
+			open[name] = ck
+		}
+	}
+	c.mu.Unlock()
+	for _, ck := range open {
+		if len(ck.want)+len(ck.gone) > 0 {
+			asked = append(asked, ck.port)
+		}
+	}
+	return open, asked, true
+}
+
+// record takes one round of reads into w (under c.mu): the nodes that now
+// held every check of w pass at their read's time, and w.why says what
+// the others did not hold. It reports whether every node has passed.
+func (w *heldWait) record(open map[string]*serviceCheck, failing map[string]map[string]string, readAt map[string]time.Time, errs map[string]error) bool {
+	all := true
+	var why []string
+	for node, fails := range failing {
+		if _, ok := w.passed[node]; ok {
+			continue
+		}
+		held := fails != nil
+		for name, ck := range w.checks {
+			if open[name] != ck || fails == nil || fails[name] != "" {
+				held = false
+				if fails != nil && fails[name] != "" {
+					why = append(why, "node "+node+": "+fails[name])
+				}
+			}
+		}
+		if held {
+			w.passed[node] = readAt[node]
+		} else {
+			all = false
+			if fails == nil && errs[node] != nil {
+				why = append(why, "node "+node+": "+oneLine(errs[node].Error()))
+			}
+		}
+	}
+	w.why = why
+	return all
 }
 
 // readFailing reads every node (those checked in the API server only are

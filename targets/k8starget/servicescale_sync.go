@@ -297,7 +297,6 @@ func (v *SyncVerifier) eachProbe(fn func(NodeProbe) error) error {
 // wait polls every probe until its node holds baseline + want, or the
 // timeout passes (an error naming the node, what it holds and what was
 // expected). writesDone is when the step's API writes ended.
-// Long on purpose: one poll loop whose exits (all synced, timeout, cancel, a node's error) share its counters.
 func (v *SyncVerifier) wait(ctx context.Context, writesDone time.Time, want datapath.Counts) (*sweep.Sync, error) {
 	v.defaults()
 	res := &sweep.Sync{Mode: v.Mode}
@@ -316,54 +315,71 @@ func (v *SyncVerifier) wait(ctx context.Context, writesDone time.Time, want data
 	reports := map[string]*nodeprobe.Report{}
 	var mu sync.Mutex
 	err := v.eachProbe(func(p NodeProbe) error {
-		i := v.index(p.Node)
-		ns := &nodes[i]
+		ns := &nodes[v.index(p.Node)]
 		ns.Node, ns.Mode = p.Node, SyncNode
 		if why, ok := api[p.Node]; ok {
 			ns.Mode, ns.Note = SyncAPI, why
 			return nil
 		}
-		b := base[p.Node]
-		ns.Datapath = b.Datapath
-		ns.WantServices, ns.WantEndpoints = b.Services+want.Services, b.Endpoints+want.Endpoints
-		deadline := writesDone.Add(v.Timeout)
-		var lastErr error
-		for {
-			rep, err := v.read(ctx, p, deadline)
-			if why, ok := probeUnsupported(rep, err); ok {
-				// It could read the datapath before: say so, do not guess.
-				ns.Mode, ns.Note = SyncAPI, "probe stopped reading the datapath: "+why
-				return nil
+		rep, err := v.waitNode(ctx, p, ns, base[p.Node], want, writesDone)
+		if rep != nil {
+			mu.Lock()
+			reports[p.Node] = rep
+			mu.Unlock()
+		}
+		return err
+	})
+	v.summarize(res, nodes, reports, err)
+	return res, err
+}
+
+// waitNode polls p until its node holds b + want, filling ns: the report
+// that showed it synced, or nil with ns in API mode when the probe stopped
+// reading the datapath, or an error naming what the node holds when the
+// timeout from writesDone passed.
+func (v *SyncVerifier) waitNode(ctx context.Context, p NodeProbe, ns *sweep.NodeSync, b *nodeprobe.Report, want datapath.Counts, writesDone time.Time) (*nodeprobe.Report, error) {
+	ns.Datapath = b.Datapath
+	ns.WantServices, ns.WantEndpoints = b.Services+want.Services, b.Endpoints+want.Endpoints
+	deadline := writesDone.Add(v.Timeout)
+	var lastErr error
+	for {
+		rep, err := v.read(ctx, p, deadline)
+		if why, ok := probeUnsupported(rep, err); ok {
+			// It could read the datapath before: say so, do not guess.
+			ns.Mode, ns.Note = SyncAPI, "probe stopped reading the datapath: "+why
+			return nil, nil
+		}
+		if err != nil {
+			lastErr = err
+		} else {
+			if l := v.tracker(); l != nil {
+				l.observe(p.Node, rep, time.Now())
 			}
-			if err != nil {
-				lastErr = err
-			} else {
-				if l := v.tracker(); l != nil {
-					l.observe(p.Node, rep, time.Now())
-				}
-				ns.Services, ns.Endpoints, ns.BPFMapBytes, ns.Datapath = rep.Services, rep.Endpoints, rep.BPFMapBytes, rep.Datapath
-				if rep.Services >= ns.WantServices && rep.Endpoints >= ns.WantEndpoints {
-					ns.Time = time.Since(writesDone)
-					mu.Lock()
-					reports[p.Node] = rep
-					mu.Unlock()
-					return nil
-				}
-			}
-			if perr := v.pause(ctx, deadline, p.Node); perr != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				msg := fmt.Sprintf("node %s not synced %s after the API writes: its %s holds %d Services / %d endpoints, want at least %d / %d (baseline %d / %d + this step's %d / %d)",
-					p.Node, v.Timeout, or(ns.Datapath, "datapath"), ns.Services, ns.Endpoints, ns.WantServices, ns.WantEndpoints,
-					b.Services, b.Endpoints, want.Services, want.Endpoints)
-				if lastErr != nil {
-					msg += "; last probe error: " + oneLine(lastErr.Error())
-				}
-				return errors.New(msg)
+			ns.Services, ns.Endpoints, ns.BPFMapBytes, ns.Datapath = rep.Services, rep.Endpoints, rep.BPFMapBytes, rep.Datapath
+			if rep.Services >= ns.WantServices && rep.Endpoints >= ns.WantEndpoints {
+				ns.Time = time.Since(writesDone)
+				return rep, nil
 			}
 		}
-	})
+		if perr := v.pause(ctx, deadline, p.Node); perr != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			msg := fmt.Sprintf("node %s not synced %s after the API writes: its %s holds %d Services / %d endpoints, want at least %d / %d (baseline %d / %d + this step's %d / %d)",
+				p.Node, v.Timeout, or(ns.Datapath, "datapath"), ns.Services, ns.Endpoints, ns.WantServices, ns.WantEndpoints,
+				b.Services, b.Endpoints, want.Services, want.Endpoints)
+			if lastErr != nil {
+				msg += "; last probe error: " + oneLine(lastErr.Error())
+			}
+			return nil, errors.New(msg)
+		}
+	}
+}
+
+// summarize completes res from the nodes' syncs (err: wait's error): the
+// slowest node, notes for the nodes checked through the API only, the
+// per-Service latency, and the progress line when every node synced.
+func (v *SyncVerifier) summarize(res *sweep.Sync, nodes []sweep.NodeSync, reports map[string]*nodeprobe.Report, err error) {
 	res.Nodes = nodes
 	var read []string
 	for _, n := range nodes {
@@ -385,7 +401,6 @@ func (v *SyncVerifier) wait(ctx context.Context, writesDone time.Time, want data
 		}
 		v.note(" %s%s;", syncLine(nodes), lat)
 	}
-	return res, err
 }
 
 func (v *SyncVerifier) index(node string) int {

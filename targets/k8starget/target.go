@@ -195,7 +195,6 @@ type Plan struct {
 // leftovers (removing them with cfg.Force), detects the CNI, picks the
 // nodes and decides which placements can run. It creates nothing, except
 // that cfg.Force deletes an earlier run's objects.
-// Long on purpose: the read-only checks before anything is created, in the order their errors should surface.
 func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -204,20 +203,8 @@ func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, e
 	if err != nil {
 		return nil, err
 	}
-	left, err := Find(ctx, cs, cfg.Namespace, ManagedSelector())
-	if err != nil {
+	if err := clearLeftovers(ctx, cfg, cs); err != nil {
 		return nil, err
-	}
-	if len(left) > 0 {
-		if !cfg.Force {
-			return nil, fmt.Errorf("namespace %s holds an earlier cnibench run's objects (%s): run 'cnibench k8s cleanup --namespace %s' or pass --force", cfg.Namespace, Describe(left), cfg.Namespace)
-		}
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "--force: ")
-		}
-		if _, err := Cleanup(cs, cfg.Namespace, ManagedSelector(), cfg.Timeout, cfg.Progress); err != nil {
-			return nil, err
-		}
 	}
 	exists, _, err := namespaceState(ctx, cs, cfg.Namespace)
 	if err != nil {
@@ -250,20 +237,7 @@ func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, e
 		Image: cfg.Image, PullPolicy: cfg.PullPolicy, Nodes: choice.Nodes, Resources: cfg.Resources,
 		Probes: cfg.Scale.probes(), Sysctls: cfg.podSysctls(), NetPolCheck: cfg.deniedProber(),
 	}
-	var runnable []string
-	for _, pl := range cfg.Placements {
-		if needsTwoNodes(pl) && choice.Nodes[1] == "" {
-			p.Skipped[pl] = choice.OneNodeReason()
-			continue
-		}
-		runnable = append(runnable, pl)
-	}
-	if cfg.Scale != nil && len(runnable) > 1 {
-		// A sweep measures on one placement: the first the cluster can
-		// host (other-node, else same-node on a one-node cluster).
-		runnable = runnable[:1]
-	}
-	p.Layout.Endpoints, p.Layout.Services = endpointsFor(runnable)
+	p.Layout.Endpoints, p.Layout.Services = endpointsFor(runnable(cfg, choice, p.Skipped))
 	if len(p.Layout.Endpoints) == 0 {
 		return nil, fmt.Errorf("no placement can run on this cluster: %s", describeSkipped(p.Skipped))
 	}
@@ -277,6 +251,42 @@ func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, e
 		}
 	}
 	return p, nil
+}
+
+// clearLeftovers refuses a namespace that holds an earlier run's objects,
+// or deletes them with cfg.Force.
+func clearLeftovers(ctx context.Context, cfg Config, cs kubernetes.Interface) error {
+	left, err := Find(ctx, cs, cfg.Namespace, ManagedSelector())
+	if err != nil || len(left) == 0 {
+		return err
+	}
+	if !cfg.Force {
+		return fmt.Errorf("namespace %s holds an earlier cnibench run's objects (%s): run 'cnibench k8s cleanup --namespace %s' or pass --force", cfg.Namespace, Describe(left), cfg.Namespace)
+	}
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, "--force: ")
+	}
+	_, err = Cleanup(cs, cfg.Namespace, ManagedSelector(), cfg.Timeout, cfg.Progress)
+	return err
+}
+
+// runnable are the placements the chosen nodes can host (the others go
+// into skipped with the reason); a sweep keeps the first.
+func runnable(cfg Config, choice NodeChoice, skipped map[string]string) []string {
+	var run []string
+	for _, pl := range cfg.Placements {
+		if needsTwoNodes(pl) && choice.Nodes[1] == "" {
+			skipped[pl] = choice.OneNodeReason()
+			continue
+		}
+		run = append(run, pl)
+	}
+	if cfg.Scale != nil && len(run) > 1 {
+		// A sweep measures on one placement: the first the cluster can
+		// host (other-node, else same-node on a one-node cluster).
+		run = run[:1]
+	}
+	return run
 }
 
 func describeSkipped(skipped map[string]string) string {

@@ -7,12 +7,16 @@ package benchcli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // Command is one subcommand: Run gets the arguments after its name.
@@ -77,4 +81,33 @@ func PrintJSON(v any) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// Client is what every benchcmd client shares: its times as flags, a CPU
+// profile, and the Result printed as JSON.
+type Client struct{ profile *string }
+
+// ClientFlags adds the flags every client has to fs: -d (measured, 5s)
+// and -warmup (1s) into r, -timeout into timeout (def; usage says per
+// what), and -cpuprofile.
+func ClientFlags(fs *flag.FlagSet, r *kinds.RunnerOptions, timeout *kinds.Duration, def time.Duration, usage string) *Client {
+	fs.DurationVar((*time.Duration)(&r.Duration), "d", 5*time.Second, "measured duration")
+	fs.DurationVar((*time.Duration)(&r.Warmup), "warmup", time.Second, "warmup")
+	fs.DurationVar((*time.Duration)(timeout), "timeout", def, usage)
+	return &Client{profile: fs.String("cpuprofile", "", "write a CPU profile here")}
+}
+
+// Run runs the client (after the flags were parsed) under the CPU profile
+// asked for and prints its Result.
+func (c *Client) Run(run func() (any, error)) error {
+	stopProfile, err := CPUProfile(*c.profile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	res, err := run()
+	if err != nil {
+		return err
+	}
+	return PrintJSON(res)
 }

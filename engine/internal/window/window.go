@@ -13,7 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/cnibench/cnibench/engine/internal/cpuuse"
+	"github.com/cnibench/cnibench/stats"
 )
 
 // FinishTimeout bounds the wait for the loops after they are told to stop
@@ -27,6 +30,34 @@ type Loops struct {
 	Wake  func()   // wakes every loop (after Stop is set)
 	Close func()   // closes every loop's sockets, after all Run returned
 	Stop  *atomic.Bool
+}
+
+// Loop is one event loop of an engine, for engines whose loop type has
+// these methods (Of gathers them into Loops).
+type Loop interface {
+	Run()   // serves until Stop is set and the loop is woken
+	Wake()  // interrupts the loop's wait
+	Close() // releases the loop's descriptors; only after Run returned
+}
+
+// Of gathers an engine's loops: every Run, one Wake and one Close for all.
+func Of[L Loop](stop *atomic.Bool, ls []L) Loops {
+	l := Loops{Stop: stop,
+		Wake:  func() { each(ls, L.Wake) },
+		Close: func() { CloseAll(ls) }}
+	for _, x := range ls {
+		l.Run = append(l.Run, x.Run)
+	}
+	return l
+}
+
+// CloseAll closes every loop, as when building the next one failed.
+func CloseAll[L Loop](ls []L) { each(ls, L.Close) }
+
+func each[L any](ls []L, f func(L)) {
+	for _, l := range ls {
+		f(l)
+	}
 }
 
 // Window is the measured interval and the process CPU at its ends.
@@ -107,6 +138,22 @@ func Achieved(rate, target, threshold float64) Shortfall {
 		s.Missed, s.MissedByPercent = true, 100*(1-s.Ratio)
 	}
 	return s
+}
+
+// Latencies summarizes a load run's histograms: h is corrected for
+// coordinated omission (from each send's intended time), hu is not. In a
+// closed loop (openLoop false) there is no schedule: both are h.
+func Latencies(h, hu *hdr.Histogram, openLoop bool) (corrected, uncorrected *stats.Latency, err error) {
+	if !openLoop {
+		hu = h
+	}
+	if corrected, err = stats.Summarize(h); err != nil {
+		return nil, nil, err
+	}
+	if uncorrected, err = stats.Summarize(hu); err != nil {
+		return nil, nil, err
+	}
+	return corrected, uncorrected, nil
 }
 
 // ClientCPU is the process CPU over the measured interval and how much of

@@ -185,18 +185,14 @@ func (e *Enforcer) Name() string { return Name }
 func (e *Enforcer) Program(ctx context.Context, spec policy.Spec) (st datapath.ProgramStats, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	spec, reread, err := nfrule.Prepare(ctx, Name, spec, e.site.Node, e.drift, e.adopt)
+	var b batch
+	var reread time.Duration
+	spec, b, st.Generate, reread, err = nfrule.Generate(ctx, Name, spec, e.site.Node, e.drift, e.adopt,
+		func(s policy.Spec) (batch, error) { return generate(s, e.names, e.st) })
 	if err != nil {
 		return st, err
-	}
-	var b batch
-	b, err = generate(spec, e.names, e.st)
-	st.Generate = time.Since(t0) - reread
-	if err != nil {
-		return st, fmt.Errorf("policy iptables: %w", err)
 	}
 	st.Bytes = len(b.sets) + len(b.rules) + len(b.destroy)
 	t1 := time.Now()

@@ -45,14 +45,9 @@ func (e *Enforcer) Verify(ctx context.Context) (policy.Counts, error) {
 		return c, nil
 	}
 	first := e.check(d, sets, &c)
-	if first == nil {
-		if want := e.Expected(*e.last); c != want {
-			first = fmt.Errorf("kernel holds %+v, want %+v", c, want)
-		}
-	}
-	if first != nil {
+	if err := nfrule.Judge(Name, e.site.Node, first, c, e.Expected(*e.last)); err != nil {
 		e.drift = true
-		return c, fmt.Errorf("policy iptables: node %s: %w", e.site.Node, first)
+		return c, err
 	}
 	return c, nil
 }

@@ -144,17 +144,18 @@ func (e *Enforcer) Name() string { return Name }
 func (e *Enforcer) Program(ctx context.Context, spec policy.Spec) (st datapath.ProgramStats, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	spec, reread, err := nfrule.Prepare(ctx, Name, spec, e.site.Node, e.drift, e.adopt)
+	var now objects
+	var tx *knftables.Transaction
+	var reread time.Duration
+	spec, tx, st.Generate, reread, err = nfrule.Generate(ctx, Name, spec, e.site.Node, e.drift, e.adopt,
+		func(s policy.Spec) (tx *knftables.Transaction, err error) {
+			tx, now, err = transaction(e.nft.NewTransaction(), s, e.prev)
+			return tx, err
+		})
 	if err != nil {
 		return st, err
-	}
-	tx, now, err := transaction(e.nft.NewTransaction(), spec, e.prev)
-	st.Generate = time.Since(t0) - reread
-	if err != nil {
-		return st, fmt.Errorf("policy nftables: %w", err)
 	}
 	st.Bytes = len(tx.String())
 	t1 := time.Now()

@@ -63,14 +63,9 @@ func (e *Enforcer) Verify(ctx context.Context) (policy.Counts, error) {
 	if err := nfrule.Check(*e.last, l.view, namer{}, 0, &c); first == nil {
 		first = err
 	}
-	if first == nil {
-		if want := e.Expected(*e.last); c != want {
-			first = fmt.Errorf("kernel holds %+v, want %+v", c, want)
-		}
-	}
-	if first != nil {
+	if err := nfrule.Judge(Name, e.site.Node, first, c, e.Expected(*e.last)); err != nil {
 		e.drift = true
-		return c, fmt.Errorf("policy nftables: node %s: %w", e.site.Node, first)
+		return c, err
 	}
 	return c, nil
 }

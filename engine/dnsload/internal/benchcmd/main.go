@@ -14,9 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"time"
 
-	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/dnsload"
 	"github.com/cnibench/cnibench/engine/internal/benchcli"
 )
@@ -54,29 +52,15 @@ func server(ctx context.Context, args []string) error {
 func client(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("client", flag.ExitOnError)
 	var o dnsload.Options
-	var d, w, to time.Duration
+	c := benchcli.ClientFlags(fs, &o.RunnerOptions, &o.Timeout, dnsload.DefaultTimeout, "per-query timeout")
 	fs.StringVar(&o.Server, "server", "127.0.0.1", "DNS server IP")
 	fs.IntVar(&o.Port, "port", dnsload.DefaultPort, "port")
 	fs.IntVar(&o.Outstanding, "q", 0, "queries outstanding (0: 100 closed loop, 1000 open loop)")
-	fs.DurationVar(&d, "d", 5*time.Second, "measured duration")
-	fs.DurationVar(&w, "warmup", time.Second, "warmup")
-	fs.DurationVar(&to, "timeout", dnsload.DefaultTimeout, "per-query timeout")
 	fs.Float64Var(&o.QPS, "qps", 0, "total target rate; 0 = max rate")
 	fs.IntVar(&o.Threads, "threads", 0, "event loops (sockets)")
 	fs.IntVar(&o.NameCount, "names", dnsload.DefaultNames, "names cycled through")
-	prof := fs.String("cpuprofile", "", "write a CPU profile here")
 	fs.Parse(args)
-	stopProfile, err := benchcli.CPUProfile(*prof)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	o.Duration, o.Warmup, o.Timeout = engine.Duration(d), engine.Duration(w), engine.Duration(to)
-	res, err := dnsload.Run(ctx, o)
-	if err != nil {
-		return err
-	}
-	return benchcli.PrintJSON(res)
+	return c.Run(func() (any, error) { return dnsload.Run(ctx, o) })
 }
 
 // rusage runs a command and prints the CPU it used, "user sys" in

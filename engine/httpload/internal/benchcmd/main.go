@@ -12,9 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
 
-	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/engine/internal/benchcli"
 )
@@ -51,26 +49,12 @@ func server(ctx context.Context, args []string) error {
 func client(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("client", flag.ExitOnError)
 	var o httpload.Options
-	var d, w, to time.Duration
+	c := benchcli.ClientFlags(fs, &o.RunnerOptions, &o.Timeout, httpload.DefaultTimeout, "per-request timeout")
 	fs.StringVar(&o.URL, "url", "http://127.0.0.1:8080/", "target URL")
 	fs.IntVar(&o.Connections, "c", httpload.DefaultConnections, "connections")
-	fs.DurationVar(&d, "d", 5*time.Second, "measured duration")
-	fs.DurationVar(&w, "warmup", time.Second, "warmup")
-	fs.DurationVar(&to, "timeout", httpload.DefaultTimeout, "per-request timeout")
 	fs.Float64Var(&o.QPS, "qps", 0, "total target rate; 0 = max rate")
 	fs.BoolVar(&o.KeepAlive, "keepalive", false, "keep connections alive (default: new connection per request)")
 	fs.IntVar(&o.RequestSize, "req-size", 0, "request body bytes (0 = GET)")
-	prof := fs.String("cpuprofile", "", "write a CPU profile here")
 	fs.Parse(args)
-	stopProfile, err := benchcli.CPUProfile(*prof)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	o.Duration, o.Warmup, o.Timeout = engine.Duration(d), engine.Duration(w), engine.Duration(to)
-	res, err := httpload.Run(ctx, o)
-	if err != nil {
-		return err
-	}
-	return benchcli.PrintJSON(res)
+	return c.Run(func() (any, error) { return httpload.Run(ctx, o) })
 }

@@ -269,20 +269,43 @@ func EachChain(spec policy.Spec, nm Namer, fn func(p policy.PodPolicy, d Dir, ch
 	return chains, nil
 }
 
-// Prepare is how a netfilter Program starts: spec checked (the error
-// prefixed with the enforcer's name) and cut to node, and the kernel read
+// Generate is how a netfilter Program starts: spec checked (the error
+// prefixed with the enforcer's name) and cut to node, the kernel read
 // again through adopt when drift says the enforcer's idea of it may be
-// wrong; it returns the time adopt took, tool time that Program counts as
-// Apply rather than Generate.
-func Prepare(ctx context.Context, name string, spec policy.Spec, node string, drift bool, adopt func(context.Context) error) (policy.Spec, time.Duration, error) {
+// wrong, then gen builds the batch for the cut spec. generate is the time
+// from the start without that re-read, which returns as reread: tool time
+// that Program counts as Apply.
+func Generate[B any](ctx context.Context, name string, spec policy.Spec, node string, drift bool,
+	adopt func(context.Context) error, gen func(policy.Spec) (B, error)) (cut policy.Spec, b B, generate, reread time.Duration, err error) {
+	t0 := time.Now()
 	if err := spec.Validate(); err != nil {
-		return spec, 0, fmt.Errorf("policy %s: %w", name, err)
+		return spec, b, 0, 0, fmt.Errorf("policy %s: %w", name, err)
 	}
-	spec = spec.OnNode(node)
-	if !drift {
-		return spec, 0, nil
+	cut = spec.OnNode(node)
+	if drift {
+		t := time.Now()
+		err := adopt(ctx)
+		if reread = time.Since(t); err != nil {
+			return cut, b, 0, reread, err
+		}
 	}
-	t := time.Now()
-	err := adopt(ctx)
-	return spec, time.Since(t), err
+	b, err = gen(cut)
+	generate = time.Since(t0) - reread
+	if err != nil {
+		err = fmt.Errorf("policy %s: %w", name, err)
+	}
+	return cut, b, generate, reread, err
+}
+
+// Judge is how a netfilter Verify ends: first is the first piece of the
+// last spec found missing, else the counts read back (got) must equal
+// want; the error names the enforcer and the node.
+func Judge(name, node string, first error, got, want policy.Counts) error {
+	if first == nil && got != want {
+		first = fmt.Errorf("kernel holds %+v, want %+v", got, want)
+	}
+	if first != nil {
+		return fmt.Errorf("policy %s: node %s: %w", name, node, first)
+	}
+	return nil
 }

@@ -75,23 +75,8 @@ type RegressCheck struct {
 func Regressions(base, cur *results.Run, pct float64, opt Options) (RegressCheck, error) {
 	opt = opt.withDefaults()
 	var chk RegressCheck
-	bs, cs := scenarioNames(base), scenarioNames(cur)
-	pairs := map[string]string{} // new scenario → base scenario
-	if len(bs) == 1 && len(cs) == 1 {
-		pairs[cs[0]] = bs[0]
-	} else {
-		inBase := map[string]bool{}
-		for _, s := range bs {
-			inBase[s] = true
-		}
-		for _, s := range cs {
-			if inBase[s] {
-				pairs[s] = s
-			} else {
-				chk.Unpaired = append(chk.Unpaired, "scenario "+columnLabel(cur, s)+" is only in the new run")
-			}
-		}
-	}
+	bs := scenarioNames(base)
+	pairs := pairScenarios(bs, cur, &chk)
 	var judged []stats.Verdict // every judged comparison, in order
 	var found []Regression     // the regression each would be
 	baseRes := map[string]results.Result{}
@@ -125,14 +110,7 @@ func Regressions(base, cur *results.Run, pct float64, opt Options) (RegressCheck
 		if f := failedMore(cell, bser, cser); f != "" {
 			chk.Missing = append(chk.Missing, f)
 		}
-		for i := range bser.Metrics {
-			bm := &bser.Metrics[i]
-			if bm.Judged() && len(bm.Values) > 0 && (opt.AllMetrics || bm.Headline) {
-				if m := cser.Metric(bm.Name); m == nil || len(m.Values) == 0 {
-					chk.Missing = append(chk.Missing, fmt.Sprintf("%s: %s has no value in the new run", cell, bm.Name))
-				}
-			}
-		}
+		chk.Missing = append(chk.Missing, metricsMissing(cell, bser, cser, opt)...)
 		for i := range cser.Metrics {
 			m := &cser.Metrics[i]
 			bm := bser.Metric(m.Name)
@@ -163,6 +141,45 @@ func Regressions(base, cur *results.Run, pct float64, opt Options) (RegressCheck
 		}
 	}
 	return chk, nil
+}
+
+// pairScenarios maps each scenario of the new run onto the base run's of
+// the same name (two single-scenario runs pair whatever their names), and
+// notes in chk the new run's scenarios the base lacks.
+func pairScenarios(bs []string, cur *results.Run, chk *RegressCheck) map[string]string {
+	cs := scenarioNames(cur)
+	pairs := map[string]string{} // new scenario → base scenario
+	if len(bs) == 1 && len(cs) == 1 {
+		pairs[cs[0]] = bs[0]
+		return pairs
+	}
+	inBase := map[string]bool{}
+	for _, s := range bs {
+		inBase[s] = true
+	}
+	for _, s := range cs {
+		if inBase[s] {
+			pairs[s] = s
+		} else {
+			chk.Unpaired = append(chk.Unpaired, "scenario "+columnLabel(cur, s)+" is only in the new run")
+		}
+	}
+	return pairs
+}
+
+// metricsMissing lists the gated metrics of a cell that the base run
+// measured and the new run has no value for.
+func metricsMissing(cell string, bser, cser results.Series, opt Options) []string {
+	var out []string
+	for i := range bser.Metrics {
+		bm := &bser.Metrics[i]
+		if bm.Judged() && len(bm.Values) > 0 && (opt.AllMetrics || bm.Headline) {
+			if m := cser.Metric(bm.Name); m == nil || len(m.Values) == 0 {
+				out = append(out, fmt.Sprintf("%s: %s has no value in the new run", cell, bm.Name))
+			}
+		}
+	}
+	return out
 }
 
 // missingInNew lists the base run's scenarios and cells (a sweep's steps

@@ -35,6 +35,12 @@ type Server struct {
 	// dropEvery makes the UDP_STREAM server ignore every Nth data datagram
 	// of a session; tests use it to check loss accounting end to end.
 	dropEvery uint64
+	// dataSeen and dropsInjected count, while dropEvery is set, the data
+	// datagrams the UDP_STREAM server read and those it then ignored: on a
+	// busy host the kernel drops more (the receiver's socket buffer fills
+	// while its thread waits for a CPU), and a test tells the two apart
+	// with these and the socket's own drop counter.
+	dataSeen, dropsInjected atomic.Uint64
 
 	mu       sync.Mutex
 	ready    chan struct{}

@@ -61,11 +61,12 @@ func (t *udpSessions) get(id uint64, now time.Time, create bool) *udpSession {
 	return s
 }
 
-// data accounts one data datagram of n bytes.
-func (s *udpSession) data(h udpHdr, n int, now time.Time, dropEvery uint64) {
+// data accounts one data datagram of n bytes; false when dropEvery
+// made it ignore the datagram.
+func (s *udpSession) data(h udpHdr, n int, now time.Time, dropEvery uint64) bool {
 	s.seen++
 	if dropEvery > 0 && s.seen%dropEvery == 0 {
-		return
+		return false
 	}
 	st := s.streams[h.stream]
 	if st == nil {
@@ -75,6 +76,7 @@ func (s *udpSession) data(h udpHdr, n int, now time.Time, dropEvery uint64) {
 	st.add(h.seq)
 	s.bytes += uint64(n)
 	s.last = now
+	return true
 }
 
 func (s *udpSession) report() udpReport {
@@ -136,7 +138,13 @@ func (s *Server) udpStreamServer(l *listener, errc chan<- error) {
 		switch h.kind {
 		case kindData:
 			if ss := sessions.get(h.session, now, true); ss != nil {
-				ss.data(h, n, now, s.dropEvery)
+				kept := ss.data(h, n, now, s.dropEvery)
+				if s.dropEvery > 0 {
+					s.dataSeen.Add(1)
+					if !kept {
+						s.dropsInjected.Add(1)
+					}
+				}
 			}
 		case kindHello:
 			h.kind = kindHelloAck

@@ -97,13 +97,37 @@ func TestUDPStreamLoss(t *testing.T) {
 	s := startServer(t, 10)
 	o := opts(s, UDPStream, 400*time.Millisecond)
 	o.RateBitsPerSec = 30e6
+	dropsBefore := udpSocketDrops(t, s.Port(UDPStream))
 	r := run(t, o)
+	kernelDrops := udpSocketDrops(t, s.Port(UDPStream)) - dropsBefore
 	if r.PacketsSent < 500 {
 		t.Fatalf("only %d datagrams sent", r.PacketsSent)
 	}
-	if r.LossPercent < 9.5 || r.LossPercent > 11.5 {
-		t.Errorf("loss %.2f%% (%d of %d received), want ~10%%", r.LossPercent, r.PacketsReceived, r.PacketsSent)
+	// What the server read (seen) lost exactly every 10th datagram to the
+	// injection; what the kernel dropped before (its socket's drop
+	// counter) is the rest of the loss. On a busy host the receiving
+	// thread waits for a CPU while its socket buffer fills, so the total
+	// is above 10% (15.9% at a load of 3 × the cores): the kernel's share
+	// is counted, not bounded.
+	seen, injected := s.dataSeen.Load(), s.dropsInjected.Load()
+	if injected != seen/10 {
+		t.Errorf("injected %d drops of %d datagrams read, want every 10th: %d", injected, seen, seen/10)
 	}
+	if got, want := uint64(r.PacketsReceived), seen-injected; got != want {
+		t.Errorf("received %d, want the %d read less the %d injected drops: %d", got, seen, injected, want)
+	}
+	// Every datagram sent was read or dropped by the kernel at the
+	// server's socket. The socket may also have dropped up to
+	// udpTries-1 hellos and as many report requests (the client sends
+	// them again).
+	if seen > uint64(r.PacketsSent) {
+		t.Fatalf("the server read %d datagrams of %d sent", seen, r.PacketsSent)
+	}
+	lostBefore := uint64(r.PacketsSent) - seen
+	if kernelDrops < lostBefore || kernelDrops > lostBefore+2*(udpTries-1) {
+		t.Errorf("%d sent, %d read: %d lost before the server, but the socket dropped %d", r.PacketsSent, seen, lostBefore, kernelDrops)
+	}
+	t.Logf("loss %.2f%%: %d injected, %d dropped by the kernel, of %d sent", r.LossPercent, injected, kernelDrops, r.PacketsSent)
 	if want := lossPercent(r.PacketsSent, r.PacketsReceived); r.LossPercent != want {
 		t.Errorf("loss %.3f, want %.3f", r.LossPercent, want)
 	}

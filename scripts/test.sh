@@ -4,7 +4,9 @@
 # veths, routes and cgroups).
 #   sudo ./scripts/test.sh [go test flags]
 # CNIBENCH_NOISY_NEIGHBOUR=1 runs each lab-test package next to a noisy
-# neighbour (README, "Tests on a busy host").
+# neighbour, CNIBENCH_STRESS=1 runs the tests beside CPU hogs that keep the
+# load average near 3 × the cores (scripts/stress.sh; README, "Tests on a
+# busy host").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "test: run as root (lab tests create network namespaces): sudo $0" >&2; exit 1; }
@@ -18,7 +20,13 @@ go vet ./...
 ./scripts/check-bpf.sh || [ $? -eq 2 ]
 ./scripts/build.sh
 # -p 1: lab tests share the machine's CPUs and must not measure each other.
-go test -p 1 -count=1 -timeout 40m "$@" ./...
+stress=()
+case ${CNIBENCH_STRESS:-0} in
+  0) ;;
+  1) stress=(scripts/stress.sh) ;;
+  *) echo "test: CNIBENCH_STRESS=$CNIBENCH_STRESS: want 1 (run beside CPU hogs) or 0" >&2; exit 2 ;;
+esac
+"${stress[@]}" go test -p 1 -count=1 -timeout 40m "$@" ./...
 # Then each fuzz target for a short while, on top of its committed corpus
 # (testdata/fuzz/<target>, run by the go test above): go test takes one
 # -fuzz target per package and invocation. A finding fails here and leaves

@@ -215,6 +215,20 @@ func (l *loop) Run() {
 		}
 		l.yield()
 	}
+	if observer != nil {
+		for i := range l.q {
+			if st := &l.q[i]; st.state == idLive {
+				observer.inFlight(r, st.intended, st.t0)
+			}
+		}
+		for seq := l.seq; l.interval > 0; seq++ {
+			at := int64(l.phase + float64(seq)*l.interval)
+			if at >= r.measTo {
+				break
+			}
+			observer.unsent(r, at)
+		}
+	}
 }
 
 // yield passes through the Go scheduler every few ms (see engine/sched.go
@@ -356,6 +370,9 @@ func (l *loop) send(intended int64) bool {
 	st.intended, st.t0, st.name, st.state = intended, t0, int32(name), idLive
 	l.sent.push(sentRec{t0: t0, id: id})
 	l.outstanding++
+	if observer != nil {
+		observer.sent(r, intended, t0)
+	}
 	if r.inWindow(t0) {
 		l.counters.sent++
 		l.bytesSent += int64(len(b))
@@ -434,6 +451,9 @@ func (l *loop) handle(b []byte, now int64) {
 		return
 	}
 	// The query ends here.
+	if observer != nil {
+		observer.answered(r, st.intended, st.t0, now)
+	}
 	st.state = idFree
 	l.free.push(id)
 	l.outstanding--

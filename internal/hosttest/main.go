@@ -18,7 +18,7 @@ const EnvNoisyNeighbour = "CNIBENCH_NOISY_NEIGHBOUR"
 // os.Exit(hosttest.RunMain(m)).
 //
 // Afterwards `ip netns list` must be as clean as before: a cnb-…
-// namespace the tests left, or a name iproute2 can no longer resolve
+// namespace the tests made (journal.go) and left, or a name iproute2 can no longer resolve
 // ("Peer netns reference is invalid"), fails the run (leftovers.go).
 //
 // RunMain also serves the neighbour's own process (Neighbour.Start runs
@@ -30,7 +30,9 @@ func RunMain(m interface{ Run() int }) int {
 	}
 	unlock := lockLabTests()
 	defer unlock()
-	return checkNamespaces(func() int { return runMaybeNoisy(m) })
+	path, done := openJournal()
+	defer done()
+	return checkNamespaces(path, func() int { return runMaybeNoisy(m) })
 }
 
 // runMaybeNoisy runs the tests, next to a Neighbour when asked.

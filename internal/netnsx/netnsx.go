@@ -190,7 +190,7 @@ func StartIn(nsPath, cgroupDir string, cpus []int, cmd *exec.Cmd) error {
 // it at /run/netns/<name>, like `ip netns add` (including making /run/netns
 // a shared mount first, see shareRunDir). It fails if a name already
 // exists. Created namespaces are reported through created even on error so
-// the caller can remove them.
+// the caller can remove them, and written to the EnvJournal file.
 func CreateNamed(names []string, created func(name string)) error {
 	if err := shareRunDir(); err != nil {
 		return err
@@ -204,12 +204,14 @@ func CreateNamed(names []string, created func(name string)) error {
 				if !errors.Is(err, os.ErrExist) {
 					// The file may exist without a mount; let the caller clean it.
 					if _, serr := os.Stat(Path(n)); serr == nil {
+						journal(n)
 						created(n)
 					}
 				}
 				return true, fmt.Errorf("create netns %s: %w", n, err)
 			}
 			h.Close()
+			journal(n)
 			created(n)
 		}
 		return true, nil

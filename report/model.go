@@ -158,6 +158,11 @@ func Build(in []Input, opt Options) (*Report, error) {
 	}
 	rep.Title = title(rep, len(qs) > 0)
 	controlFDR(rep, questionKeys(qs))
+	if rep.ServiceScale != nil {
+		// Its findings quote the step verdicts the control may just have
+		// demoted: one verdict per cell in the table and in the words.
+		rep.ServiceScale.Findings = findings(rep.ServiceScale)
+	}
 	overheadVerdicts(rep)
 	if err := buildSections(rep, in, afterControl); err != nil {
 		return nil, err

@@ -78,8 +78,8 @@ func TestAgentPodKilledMidRun(t *testing.T) {
 				for _, s := range r.Samples {
 					switch {
 					case s.Error == "":
-						if s.Result == nil || s.Result.(*engine.Result).RatePerSec <= 0 || s.Result.(*engine.Result).Errors > 0 {
-							t.Errorf("round %d %s: a sample without a rate, or with errors: %+v", s.Round, r.Placement.Name(), s.Result.(*engine.Result))
+						if e, ok := s.Result.(*engine.Result); !ok || e == nil || e.RatePerSec <= 0 || e.Errors > 0 {
+							t.Errorf("round %d %s: a sample without a rate, or with errors: %+v", s.Round, r.Placement.Name(), s.Result)
 						}
 					case strconv.Itoa(s.Round) == round && r.Placement.Name() == placement:
 						failed++

@@ -214,24 +214,41 @@ func checkSamples(t *testing.T, r *results.Run) map[string]bool {
 			t.Errorf("%s: no samples", name)
 		}
 		for _, s := range res.Samples {
-			switch {
-			case s.Error != "":
+			if s.Error != "" {
 				t.Errorf("%s: sample failed: %s", name, s.Error)
-			case s.Result != nil:
-				if s.Result.(*httpload.Result).RPS <= 0 || s.Result.(*httpload.Result).OK == 0 {
-					t.Errorf("%s: empty HTTP sample: %d of %d requests OK, %.0f/s", name, s.Result.(*httpload.Result).OK, s.Result.(*httpload.Result).Requests, s.Result.(*httpload.Result).RPS)
-				}
-			case s.Result == nil || (s.Result.(*engine.Result).RatePerSec <= 0 && s.Result.(*engine.Result).ThroughputBitsSec <= 0):
-				t.Errorf("%s: sample without a rate or throughput", name)
-			case strings.HasPrefix(res.Test, "TCP") && s.Result.(*engine.Result).Errors > 0:
-				// A TCP transaction between two pods of an idle local
-				// cluster does not fail; a refused connection meant the
-				// run measured a Service the proxy had not programmed.
-				t.Errorf("%s: %d errors %v", name, s.Result.(*engine.Result).Errors, s.Result.(*engine.Result).ErrorsByCause)
+				continue
 			}
+			checkSample(t, name, res.Test, s.Result)
 		}
 	}
 	return placements
+}
+
+// checkSample fails for a sample that measured nothing: an HTTP sample
+// without a request OK, an engine sample without a rate or throughput, or
+// a TCP one with errors.
+func checkSample(t *testing.T, name, test string, result any) {
+	t.Helper()
+	switch r := result.(type) {
+	case *httpload.Result:
+		if r.RPS <= 0 || r.OK == 0 {
+			t.Errorf("%s: empty HTTP sample: %d of %d requests OK, %.0f/s", name, r.OK, r.Requests, r.RPS)
+		}
+	case *engine.Result:
+		switch {
+		case r.RatePerSec <= 0 && r.ThroughputBitsSec <= 0:
+			t.Errorf("%s: sample without a rate or throughput", name)
+		case strings.HasPrefix(test, "TCP") && r.Errors > 0:
+			// A TCP transaction between two pods of an idle local
+			// cluster does not fail; a refused connection meant the
+			// run measured a Service the proxy had not programmed.
+			t.Errorf("%s: %d errors %v", name, r.Errors, r.ErrorsByCause)
+		}
+	case nil:
+		t.Errorf("%s: sample without a result", name)
+	default:
+		t.Errorf("%s: sample of an unexpected kind %T", name, r)
+	}
 }
 
 func writeFile(t *testing.T, path, content string) {

@@ -382,16 +382,17 @@ func TestTCPCRRHoldsOverRounds(t *testing.T) {
 	}
 	var rates []float64
 	for _, s := range res.Results[0].Samples {
-		if s.Result == nil {
-			t.Fatalf("round %d: no engine result", s.Round)
+		e, ok := s.Result.(*engine.Result)
+		if !ok || e == nil {
+			t.Fatalf("round %d: no engine result (%T)", s.Round, s.Result)
 		}
-		if s.Result.(*engine.Result).PortExhaustion || s.Result.(*engine.Result).Stalled {
-			t.Errorf("round %d: port exhaustion %v, stalled %v, errors %v", s.Round, s.Result.(*engine.Result).PortExhaustion, s.Result.(*engine.Result).Stalled, s.Result.(*engine.Result).ErrorsByCause)
+		if e.PortExhaustion || e.Stalled {
+			t.Errorf("round %d: port exhaustion %v, stalled %v, errors %v", s.Round, e.PortExhaustion, e.Stalled, e.ErrorsByCause)
 		}
-		if tw := s.Result.(*engine.Result).ClientTimeWait; tw == nil || *tw > 100 {
+		if tw := e.ClientTimeWait; tw == nil || *tw > 100 {
 			t.Errorf("round %d: client's TIME_WAIT sockets %v (want ≤ 100: the server closes first)", s.Round, tw)
 		}
-		rates = append(rates, s.Result.(*engine.Result).RatePerSec)
+		rates = append(rates, e.RatePerSec)
 	}
 	t.Logf("TCP_CRR rounds (conn/s): %.0f", rates)
 	if last := max(rates[3], rates[4]); last < 0.8*rates[0] {

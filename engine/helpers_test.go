@@ -2,10 +2,14 @@ package engine
 
 import (
 	"context"
-	"github.com/cnibench/cnibench/engine/kinds"
+	"fmt"
 	"os"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/engine/kinds"
 )
 
 // startServer runs a Server on 127.0.0.1 with every test on a free port and
@@ -50,6 +54,8 @@ func run(t *testing.T, o Options) *Result {
 	defer cancel()
 	r, err := Run(ctx, o)
 	if err != nil {
+		t.Logf("sockets of port %d (/proc/net/tcp*, st 0A = LISTEN, 01 = ESTABLISHED):\n%s", o.Port, portSockets(o.Port))
+		t.Logf("engine goroutines at the failure:\n%s", engineStacks())
 		t.Fatalf("Run(%s): %v", o.Test, err)
 	}
 	if r.Test != o.Test || r.Seconds <= 0 {
@@ -66,4 +72,38 @@ func openFDs(t *testing.T) int {
 		t.Fatalf("read /proc/self/fd: %v", err)
 	}
 	return len(ents)
+}
+
+// portSockets lists the kernel's TCP sockets with port as either end: after
+// a failed run they show whether a connection sat in the accept queue, was
+// accepted and left unanswered, or never got through.
+func portSockets(port int) string {
+	hex := fmt.Sprintf(":%04X ", port)
+	var out strings.Builder
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if i == 0 || strings.Contains(line, hex) {
+				out.WriteString(line + "\n")
+			}
+		}
+	}
+	return out.String()
+}
+
+// engineStacks is the stacks of the goroutines running engine code (server
+// workers, flows), to tell which one a hung run waited on.
+func engineStacks() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out strings.Builder
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "cnibench/engine.") && !strings.Contains(g, "engineStacks") {
+			out.WriteString(g + "\n\n")
+		}
+	}
+	return out.String()
 }

@@ -35,6 +35,7 @@ func TestBadInputOneLineErrors(t *testing.T) {
 		{[]string{"lab", "up", "--pods-per-node", "0"}, "--pods-per-node must be at least 1"},
 		{[]string{"lab", "exec", "node9", "--", "true"}, "lab"},
 		{[]string{"run", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"run", "--cpu-pinning", "half"}, `--cpu-pinning must be split or none, got "half"`},
 	}
 	for _, c := range cases {
 		out := filepath.Join(dir, "out-"+strings.ReplaceAll(strings.Join(c.args, "_"), "/", "_"))

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,7 +50,22 @@ type Config struct {
 	// on the lab, proves them and closes them, whether it brought the lab
 	// up or found it running.
 	Parts []part.Part
+	// CPUPinning is PinSplit (the default when ""), or PinNone: the
+	// agents float over every CPU as a cluster's pods do.
+	CPUPinning string
 }
+
+// CPU pinnings of the agents: split puts every client on CPU 0 and every
+// server on CPU 1, as bench/ pins the C tools, so a test's numbers do not
+// move with where the scheduler happens to put the two ends; none lets
+// them float as a cluster's pods do, to see what pinning hides or adds.
+const (
+	PinSplit = "split"
+	PinNone  = "none"
+)
+
+// PinningNames lists the pinnings for --cpu-pinning.
+var PinningNames = []string{PinSplit, PinNone}
 
 // Target is an open lab with running agents. Close it.
 type Target struct {
@@ -96,6 +112,9 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 	if err := cfg.Lab.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.CPUPinning != "" && !slices.Contains(PinningNames, cfg.CPUPinning) {
+		return nil, fmt.Errorf("cpu pinning %q: want one of %s", cfg.CPUPinning, strings.Join(PinningNames, ", "))
+	}
 	t = &Target{cfg: cfg, agents: map[string]*agentProc{}}
 	defer func() {
 		if err != nil {
@@ -110,8 +129,8 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 	t.lab = l
 
 	// Clients on CPU 0, servers on CPU 1, as the C tools are pinned in
-	// bench/; with one CPU nothing is pinned.
-	if n := runtime.NumCPU(); n >= 2 {
+	// bench/; with one CPU, or --cpu-pinning none, nothing is pinned.
+	if n := runtime.NumCPU(); n >= 2 && cfg.CPUPinning != PinNone {
 		t.clientCPUs, t.serverCPUs = []int{0}, []int{1}
 	}
 	// One run at a time per lab: agents listen on fixed ports in the lab's
@@ -303,6 +322,7 @@ func (t *Target) Details() map[string]any {
 		"mtu":                 l.MTU,
 		"sysctls":             l.Sysctls,
 		"cgroup_root":         l.CgroupRoot,
+		"cpu_pinning":         t.pinning(),
 		"client_cpus":         part.CPUList(t.clientCPUs),
 		"server_cpus":         part.CPUList(t.serverCPUs),
 		"lab_created_by_run":  t.created,
@@ -454,4 +474,12 @@ func httpSize(n int) int {
 		return 0
 	}
 	return n
+}
+
+// pinning names how the agents were placed on CPUs (details, the report).
+func (t *Target) pinning() string {
+	if len(t.clientCPUs) == 0 {
+		return PinNone
+	}
+	return PinSplit
 }

@@ -20,6 +20,7 @@ func TestFlagApplies(t *testing.T) {
 		{[]string{"run", "--target", "k8s", "--dry-run", "--http-work", "1ms"}, "--http-work is a lab setting: it does not apply to --target k8s"},
 		{[]string{"run", "--target", "k8s", "--dry-run", "--http-response-size", "10"}, "--http-response-size is a lab setting"},
 		{[]string{"sweep", "--target", "k8s", "--dry-run", "--http-work", "1ms"}, "--http-work is a lab setting"},
+		{[]string{"run", "--target", "k8s", "--dry-run", "--cpu-pinning", "none"}, "--cpu-pinning is a lab setting"},
 		{[]string{"run", "--dry-run"}, "--dry-run applies to --target k8s only"},
 		{[]string{"sweep", "--kubeconfig", "x"}, "--kubeconfig applies to --target k8s only"},
 		{[]string{"sweep", "--streams", "2"}, "--streams does not apply to the Service-scale sweep"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ type labKind struct {
 	hs        httpServerFlags
 	autoSize  bool
 	bpfMapMax int
+	pinning   string
 }
 
 // httpServerFlags say how the server agents' HTTP server answers.
@@ -55,6 +57,7 @@ func (k *labKind) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&k.hs.work, "http-work", 0, "HTTP tests: artificial CPU work per request on the server agents, e.g. 20us (default none)")
 	fs.BoolVar(&k.autoSize, "auto-size", false, "grow the eBPF maps to the largest step instead of refusing it")
 	fs.IntVar(&k.bpfMapMax, "bpf-map-max", 0, "entries of the eBPF service and backend maps (default 65536)")
+	fs.StringVar(&k.pinning, "cpu-pinning", labtarget.PinSplit, "where the agents run: split (clients on CPU 0, servers on CPU 1, as bench/ pins the C tools) or none (floating, as a cluster's pods)")
 	appliesTo(fs, annSchedule, []string{scheduleReprograms}, "auto-size", "bpf-map-max")
 	// A sweep's Service datapaths are its --scenarios.
 	appliesTo(fs, annSchedule, []string{scheduleRounds}, "service-datapath")
@@ -78,6 +81,9 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 	}
 	if k.hs.work < 0 {
 		return nil, fmt.Errorf("--http-work must not be negative, got %s", k.hs.work)
+	}
+	if !slices.Contains(labtarget.PinningNames, k.pinning) {
+		return nil, fmt.Errorf("--cpu-pinning must be %s, got %q", strings.Join(labtarget.PinningNames, " or "), k.pinning)
 	}
 	if k.bpfMapMax < 0 {
 		return nil, fmt.Errorf("--bpf-map-max must be positive, got %d", k.bpfMapMax)
@@ -109,7 +115,7 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 	}()
 	for _, l := range labs {
 		cfg := labtarget.Config{Lab: l.cfg, Parts: l.parts, Placements: req.plan.Placements, RunID: req.runID, Progress: req.progress,
-			HTTPResponseSize: k.hs.responseSize, HTTPWork: k.hs.work}
+			HTTPResponseSize: k.hs.responseSize, HTTPWork: k.hs.work, CPUPinning: k.pinning}
 		if req.reprograms() {
 			cfg.Placements = []string{scalePlacement(req.plan.Placements, l)}
 			cfg.EBPF = ebpf.Options{AutoSize: k.autoSize, LBMapMax: k.bpfMapMax}

@@ -8,6 +8,10 @@
 #           against our server (higher client RPS = the faster client, as
 #           long as the client, not the server, is the limit: see the
 #           client CPU column)
+#   fortio: fortio's client (the fortio kind, `cnibench client FORTIO_RPS_C64`
+#           and FORTIO_RPS_SHORT_C64, always 64 connections) vs wrk, keep-alive
+#           and a connection per request, against our server: what a report
+#           measured with fortio paid per connection
 #   server: our server vs nginx (1 worker, access log off, 512-byte file),
 #           both driven by wrk -t1 -c64, keep-alive and close: RPS, and the
 #           server's CPU per request (from /proc), which still compares the
@@ -43,6 +47,10 @@ trap cleanup EXIT INT TERM
 # The runner (until the cnibench CLI has http-server / http-client).
 go build -o "$tmp/httpbench" ./engine/httpload/internal/benchcmd
 bin=$tmp/httpbench
+
+# The fortio kind runs through the cnibench CLI.
+go build -o "$tmp/cnibench" ./cmd/cnibench
+cnb=$tmp/cnibench
 
 # Our server.
 taskset -c "$SRV_CPU" "$bin" server -bind 127.0.0.1 -port "$PORT" -size 512 2>"$tmp/server.log" &
@@ -102,6 +110,16 @@ ours() {
   local errs; errs=$(jq -r .errors.total <<<"$out")
   [ "$errs" = 0 ] || echo "  $name: $errs errors ($(jq -c .errors <<<"$out"))" >&2
 }
+# fortiorun NAME TEST: the fortio kind's client; records RPS and client CPU
+# utilisation, as ours.
+fortiorun() {
+  local name=$1 test=$2 out
+  out=$(taskset -c "$CLI_CPU" "$cnb" client "$test" 127.0.0.1 --port "$PORT" --duration "${DUR}s" --warmup 1s --json) || { echo "bench: $name failed" >&2; return 0; }
+  add "$name" "$(jq -r .rps <<<"$out")"
+  add "${name}_cpu" "$(jq -r '.client_cpu_util*100' <<<"$out")"
+  local errs; errs=$(jq -r .errors.total <<<"$out")
+  [ "$errs" = 0 ] || echo "  $name: $errs errors ($(jq -c .errors <<<"$out"))" >&2
+}
 # Server CPU (user+sys clock ticks) from /proc, for CPU per request.
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 TCK=$(getconf CLK_TCK)
@@ -127,6 +145,8 @@ for r in $(seq "$ROUNDS"); do
   wrkrun wrk_ka     "$ours_url" "$ours_pid"
   ours   ours_close -url "$ours_url"
   wrkrun wrk_close  "$ours_url" "$ours_pid" -H 'Connection: close'
+  fortiorun fortio_ka    FORTIO_RPS_C64
+  fortiorun fortio_close FORTIO_RPS_SHORT_C64
   wrkrun ngx_ka     "$ngx_url"  "$ngx_pid"
   wrkrun ngx_close  "$ngx_url"  "$ngx_pid" -H 'Connection: close'
 done
@@ -136,10 +156,12 @@ echo "HTTP on 127.0.0.1, $CONNS connections, client CPU $CLI_CPU, server CPU $SR
 printf '%-34s %12s %12s %8s\n' "" ours reference ratio
 printf '%-34s %12.0f %12.0f %8s   (our client CPU %.0f%%)\n' "client keep-alive (vs wrk)" "$(med ours_ka)" "$(med wrk_ka)" "$(ratio "$(med ours_ka)" "$(med wrk_ka)")" "$(med ours_ka_cpu)"
 printf '%-34s %12.0f %12.0f %8s   (our client CPU %.0f%%)\n' "client Connection: close (vs wrk)" "$(med ours_close)" "$(med wrk_close)" "$(ratio "$(med ours_close)" "$(med wrk_close)")" "$(med ours_close_cpu)"
+printf '%-34s %12.0f %12.0f %8s   (fortio client CPU %.0f%%; c64)\n' "fortio keep-alive (vs wrk)" "$(med fortio_ka)" "$(med wrk_ka)" "$(ratio "$(med fortio_ka)" "$(med wrk_ka)")" "$(med fortio_ka_cpu)"
+printf '%-34s %12.0f %12.0f %8s   (fortio client CPU %.0f%%; c64)\n' "fortio Connection: close (vs wrk)" "$(med fortio_close)" "$(med wrk_close)" "$(ratio "$(med fortio_close)" "$(med wrk_close)")" "$(med fortio_close_cpu)"
 printf '%-34s %12.0f %12.0f %8s   (server CPU/request: ours %.1f us, nginx %.1f us)\n' "server keep-alive (vs nginx, wrk)" "$(med wrk_ka)" "$(med ngx_ka)" "$(ratio "$(med wrk_ka)" "$(med ngx_ka)")" "$(med wrk_ka_srvus)" "$(med ngx_ka_srvus)"
 printf '%-34s %12.0f %12.0f %8s   (server CPU/request: ours %.1f us, nginx %.1f us)\n' "server close (vs nginx, wrk)" "$(med wrk_close)" "$(med ngx_close)" "$(ratio "$(med wrk_close)" "$(med ngx_close)")" "$(med wrk_close_srvus)" "$(med ngx_close_srvus)"
 echo
 echo "all samples:"
-for k in ours_ka wrk_ka ours_close wrk_close ngx_ka ngx_close ours_ka_cpu ours_close_cpu wrk_ka_srvus ngx_ka_srvus wrk_close_srvus ngx_close_srvus; do
+for k in ours_ka wrk_ka ours_close wrk_close fortio_ka fortio_close ngx_ka ngx_close ours_ka_cpu ours_close_cpu fortio_ka_cpu fortio_close_cpu wrk_ka_srvus ngx_ka_srvus wrk_close_srvus ngx_close_srvus; do
   printf '  %-15s %s\n' "$k" "${vals[$k]:-}"
 done

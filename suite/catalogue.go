@@ -83,6 +83,21 @@ func TestNames() []string {
 	return n
 }
 
+// StandardTestNames are the catalogue's tests but those of a kind that
+// is a second client of another kind's server (fortio's of the HTTP
+// server): the standard profile measures every server once, with its
+// own kind's client; the others are asked for by name.
+func StandardTestNames() []string {
+	var n []string
+	for _, t := range catalogue() {
+		if k, ok := kinds.Lookup(t.Kind); ok && k.Dials != "" {
+			continue
+		}
+		n = append(n, t.Name)
+	}
+	return n
+}
+
 // Placement names, as in cilium connectivity perf: path/node.
 const (
 	PodToPodSameNode   = "pod-to-pod/same-node"

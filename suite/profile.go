@@ -178,8 +178,8 @@ var Profiles = []Profile{
 	},
 	{
 		Name:       "standard",
-		About:      "every test on every placement, 10 s each, 5 interleaved rounds (the fewest a verdict needs)",
-		Tests:      TestNames(),
+		About:      "every test on every placement, 10 s each, 5 interleaved rounds (the fewest a verdict needs); fortio's tests by name only",
+		Tests:      StandardTestNames(),
 		Placements: AllPlacements,
 		Duration:   10 * time.Second,
 		Warmup:     2 * time.Second,

@@ -5,5 +5,6 @@ package main
 import (
 	_ "github.com/cnibench/cnibench/engine"
 	_ "github.com/cnibench/cnibench/engine/dnsload"
+	_ "github.com/cnibench/cnibench/engine/fortioload"
 	_ "github.com/cnibench/cnibench/engine/httpload"
 )

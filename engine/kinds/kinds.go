@@ -33,6 +33,11 @@ type Kind struct {
 	Tests []Test
 	// Ports are the data ports its servers listen on.
 	Ports []Port
+	// Dials, if set, names the kind whose server this kind's client
+	// measures, for a kind without a server of its own (a second client
+	// of one server, as fortio is of http's): its tests take that kind's
+	// ports (ServerPorts).
+	Dials string
 	// Owns tells whether a sample's result (a pointer to the engine's
 	// result type) is of this kind; several kinds may share one engine
 	// and tell its results apart (stream and rr).
@@ -285,6 +290,18 @@ func (k Kind) DecodeOptions(raw []byte) (options any, ok bool, err error) {
 		return nil, false, fmt.Errorf("%s: %w", k.OptionsKey, err)
 	}
 	return v, k.ownsOptions(v), nil
+}
+
+// ServerPorts are the ports of the server k's client dials: its own, or
+// those of the kind it Dials.
+func (k Kind) ServerPorts() []Port {
+	if k.Dials == "" {
+		return k.Ports
+	}
+	if s, ok := Lookup(k.Dials); ok {
+		return s.Ports
+	}
+	return nil
 }
 
 // ExposedPorts lists the data ports the agent image and pod declare.

@@ -223,3 +223,18 @@ func TestBuiltinChecks(t *testing.T) {
 		t.Errorf("DNS with answers: %q", got)
 	}
 }
+
+// A kind that Dials another's server takes that server's ports; a kind
+// with a server of its own keeps its own.
+func TestServerPorts(t *testing.T) {
+	own := []kinds.Port{{Name: "toy", Number: 9, Proto: "udp"}}
+	if got := (kinds.Kind{Ports: own}).ServerPorts(); len(got) != 1 || got[0] != own[0] {
+		t.Errorf("own server: %v", got)
+	}
+	if got := (kinds.Kind{Dials: "http"}).ServerPorts(); len(got) != 1 || got[0].String() != "8080/tcp" || got[0].Name != "http" {
+		t.Errorf("dialing http: %v", got)
+	}
+	if got := (kinds.Kind{Dials: "no-such-kind"}).ServerPorts(); got != nil {
+		t.Errorf("dialing an unregistered kind: %v", got)
+	}
+}

@@ -141,7 +141,7 @@ func runKindClient(cmd *cobra.Command, spec suite.TestSpec, host string, port in
 	p := kinds.Plan{Duration: duration, Warmup: warmup}
 	if port != 0 {
 		p.Ports = map[string]int{}
-		for _, kp := range k.Ports {
+		for _, kp := range k.ServerPorts() {
 			p.Ports[kp.Name] = port
 		}
 	}

@@ -60,8 +60,10 @@ func load(h *Result) kinds.Load {
 }
 
 // own is the share of failed requests, judged on the successful share.
+// A non-200 response is both a request (complete) and an error (Status),
+// so the attempts are the requests plus the errors that are not responses.
 func own(h *Result) (vs []kinds.Value, line string) {
-	if n := h.Requests + h.Errors.Total; n > 0 {
+	if n := h.Requests + h.Errors.Total - h.Errors.Status; n > 0 {
 		vs = append(vs, kinds.Value{Name: kinds.MetricErrors, Unit: "%", Better: kinds.LowerIsBetter,
 			V: 100 * float64(h.Errors.Total) / float64(n), Complement: "success share"})
 	}

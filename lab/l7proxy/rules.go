@@ -27,6 +27,12 @@ func addRule(ctx context.Context, r natRule, prefix string) error {
 // removeRules deletes every nat rule tagged for prefix in the namespace
 // at ns, found with iptables-save; a missing namespace holds none.
 func removeRules(ctx context.Context, ns, prefix string) error {
+	return removeTagged(ctx, ns, tag(prefix))
+}
+
+// removeTagged deletes every nat rule whose comment is t in the
+// namespace at ns; a missing namespace holds none.
+func removeTagged(ctx context.Context, ns, t string) error {
 	if _, err := os.Stat(ns); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -35,7 +41,7 @@ func removeRules(ctx context.Context, ns, prefix string) error {
 		return fmt.Errorf("l7proxy: %w", err)
 	}
 	var errs []error
-	for _, args := range taggedRules(string(out), tag(prefix)) {
+	for _, args := range taggedRules(string(out), t) {
 		if _, err := nsexec.Run(ctx, ns, nil, "iptables", append([]string{"-w", "-t", "nat"}, args...)...); err != nil {
 			errs = append(errs, fmt.Errorf("l7proxy: delete rule in %s: %w", ns, err))
 		}
@@ -71,11 +77,16 @@ func hasComment(f []string, t string) bool {
 // countRules is how many rules tagged for prefix ns holds (for tests and
 // Verify).
 func countRules(ctx context.Context, ns, prefix string) (int, error) {
+	return countTagged(ctx, ns, tag(prefix))
+}
+
+// countTagged is how many nat rules whose comment is t ns holds.
+func countTagged(ctx context.Context, ns, t string) (int, error) {
 	out, err := nsexec.Run(ctx, ns, nil, "iptables-save", "-t", "nat")
 	if err != nil {
 		return 0, fmt.Errorf("l7proxy: %w", err)
 	}
-	return len(taggedRules(string(out), tag(prefix))), nil
+	return len(taggedRules(string(out), t)), nil
 }
 
 // addRoute adds r (see serviceRoute), tagged with routeProto.

@@ -1,0 +1,75 @@
+package ambient
+
+import (
+	"fmt"
+	"strings"
+)
+
+// maxConn is each proxy's connection limit, as l7proxy's: far above the
+// benchmark's 256 connections, within a container's descriptor limit.
+const maxConn = 4096
+
+// files are where a node's proxy finds its things.
+type files struct {
+	CA    string // the run's CA certificate
+	Cert  string // the node's certificate and key
+	Stats string // abstract stats socket name (in the node's namespace)
+}
+
+// config is the HAProxy configuration of node n's proxy.
+//
+// Choices, and why:
+//   - mode tcp: ztunnel is an L4 proxy; nothing of HTTP is parsed.
+//   - nbthread 1: one thread per proxy, as l7proxy, so its CPU is one core
+//     at most on a small machine shared with client and server.
+//   - "server 0.0.0.0:0": forward to the connection's original
+//     destination (SO_ORIGINAL_DST, the nat rule redirected it).
+//   - outbound: to the node's own pods plain (no network to cross);
+//     anything else (other nodes' pods, ClusterIPs) in TLS, verifying the
+//     peer's certificate against the run's CA and presenting the node's.
+//   - inbound: TLS only, "verify required": a peer without a certificate
+//     of the run's CA is refused, so plaintext from another node fails
+//     instead of passing (Istio's STRICT mTLS).
+//   - TLS 1.3 only, as ztunnel negotiates.
+//   - the stats socket is abstract (abns@): per namespace, leaves no file.
+//   - logs: alerts and warnings only, to stderr (captured in a file).
+func config(n Node, f files) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	w("# cnibench ambient proxy of %s (ztunnel's role)", n.Name)
+	w("global")
+	w("    nbthread 1")
+	w("    maxconn %d", maxConn)
+	w("    log stderr format raw local0 warning")
+	w("    stats socket abns@%s level operator", f.Stats)
+	w("    ssl-default-bind-options ssl-min-ver TLSv1.3")
+	w("    ssl-default-server-options ssl-min-ver TLSv1.3")
+	w("")
+	w("defaults")
+	w("    mode tcp")
+	w("    log global")
+	w("    timeout connect 5s")
+	w("    timeout client 30s")
+	w("    timeout server 30s")
+	w("")
+	w("frontend outbound")
+	w("    bind %s:%d", n.IP, PortOutbound)
+	w("    maxconn %d", maxConn)
+	w("    use_backend local if { dst %s }", n.PodCIDR)
+	w("    default_backend tunnel")
+	w("")
+	w("backend tunnel")
+	w("    server tunnel 0.0.0.0:0 ssl verify required ca-file %s crt %s", f.CA, f.Cert)
+	w("")
+	w("backend local")
+	w("    server local 0.0.0.0:0")
+	w("")
+	w("frontend inbound")
+	w("    bind %s:%d ssl crt %s ca-file %s verify required", n.IP, PortInbound, f.Cert, f.CA)
+	w("    maxconn %d", maxConn)
+	w("    default_backend deliver")
+	w("")
+	w("backend deliver")
+	w("    server deliver 0.0.0.0:0")
+	return b.String()
+}

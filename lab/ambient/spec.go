@@ -1,0 +1,88 @@
+package ambient
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/cnibench/cnibench/datapath"
+	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/lab"
+)
+
+// Ports as ztunnel's: 15001 takes a node's pods' outbound traffic, 15008
+// (HBONE's port) the mTLS tunnels from the other nodes.
+const (
+	PortOutbound = 15001
+	PortInbound  = 15008
+)
+
+// Node is one lab node as the ambient mesh needs it.
+type Node struct {
+	Name    string `json:"name"`     // "node0": names its proxy and certificate
+	Netns   string `json:"netns"`    // path of the node's namespace
+	IP      string `json:"ip"`       // the node's address: the proxy listens there
+	PodCIDR string `json:"pod_cidr"` // its pods' addresses
+	// Uplink is the device the other nodes' traffic arrives on, where the
+	// proof captures it: eth0, or the VXLAN device (decapsulated).
+	Uplink string `json:"uplink"`
+}
+
+// Spec is one ambient mesh: every node of a lab.
+type Spec struct {
+	Nodes []Node `json:"nodes"`
+	// ServiceCIDR is captured from the pods like the pod CIDRs and routed
+	// to lo in the nodes, so the outbound proxy can dial a ClusterIP for
+	// the node's Service datapath to translate (nat OUTPUT).
+	ServiceCIDR string `json:"service_cidr"`
+}
+
+// FromLab is the Spec of every node of l.
+func FromLab(l *lab.Lab) Spec {
+	s := Spec{ServiceCIDR: datapath.ServiceCIDR.String()}
+	for _, n := range l.Nodes {
+		up := "eth0"
+		if l.Routing == lab.RoutingVXLAN {
+			up = lab.VXLANDev
+		}
+		s.Nodes = append(s.Nodes, Node{Name: n.Name, Netns: netnsx.Path(n.Netns), IP: n.IP, PodCIDR: n.PodCIDR, Uplink: up})
+	}
+	return s
+}
+
+// Validate says, in one line, what is wrong with s.
+func (s Spec) Validate() error {
+	if len(s.Nodes) == 0 {
+		return errors.New("ambient: no nodes")
+	}
+	if p, err := netip.ParsePrefix(s.ServiceCIDR); err != nil || !p.Addr().Is4() {
+		return fmt.Errorf("ambient: Service CIDR %q is not an IPv4 prefix", s.ServiceCIDR)
+	}
+	seen := map[string]bool{}
+	for _, n := range s.Nodes {
+		if n.Name == "" || n.Netns == "" || n.Uplink == "" {
+			return fmt.Errorf("ambient: node %+v: name, netns and uplink are required", n)
+		}
+		if seen[n.Name] {
+			return fmt.Errorf("ambient: node %q given twice", n.Name)
+		}
+		seen[n.Name] = true
+		if ip, err := netip.ParseAddr(n.IP); err != nil || !ip.Is4() {
+			return fmt.Errorf("ambient: node %q: address %q is not IPv4", n.Name, n.IP)
+		}
+		if p, err := netip.ParsePrefix(n.PodCIDR); err != nil || !p.Addr().Is4() {
+			return fmt.Errorf("ambient: node %q: pod CIDR %q is not an IPv4 prefix", n.Name, n.PodCIDR)
+		}
+	}
+	return nil
+}
+
+// node is the node named name.
+func (s Spec) node(name string) (Node, bool) {
+	for _, n := range s.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return Node{}, false
+}

@@ -20,6 +20,7 @@ const (
 	EncryptionLabel = "Encryption between nodes, proved before measuring"
 	TuningLabel     = "Tuning, read back from the kernel before measuring"
 	L7Label         = "L7 policy on HTTP, checked before measuring (the proxies' CPU is the datapath CPU of each sample)"
+	AmbientLabel    = "Ambient mesh (a per-node L4 proxy, mutual TLS between nodes), proved before measuring (the proxies' CPU is the datapath CPU of each sample)"
 )
 
 // PolicyCheck is what a run programmed as L3/L4 policy and how it proved

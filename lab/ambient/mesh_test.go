@@ -2,11 +2,15 @@ package ambient
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/internal/nsexec"
 	"github.com/cnibench/cnibench/lab/l7proxy"
 	"github.com/cnibench/cnibench/lab/labtest"
@@ -50,6 +54,12 @@ func TestMesh(t *testing.T) {
 	} else if !strings.Contains(back, "node1-pod0 → node0-pod0") {
 		t.Errorf("the other way: %s", back)
 	}
+	serveHTTP(t, to)
+	if line, err := m.ProveHTTP(ctx, from, net.JoinHostPort(to.IP, strconv.Itoa(httpload.DefaultPort))); err != nil {
+		t.Errorf("HTTP through the mesh: %v", err)
+	} else {
+		t.Log(line)
+	}
 	if cpu, err := m.CPU(); err == nil && cpu["ztunnel-node0"] <= 0 {
 		t.Errorf("CPU: %v, want > 0 for the proxies", cpu)
 	}
@@ -58,6 +68,9 @@ func TestMesh(t *testing.T) {
 	}
 	if line, err := m.Prove(ctx, from, to); err == nil || !strings.Contains(err.Error(), "in clear") {
 		t.Errorf("without the capture rules the proof says %q, %v; want it to fail: payload in clear", line, err)
+	}
+	if line, err := m.ProveHTTP(ctx, from, net.JoinHostPort(to.IP, strconv.Itoa(httpload.DefaultPort))); err == nil || !strings.Contains(err.Error(), "want 200 through a tunnel") {
+		t.Errorf("without the capture rules the HTTP proof says %q, %v; want it to fail: no tunnel", line, err)
 	}
 	pids := l7proxy.OwnPids(filePrefix(dir, l.Prefix))
 	if len(pids) != 2 {
@@ -79,6 +92,20 @@ func TestMesh(t *testing.T) {
 	if after := nodeState(t, l.Nodes[0].Netns, l.Nodes[1].Netns); after != before {
 		t.Errorf("nodes' nat table and routes changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
+}
+
+// serveHTTP runs cnibench's own HTTP server (any path gets 200) in pod's
+// namespace until the test ends.
+func serveHTTP(t *testing.T, pod Pod) {
+	t.Helper()
+	s := &httpload.Server{Port: httpload.DefaultPort}
+	if err := netnsx.Do(pod.Netns, s.Listen); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 // nodeState is the nodes' nat ruleset and routes, to compare.

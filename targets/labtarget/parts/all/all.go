@@ -3,6 +3,7 @@
 package all
 
 import (
+	_ "github.com/cnibench/cnibench/targets/labtarget/parts/ambientpart"    // ambient
 	_ "github.com/cnibench/cnibench/targets/labtarget/parts/build"          // native, vxlan, the Service datapaths, socklb-off, churn
 	_ "github.com/cnibench/cnibench/targets/labtarget/parts/encryptionpart" // wireguard
 	_ "github.com/cnibench/cnibench/targets/labtarget/parts/flowspart"      // flows

@@ -1,0 +1,163 @@
+package ambientpart_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/netnsx"
+	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/lab/l7proxy"
+	"github.com/cnibench/cnibench/lab/labtest"
+	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite"
+	"github.com/cnibench/cnibench/targets/labtarget"
+	_ "github.com/cnibench/cnibench/targets/labtarget/parts/all"
+)
+
+// TestConflicts: the mesh goes with a netfilter Service datapath, not
+// with an L7 model, policy, WireGuard or a socket-level datapath.
+func TestConflicts(t *testing.T) {
+	for sc, want := range map[string]string{
+		"iptables+ambient":           "",
+		"ambient":                    "",
+		"iptables+ambient+flows":     "",
+		"iptables+ambient+l7-node":   "L7",
+		"iptables+ambient+policy":    "policy would deny the proxies",
+		"iptables+wireguard+ambient": "wireguard encrypts between the nodes already",
+		"ebpf+ambient":               "outside netfilter",
+	} {
+		n, err := results.ParseScenarioName(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = labtarget.ScenarioConfig(n, lab.Config{Nodes: 2, PodsPerNode: 2, StateDir: t.TempDir()})
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", sc, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%s: %v, want one line saying %q", sc, err, want)
+		}
+	}
+}
+
+// The mesh end to end on iptables: opened by the lab target and proved
+// (the check line), TCP_RR and HTTP through it on pod-to-pod and
+// pod-to-service across nodes and pod-to-pod on one node, the proxies'
+// CPU in every sample, the same-node ClusterIP skipped with the reason;
+// closed and the lab taken down, nothing of either is left.
+func TestAmbientEndToEnd(t *testing.T) {
+	labtest.NeedRoot(t)
+	name, err := results.ParseScenarioName("iptables+ambient")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := labtarget.ScenarioConfig(name, lab.Config{Nodes: 2, PodsPerNode: 2, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Lab.Name = fmt.Sprintf("amb%06d", rand.IntN(1000000))
+	placements := []string{suite.PodToPodOtherNode, suite.PodToServiceOtherNode, suite.PodToPodSameNode, suite.PodToServiceSameNode}
+	cfg := labtarget.Config{Lab: sc.Lab, Parts: sc.Parts, Placements: placements, RunID: "amb", Executable: cnibench(t)}
+	tgt, err := labtarget.Open(context.Background(), cfg)
+	labtest.SkipIfUnsupported(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = tgt.Close()
+		}
+	}()
+	plan, err := suite.Options{Tests: []string{"TCP_RR", "HTTP_RPS_C64"}, Placements: placements, Rounds: 1, Duration: 300 * time.Millisecond}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Warmup = 0
+	out := t.TempDir()
+	r := &suite.Runner{Scenarios: []suite.Scenario{{Name: name.String(), Parts: name, Target: tgt}}, Plan: plan, OutDir: out, RunID: "amb"}
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := filepath.Join(sc.Lab.StateDir, sc.Lab.Name)
+	prefix := "cnb-" + sc.Lab.Name + "-"
+	if pids := l7proxy.OwnPids(filepath.Join(stateDir, prefix+"amb-")); len(pids) != 2 {
+		t.Errorf("%d proxies running during the run, want 2", len(pids))
+	}
+	closed = true
+	if err := tgt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkResults(t, out)
+	if pids := l7proxy.OwnPids(filepath.Join(stateDir, prefix+"amb-")); len(pids) != 0 {
+		t.Errorf("proxies left after close: %v", pids)
+	}
+	if left, _ := filepath.Glob(filepath.Join(stateDir, prefix+"amb*")); len(left) != 0 {
+		t.Errorf("files left: %v", left)
+	}
+	if named, err := netnsx.ListNamed(prefix); err != nil || len(named) != 0 {
+		t.Errorf("namespaces left: %v %v", named, err)
+	}
+}
+
+// checkResults: the check line, every sample measured through the
+// proxies (their CPU), the same-node ClusterIP skipped with the reason.
+func checkResults(t *testing.T, out string) {
+	t.Helper()
+	run, err := results.Load(filepath.Join(out, results.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := run.Scenarios[0]
+	var line string
+	for _, c := range s.Checks {
+		if c.Part == "ambient" {
+			line = c.Label + ": " + c.Text
+		}
+	}
+	t.Log(line)
+	if !strings.Contains(line, "TLS handshake (0x16 0x03), the payload never in clear") || !strings.Contains(line, "/ 200 via ztunnel-node0 → ztunnel-node1 (mTLS)") {
+		t.Errorf("checks: %+v, want the ambient proof, pod and Service", s.Checks)
+	}
+	measured := map[string]bool{}
+	for _, res := range run.Results {
+		if res.Placement.Name() == suite.PodToServiceSameNode {
+			if res.Skipped == "" || !strings.Contains(res.Skipped, "ambient") {
+				t.Errorf("%s %s: want skipped by the mesh, got skipped %q with %d samples", res.Test, res.Placement.Name(), res.Skipped, len(res.Samples))
+			}
+			continue
+		}
+		for _, smp := range res.Samples {
+			u := smp.DatapathUsage
+			switch {
+			case smp.Error != "":
+				t.Errorf("%s %s: %s", res.Test, res.Placement.Name(), smp.Error)
+			case u == nil || u.CPUSec <= 0 || len(u.Components) != 2:
+				t.Errorf("%s %s: no proxy CPU in %+v", res.Test, res.Placement.Name(), u)
+			default:
+				measured[res.Test+" "+res.Placement.Name()] = true
+			}
+		}
+	}
+	if len(measured) != 6 {
+		t.Errorf("measured %v, want TCP_RR and HTTP_RPS_C64 on 3 placements", measured)
+	}
+}
+
+// cnibench builds the binary the target starts as agents.
+func cnibench(t *testing.T) string {
+	bin := filepath.Join(t.TempDir(), "cnibench")
+	cmd := exec.Command("go", "build", "-o", bin, "../../../../cmd/cnibench")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("build cnibench: %v", err)
+	}
+	return bin
+}

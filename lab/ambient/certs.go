@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"net"
 	"net/url"
+	"slices"
 	"time"
 )
 
@@ -29,7 +30,8 @@ const trustDomain = "cnibench.lab"
 // certLife covers any run; the certificates live in the state dir only.
 const certLife = 7 * 24 * time.Hour
 
-// newCerts makes a CA and one certificate per node of s, each valid as
+// newCerts makes a CA and one certificate per node of s (and the
+// waypoint's, when s has one), each valid as
 // server and client (the proxies verify each other both ways), naming the
 // node by its address and by a SPIFFE URI spiffe://cnibench.lab/<lab>/<node>.
 func newCerts(s Spec, lab string) (certs, error) {
@@ -57,7 +59,11 @@ func newCerts(s Spec, lab string) (certs, error) {
 		return certs{}, err
 	}
 	out := certs{CA: pemBlock("CERTIFICATE", caDER), Nodes: map[string][]byte{}}
-	for _, n := range s.Nodes {
+	ids := s.Nodes
+	if wp, ok := s.node(s.Waypoint); ok {
+		ids = append(slices.Clone(ids), Node{Name: waypointName, IP: wp.IP})
+	}
+	for _, n := range ids {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			return certs{}, err

@@ -17,7 +17,7 @@ import (
 )
 
 // Cleanup removes what a mesh of prefix in stateDir left after a crash,
-// with no live Mesh: the tagged rules and routes in the namespaces the
+// with no live Mesh: the tagged rules (a waypoint's too) and routes in the namespaces the
 // state file names and in every /run/netns/<prefix>*, the HAProxy
 // processes whose command line names a config <stateDir>/<prefix>amb-*
 // (found in /proc, so also without the state file), the proxies'
@@ -47,6 +47,9 @@ func Cleanup(stateDir, prefix string) error {
 	cfgs := filePrefix(stateDir, prefix)
 	for _, pid := range l7proxy.OwnPids(cfgs) {
 		errs = append(errs, l7proxy.KillOwn(pid, cfgs))
+	}
+	if m.Opts.CgroupParent != "" {
+		errs = append(errs, l7proxy.RemoveCgroup(filepath.Join(m.Opts.CgroupParent, "amb-"+waypointName)))
 	}
 	errs = append(errs, removeFiles(stateDir, prefix, m.Proxies))
 	return errors.Join(errs...)

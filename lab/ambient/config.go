@@ -33,7 +33,9 @@ type files struct {
 //   - TLS 1.3 only, as ztunnel negotiates.
 //   - the stats socket is abstract (abns@): per namespace, leaves no file.
 //   - logs: alerts and warnings only, to stderr (captured in a file).
-func config(n Node, f files) string {
+//   - with a waypoint node: a frontend whose connections go to the
+//     waypoint in mTLS, the original destination in a PROXY header.
+func config(s Spec, n Node, f files) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	w("# cnibench ambient proxy of %s (ztunnel's role)", n.Name)
@@ -71,5 +73,17 @@ func config(n Node, f files) string {
 	w("")
 	w("backend deliver")
 	w("    server deliver 0.0.0.0:0")
+	if wp, ok := s.node(s.Waypoint); ok {
+		// The original destination rides to the waypoint in a PROXY v2
+		// header, which HAProxy sends before the TLS handshake.
+		w("")
+		w("frontend to-waypoint")
+		w("    bind %s:%d", n.IP, PortToWaypoint)
+		w("    maxconn %d", maxConn)
+		w("    default_backend waypoint")
+		w("")
+		w("backend waypoint")
+		w("    server waypoint %s:%d ssl verify required ca-file %s crt %s send-proxy-v2", wp.IP, PortWaypoint, f.CA, f.Cert)
+	}
 	return b.String()
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/pem"
 	"strings"
 	"testing"
+
+	"github.com/cnibench/cnibench/lab/l7proxy"
 )
 
 var testSpec = Spec{ServiceCIDR: "198.18.128.0/17", Nodes: []Node{
@@ -17,7 +19,7 @@ var testSpec = Spec{ServiceCIDR: "198.18.128.0/17", Nodes: []Node{
 // own pods plain and everything else in verified TLS; the inbound port
 // accepts only verified TLS and delivers to the original destination.
 func TestConfig(t *testing.T) {
-	c := config(testSpec.Nodes[1], files{CA: "/s/ca.pem", Cert: "/s/node1.pem", Stats: "cnb-t-amb-node1"})
+	c := config(testSpec, testSpec.Nodes[1], files{CA: "/s/ca.pem", Cert: "/s/node1.pem", Stats: "cnb-t-amb-node1"})
 	for _, want := range []string{
 		"mode tcp",
 		"stats socket abns@cnb-t-amb-node1 level operator",
@@ -141,5 +143,43 @@ func TestValidate(t *testing.T) {
 	bad.Nodes[1] = testSpec.Nodes[0]
 	if err := bad.Validate(); err == nil {
 		t.Error("a node twice: no error")
+	}
+}
+
+// TestWaypointConfig: with a waypoint node the node proxies get a port
+// whose connections go to it in mTLS with the original destination in a
+// PROXY header; the waypoint takes that header behind verified TLS,
+// enforces the rules and delivers plain only to its node's pods and
+// ClusterIPs, in TLS elsewhere.
+func TestWaypointConfig(t *testing.T) {
+	s := testSpec
+	s.Waypoint = "node1"
+	f := files{CA: "/s/ca.pem", Cert: "/s/node0.pem", Stats: "cnb-t-amb-node0"}
+	if c := config(s, s.Nodes[0], f); !strings.Contains(c, "frontend to-waypoint\n    bind 198.18.0.10:15002\n") ||
+		!strings.Contains(c, "server waypoint 198.18.0.11:15009 ssl verify required ca-file /s/ca.pem crt /s/node0.pem send-proxy-v2\n") {
+		t.Errorf("node proxy config lacks the waypoint:\n%s", c)
+	}
+	if c := config(testSpec, testSpec.Nodes[0], f); strings.Contains(c, "waypoint") {
+		t.Errorf("no waypoint node, yet:\n%s", c)
+	}
+	wf := files{CA: "/s/ca.pem", Cert: "/s/waypoint.pem", Stats: "cnb-t-amb-waypoint"}
+	c := waypointConfig(s, s.Nodes[1], WaypointSpec{Rules: l7proxy.BenchRules, Dests: []string{"198.19.1.10:8080"}}, wf)
+	for _, want := range []string{
+		"bind 198.18.0.11:15009 ssl crt /s/waypoint.pem ca-file /s/ca.pem verify required accept-proxy\n",
+		"http-request allow if { method GET } { path / }\n    http-request deny deny_status 403\n",
+		"http-after-response add-header X-Cnb-L7-Proxy waypoint\n",
+		"use_backend local if { dst 198.19.1.0/24 198.18.128.0/17 }\n    default_backend tunnel\n",
+		"server tunnel 0.0.0.0:0 ssl verify required ca-file /s/ca.pem crt /s/waypoint.pem\n",
+	} {
+		if !strings.Contains(c, want) {
+			t.Errorf("waypoint config lacks %q:\n%s", want, c)
+		}
+	}
+	rs := waypointRules(s, WaypointSpec{Dests: []string{"198.19.1.10:8080"}})
+	if len(rs) != 2 || strings.Join(rs[0].Args, " ") != "-p tcp -s 198.19.0.0/24 -d 198.19.1.10/32 --dport 8080 -j DNAT --to-destination 198.18.0.10:15002" {
+		t.Errorf("waypoint rules: %+v", rs)
+	}
+	if err := (WaypointSpec{Rules: l7proxy.BenchRules, Dests: []string{"pod:80"}}).Validate(); err == nil {
+		t.Error("bad destination: no error")
 	}
 }

@@ -78,12 +78,17 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Mesh, error) {
 	if err := os.WriteFile(ca, cs.CA, 0o644); err != nil {
 		return nil, errors.Join(fmt.Errorf("ambient: %w", err), m.Close())
 	}
+	if spec.Waypoint != "" {
+		if err := os.WriteFile(base+waypointName+".pem", cs.Nodes[waypointName], 0o600); err != nil {
+			return nil, errors.Join(fmt.Errorf("ambient: %w", err), m.Close())
+		}
+	}
 	for _, n := range spec.Nodes {
 		f := files{CA: ca, Cert: base + n.Name + ".pem", Stats: opts.Prefix + "amb-" + n.Name}
 		err := os.WriteFile(f.Cert, cs.Nodes[n.Name], 0o600)
 		var p *proxy
 		if err == nil {
-			p, err = startProxy(ctx, n, f, base+n.Name, opts)
+			p, err = startProxy(ctx, "ztunnel-"+n.Name, n, config(spec, n, f), f.Stats, base+n.Name, opts, nodeReady)
 		}
 		if p != nil {
 			m.Proxies = append(m.Proxies, p)
@@ -175,14 +180,16 @@ func (m *Mesh) Unwire(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// unwire deletes our rules and routes in ns, then the nat table and
+// unwire deletes our rules (a waypoint's too) and routes in ns, then the nat table and
 // chains created for them; a namespace gone holds nothing.
 func (m *Mesh) unwire(ctx context.Context, ns string) error {
 	if _, err := os.Stat(ns); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if err := l7proxy.RemoveTaggedNat(ctx, ns, tag(m.Opts.Prefix)); err != nil {
-		return err
+	for _, t := range []string{waypointTag(m.Opts.Prefix), tag(m.Opts.Prefix)} {
+		if err := l7proxy.RemoveTaggedNat(ctx, ns, t); err != nil {
+			return err
+		}
 	}
 	if _, err := nsexec.Run(ctx, ns, nil, "ip", "-4", "route", "flush", "proto", routeProto); err != nil {
 		return fmt.Errorf("ambient: remove routes in %s: %w", ns, err)
@@ -223,7 +230,7 @@ func (m *Mesh) Counters() (map[string]Counters, error) {
 func (m *Mesh) Names() []string {
 	var out []string
 	for _, p := range m.Proxies {
-		out = append(out, "ztunnel-"+p.Node)
+		out = append(out, p.Name)
 	}
 	return out
 }
@@ -240,7 +247,7 @@ func (m *Mesh) CPU() (map[string]time.Duration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out["ztunnel-"+p.Node] = c
+		out[p.Name] = c
 	}
 	return out, nil
 }

@@ -20,9 +20,10 @@ import (
 	"github.com/cnibench/cnibench/lab/l7proxy"
 )
 
-// proxy is a node's started HAProxy.
+// proxy is a started HAProxy of the mesh: a node's, or the waypoint.
 type proxy struct {
-	Node   string `json:"node"`
+	Name   string `json:"name"` // "ztunnel-node0", "waypoint"
+	Node   string `json:"node"` // the node it runs in
 	Netns  string `json:"netns"`
 	Cfg    string `json:"cfg"`    // config file: also what Cleanup finds the process by
 	Log    string `json:"log"`    // captured stderr
@@ -30,17 +31,19 @@ type proxy struct {
 	Cgroup string `json:"cgroup"` // own cgroup v2 dir, "" if none
 	PID    int    `json:"pid"`
 	done   chan struct{}
+	// ready tells the stats socket answers with what the config has.
+	ready func(p *proxy) error
 }
 
-// startProxy writes n's config and starts HAProxy in the foreground (-db)
-// in n's namespace, in its own cgroup and on its CPUs when given, and
-// waits until its stats socket answers.
-func startProxy(ctx context.Context, n Node, f files, base string, opts Options) (*proxy, error) {
-	p := &proxy{Node: n.Name, Netns: n.Netns, Cfg: base + ".cfg", Log: base + ".log", Stats: f.Stats}
+// startProxy writes cfg and starts HAProxy in the foreground (-db) in
+// node n's namespace, in its own cgroup (<parent>/amb-<name>) and on its
+// node's CPUs when given, and waits until ready says it answers.
+func startProxy(ctx context.Context, name string, n Node, cfg, stats, base string, opts Options, ready func(*proxy) error) (*proxy, error) {
+	p := &proxy{Name: name, Node: n.Name, Netns: n.Netns, Cfg: base + ".cfg", Log: base + ".log", Stats: stats, ready: ready}
 	if len(p.Stats) > 100 {
 		return p, fmt.Errorf("ambient: stats socket name %q longer than 100 bytes: shorten the prefix", p.Stats)
 	}
-	if err := os.WriteFile(p.Cfg, []byte(config(n, f)), 0o644); err != nil {
+	if err := os.WriteFile(p.Cfg, []byte(cfg), 0o644); err != nil {
 		return p, fmt.Errorf("ambient: %w", err)
 	}
 	logf, err := os.Create(p.Log)
@@ -49,7 +52,7 @@ func startProxy(ctx context.Context, n Node, f files, base string, opts Options)
 	}
 	defer logf.Close()
 	if opts.CgroupParent != "" {
-		p.Cgroup = filepath.Join(opts.CgroupParent, "amb-"+n.Name)
+		p.Cgroup = filepath.Join(opts.CgroupParent, "amb-"+name)
 		if err := os.Mkdir(p.Cgroup, 0o755); err != nil {
 			return p, fmt.Errorf("ambient: cgroup: %w", err)
 		}
@@ -61,7 +64,7 @@ func startProxy(ctx context.Context, n Node, f files, base string, opts Options)
 	cmd := exec.Command("haproxy", "-db", "-f", p.Cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := netnsx.StartIn(n.Netns, p.Cgroup, cpus, cmd); err != nil {
-		return p, fmt.Errorf("ambient: start the proxy of %s: %w", n.Name, err)
+		return p, fmt.Errorf("ambient: start %s: %w", name, err)
 	}
 	p.PID = cmd.Process.Pid
 	p.done = make(chan struct{})
@@ -73,18 +76,18 @@ func startProxy(ctx context.Context, n Node, f files, base string, opts Options)
 func (p *proxy) waitReady(ctx context.Context) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, err := p.counters(); err == nil {
+		if err := p.ready(p); err == nil {
 			return nil
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("ambient: haproxy of %s exited at start: %s", p.Node, logtail.Lines(p.Log, 3))
+			return fmt.Errorf("ambient: haproxy of %s exited at start: %s", p.Name, logtail.Lines(p.Log, 3))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("ambient: haproxy of %s not ready after 5s: %s", p.Node, logtail.Lines(p.Log, 3))
+			return fmt.Errorf("ambient: haproxy of %s not ready after 5s: %s", p.Name, logtail.Lines(p.Log, 3))
 		}
 	}
 }
@@ -119,24 +122,8 @@ type Counters struct {
 	Inbound  uint64 `json:"inbound"`  // mTLS connections it accepted from other nodes
 }
 
-// counters reads "show stat" on the stats socket, dialled inside the
-// proxy's namespace (abstract sockets are per netns).
-func (p *proxy) counters() (Counters, error) {
-	var c net.Conn
-	err := netnsx.Do(p.Netns, func() (err error) {
-		c, err = net.DialTimeout("unix", abstractName(p.Stats), time.Second)
-		return err
-	})
-	if err != nil {
-		return Counters{}, err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("show stat\n")); err != nil {
-		return Counters{}, err
-	}
-	return parseStat(c)
-}
+// counters reads a node proxy's counters.
+func (p *proxy) counters() (Counters, error) { return showStat(p, parseStat) }
 
 // abstractName is HAProxy's abns@name as Go dials it: HAProxy binds the
 // name padded with NULs to the whole sun_path (108 bytes).
@@ -191,3 +178,26 @@ func parseStat(rd io.Reader) (Counters, error) {
 	}
 	return c, nil
 }
+
+// showStat sends "show stat" on p's stats socket, dialled inside its
+// namespace (abstract sockets are per netns), and parses the answer.
+func showStat[T any](p *proxy, parse func(io.Reader) (T, error)) (T, error) {
+	var zero T
+	var c net.Conn
+	err := netnsx.Do(p.Netns, func() (err error) {
+		c, err = net.DialTimeout("unix", abstractName(p.Stats), time.Second)
+		return err
+	})
+	if err != nil {
+		return zero, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("show stat\n")); err != nil {
+		return zero, err
+	}
+	return parse(c)
+}
+
+// nodeReady: a node proxy answers with its three rows.
+func nodeReady(p *proxy) error { _, err := p.counters(); return err }

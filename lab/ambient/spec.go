@@ -15,6 +15,11 @@ import (
 const (
 	PortOutbound = 15001
 	PortInbound  = 15008
+	// PortToWaypoint takes a node's pods' traffic to the destinations a
+	// waypoint serves (its capture rules send it there); PortWaypoint is
+	// the waypoint's mTLS port.
+	PortToWaypoint = 15002
+	PortWaypoint   = 15009
 )
 
 // Node is one lab node as the ambient mesh needs it.
@@ -35,6 +40,10 @@ type Spec struct {
 	// to lo in the nodes, so the outbound proxy can dial a ClusterIP for
 	// the node's Service datapath to translate (nat OUTPUT).
 	ServiceCIDR string `json:"service_cidr"`
+	// Waypoint is the node a waypoint would run in ("": none can): the
+	// node proxies then know its address and the mesh makes its
+	// certificate, and StartWaypoint may start it.
+	Waypoint string `json:"waypoint,omitempty"`
 }
 
 // FromLab is the Spec of every node of l.
@@ -73,6 +82,9 @@ func (s Spec) Validate() error {
 		if p, err := netip.ParsePrefix(n.PodCIDR); err != nil || !p.Addr().Is4() {
 			return fmt.Errorf("ambient: node %q: pod CIDR %q is not an IPv4 prefix", n.Name, n.PodCIDR)
 		}
+	}
+	if _, ok := s.node(s.Waypoint); s.Waypoint != "" && !ok {
+		return fmt.Errorf("ambient: waypoint node %q is not in the mesh", s.Waypoint)
 	}
 	return nil
 }

@@ -47,3 +47,10 @@ func RemoveTaggedNat(ctx context.Context, ns, t string) error { return removeTag
 
 // CountTaggedNat is how many nat rules whose comment is t ns holds.
 func CountTaggedNat(ctx context.Context, ns, t string) (int, error) { return countTagged(ctx, ns, t) }
+
+// RuleACL is r as HAProxy anonymous ACLs, ANDed, for an "http-request
+// allow if" line (another package's L7 proxy enforcing the same rules).
+func RuleACL(r HTTPRule) string { return conditions(r) }
+
+// ValidateRule says, in one line, what is wrong with r.
+func ValidateRule(r HTTPRule) error { return r.validate() }

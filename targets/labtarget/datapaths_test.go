@@ -49,7 +49,7 @@ func TestScenarioLabNames(t *testing.T) {
 		// Over 12 characters: 8 kept and 4 hex digits of a hash.
 		"vxlan+ebpf-tc+policy": "vxlanebpe08f",
 		// Tunings by their tokens.
-		"native+cc-bbr": "nativebbr", "ebpf+gro-off": "ebpfngro", "ebpf+notrack": "ebpfntr", "native+busy-poll": "nativebpol", "native+mtu-9000": "nativem9000", "vxlan+wireguard": "vxlanwg", "iptables+ambient": "iptamb",
+		"native+cc-bbr": "nativebbr", "ebpf+gro-off": "ebpfngro", "ebpf+notrack": "ebpfntr", "native+busy-poll": "nativebpol", "native+mtu-9000": "nativem9000", "vxlan+wireguard": "vxlanwg", "iptables+ambient": "iptamb", "iptables+ambient+waypoint": "iptambwp",
 	} {
 		sc, err := configure(scenario, base)
 		if err != nil || sc.Lab.Name != want {
@@ -57,7 +57,7 @@ func TestScenarioLabNames(t *testing.T) {
 		}
 	}
 	_, err := configure("vxlan+bogus", base)
-	want := `scenario "vxlan+bogus": unknown scenario "bogus" (known: ambient, busy-poll, cc-ALGO, churn, ebpf, ebpf-tc, flows, gro-off, gro-on, gso-off, gso-on, iptables, iptables-legacy, l7-egress, l7-node, l7-sidecar, mtu-N, native, nftables, nftables-flat, node-rps, notrack, policy, policy-N, socklb-off, vxlan, wireguard; combine with +, e.g. vxlan+ebpf)`
+	want := `scenario "vxlan+bogus": unknown scenario "bogus" (known: ambient, busy-poll, cc-ALGO, churn, ebpf, ebpf-tc, flows, gro-off, gro-on, gso-off, gso-on, iptables, iptables-legacy, l7-egress, l7-node, l7-sidecar, mtu-N, native, nftables, nftables-flat, node-rps, notrack, policy, policy-N, socklb-off, vxlan, waypoint, wireguard; combine with +, e.g. vxlan+ebpf)`
 	if err == nil || err.Error() != want {
 		t.Errorf("vxlan+bogus: %v, want %q", err, want)
 	}

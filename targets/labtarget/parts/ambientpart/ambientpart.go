@@ -47,7 +47,7 @@ func (mesh) Configure(*lab.Config) {}
 // Conflicts: what the mesh cannot go with, and why.
 func (p mesh) Conflicts(s part.Scenario) error {
 	var errs []string
-	if q := s.Others(p, func(q part.Part) bool { return q.Phase() == part.L7 }); len(q) > 0 {
+	if q := s.Others(p, func(q part.Part) bool { return q.Phase() == part.L7 && q.Name() != WaypointName }); len(q) > 0 {
 		errs = append(errs, fmt.Sprintf("%s is an L7 proxy model of its own", q[0].Name()))
 	}
 	if q := s.Others(p, func(q part.Part) bool { return q.Phase() == part.Policy }); len(q) > 0 {
@@ -91,13 +91,16 @@ func (p mesh) Open(ctx context.Context, env part.Env) (part.Opened, error) {
 	for i, n := range l.Nodes {
 		nodeIndex[n.Name] = i
 	}
-	m, err := ambient.Start(ctx, ambient.FromLab(l), ambient.Options{Prefix: l.Prefix, Lab: l.Config.Name, StateDir: stateDir(l),
+	spec := ambient.FromLab(l)
+	spec.Waypoint = to.Node
+	m, err := ambient.Start(ctx, spec, ambient.Options{Prefix: l.Prefix, Lab: l.Config.Name, StateDir: stateDir(l),
 		CgroupParent: l.CgroupRoot, CPUsOf: func(node string) []int { return env.NodeCPUs(nodeIndex[node]) }})
 	if err != nil {
 		env.Progress(" %s\n", part.FailedOr(ctx))
 		return nil, err
 	}
-	o := &opened{lab: l, m: m}
+	o := &opened{lab: l, m: m, client: from}
+	register(l.Prefix, o)
 	line, err := m.Prove(ctx, from, to)
 	if err != nil {
 		env.Progress(" %s\n", part.FailedOr(ctx))
@@ -134,7 +137,10 @@ func serviceAddrs(env part.Env) []string {
 }
 
 // proofPods are the pods the proof connects: the run's first client and
-// a server on another node, else any pod on another node.
+// a server on another node, else any pod on another node. A waypoint
+// would run on the latter's node (the node proxies know its address
+// from the start): the servers', where the other-node ClusterIP's
+// endpoints are.
 func proofPods(env part.Env) (from, to ambient.Pod, err error) {
 	l := env.Lab()
 	clients, servers, err := env.RunPods()
@@ -166,6 +172,7 @@ func proofPods(env part.Env) (from, to ambient.Pod, err error) {
 type opened struct {
 	lab    *lab.Lab
 	m      *ambient.Mesh
+	client ambient.Pod // the proof's client, the waypoint's too
 	check  string
 	pinned []string
 }
@@ -189,6 +196,7 @@ func (o *opened) Close() error {
 	if o.m == nil {
 		return nil
 	}
+	unregister(o.lab.Prefix)
 	err := o.m.Close()
 	o.m = nil
 	return err

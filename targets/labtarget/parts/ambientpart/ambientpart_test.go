@@ -32,6 +32,9 @@ func TestConflicts(t *testing.T) {
 		"iptables+ambient+policy":    "policy would deny the proxies",
 		"iptables+wireguard+ambient": "wireguard encrypts between the nodes already",
 		"ebpf+ambient":               "outside netfilter",
+		"iptables+ambient+waypoint":  "",
+		"iptables+waypoint":          "add ambient",
+		"iptables+waypoint+ambient":  "write ambient before it",
 	} {
 		n, err := results.ParseScenarioName(sc)
 		if err != nil {
@@ -53,8 +56,36 @@ func TestConflicts(t *testing.T) {
 // CPU in every sample, the same-node ClusterIP skipped with the reason;
 // closed and the lab taken down, nothing of either is left.
 func TestAmbientEndToEnd(t *testing.T) {
+	run := runScenario(t, "iptables+ambient", "TCP_RR", "HTTP_RPS_C64")
+	line := checkLine(t, run, "ambient")
+	if !strings.Contains(line, "TLS handshake (0x16 0x03), the payload never in clear") || !strings.Contains(line, "/ 200 via ztunnel-node0 → ztunnel-node1 (mTLS)") {
+		t.Errorf("ambient check %q, want the proof, pod and Service", line)
+	}
+	checkSamples(t, run, 2, 6)
+}
+
+// The waypoint on the mesh: proved on every HTTP address the run dials
+// (200 through it, 403 from it), HTTP measured through it with its CPU
+// beside the node proxies', and nothing left.
+func TestWaypointEndToEnd(t *testing.T) {
+	run := runScenario(t, "iptables+ambient+waypoint", "HTTP_RPS_C64")
+	line := checkLine(t, run, "waypoint")
+	for _, want := range []string{"waypoint on node1, rules allow GET /, else 403", "198.18.128.1:8080: GET / 200 through the waypoint; GET /cnb-l7-denied 403 from it", "198.19.0.11:8080: GET / 200"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("waypoint check %q lacks %q", line, want)
+		}
+	}
+	checkSamples(t, run, 3, 3)
+}
+
+// runScenario opens the scenario on a fresh 2×2 lab through the lab
+// target, runs tests for one short round on the four pod placements,
+// closes it (the lab goes down) and checks nothing of the mesh or the
+// lab is left; it returns the results.
+func runScenario(t *testing.T, scenario string, tests ...string) *results.Run {
+	t.Helper()
 	labtest.NeedRoot(t)
-	name, err := results.ParseScenarioName("iptables+ambient")
+	name, err := results.ParseScenarioName(scenario)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +107,7 @@ func TestAmbientEndToEnd(t *testing.T) {
 			_ = tgt.Close()
 		}
 	}()
-	plan, err := suite.Options{Tests: []string{"TCP_RR", "HTTP_RPS_C64"}, Placements: placements, Rounds: 1, Duration: 300 * time.Millisecond}.Resolve()
+	plan, err := suite.Options{Tests: tests, Placements: placements, Rounds: 1, Duration: 300 * time.Millisecond}.Resolve()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,14 +119,13 @@ func TestAmbientEndToEnd(t *testing.T) {
 	}
 	stateDir := filepath.Join(sc.Lab.StateDir, sc.Lab.Name)
 	prefix := "cnb-" + sc.Lab.Name + "-"
-	if pids := l7proxy.OwnPids(filepath.Join(stateDir, prefix+"amb-")); len(pids) != 2 {
-		t.Errorf("%d proxies running during the run, want 2", len(pids))
+	if pids := l7proxy.OwnPids(filepath.Join(stateDir, prefix+"amb-")); len(pids) < 2 {
+		t.Errorf("%d proxies running during the run, want the node proxies and any waypoint", len(pids))
 	}
 	closed = true
 	if err := tgt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	checkResults(t, out)
 	if pids := l7proxy.OwnPids(filepath.Join(stateDir, prefix+"amb-")); len(pids) != 0 {
 		t.Errorf("proxies left after close: %v", pids)
 	}
@@ -105,27 +135,31 @@ func TestAmbientEndToEnd(t *testing.T) {
 	if named, err := netnsx.ListNamed(prefix); err != nil || len(named) != 0 {
 		t.Errorf("namespaces left: %v %v", named, err)
 	}
-}
-
-// checkResults: the check line, every sample measured through the
-// proxies (their CPU), the same-node ClusterIP skipped with the reason.
-func checkResults(t *testing.T, out string) {
-	t.Helper()
 	run, err := results.Load(filepath.Join(out, results.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := run.Scenarios[0]
-	var line string
-	for _, c := range s.Checks {
-		if c.Part == "ambient" {
-			line = c.Label + ": " + c.Text
+	return run
+}
+
+// checkLine is the check of part in the run's only scenario.
+func checkLine(t *testing.T, run *results.Run, part string) string {
+	t.Helper()
+	for _, c := range run.Scenarios[0].Checks {
+		if c.Part == part {
+			t.Log(c.Label + ": " + c.Text)
+			return c.Text
 		}
 	}
-	t.Log(line)
-	if !strings.Contains(line, "TLS handshake (0x16 0x03), the payload never in clear") || !strings.Contains(line, "/ 200 via ztunnel-node0 → ztunnel-node1 (mTLS)") {
-		t.Errorf("checks: %+v, want the ambient proof, pod and Service", s.Checks)
-	}
+	t.Errorf("no %s check in %+v", part, run.Scenarios[0].Checks)
+	return ""
+}
+
+// checkSamples: every sample measured with the proxies' CPU (components
+// of them each), want results measured, the same-node ClusterIP skipped
+// with the mesh's reason.
+func checkSamples(t *testing.T, run *results.Run, components, want int) {
+	t.Helper()
 	measured := map[string]bool{}
 	for _, res := range run.Results {
 		if res.Placement.Name() == suite.PodToServiceSameNode {
@@ -139,15 +173,15 @@ func checkResults(t *testing.T, out string) {
 			switch {
 			case smp.Error != "":
 				t.Errorf("%s %s: %s", res.Test, res.Placement.Name(), smp.Error)
-			case u == nil || u.CPUSec <= 0 || len(u.Components) != 2:
-				t.Errorf("%s %s: no proxy CPU in %+v", res.Test, res.Placement.Name(), u)
+			case u == nil || u.CPUSec <= 0 || len(u.Components) != components:
+				t.Errorf("%s %s: want the CPU of %d proxies in %+v", res.Test, res.Placement.Name(), components, u)
 			default:
 				measured[res.Test+" "+res.Placement.Name()] = true
 			}
 		}
 	}
-	if len(measured) != 6 {
-		t.Errorf("measured %v, want TCP_RR and HTTP_RPS_C64 on 3 placements", measured)
+	if len(measured) != want {
+		t.Errorf("measured %v, want %d", measured, want)
 	}
 }
 

@@ -21,8 +21,15 @@
 // port, which HBONE carries inside its HTTP CONNECT). A pod's traffic to
 // a pod of its own node passes the node's proxy once, without TLS.
 //
+// A waypoint (StartWaypoint), the L7 proxy Istio adds to a namespace when
+// L7 policy is asked, is one more HAProxy, in HTTP mode with an
+// l7proxy allow-list: the node proxies send it the pods' connections to
+// the addresses it serves in mTLS, the original destination in a PROXY v2
+// header (sent before the TLS handshake), and it answers 403 or forwards.
+//
 // Everything lives in the lab's node namespaces, never the root one: the
 // processes, the nat rules (tagged with a comment carrying the lab's
 // prefix), a route of the Service CIDR to lo (tagged proto 204) and the
-// files under the state dir, named <prefix>amb-*.
+// files under the state dir, named <prefix>amb-*; the proxies' cgroups
+// are amb-<name> under the lab's.
 package ambient

@@ -27,7 +27,7 @@ type files struct {
 //   - outbound: to the node's own pods plain (no network to cross);
 //     anything else (other nodes' pods, ClusterIPs) in TLS, verifying the
 //     peer's certificate against the run's CA and presenting the node's.
-//   - inbound: TLS only, "verify required": a peer without a certificate
+//   - inbound: a port per pod of the node (why: rules); TLS only, "verify required": a peer without a certificate
 //     of the run's CA is refused, so plaintext from another node fails
 //     instead of passing (Istio's STRICT mTLS).
 //   - TLS 1.3 only, as ztunnel negotiates.
@@ -67,7 +67,9 @@ func config(s Spec, n Node, f files) string {
 	w("    server local 0.0.0.0:0")
 	w("")
 	w("frontend inbound")
-	w("    bind %s:%d ssl crt %s ca-file %s verify required", n.IP, PortInbound, f.Cert, f.CA)
+	for i := range n.Pods {
+		w("    bind %s:%d ssl crt %s ca-file %s verify required", n.IP, PortInbound+i, f.Cert, f.CA)
+	}
 	w("    maxconn %d", maxConn)
 	w("    default_backend deliver")
 	w("")

@@ -11,8 +11,8 @@ import (
 )
 
 var testSpec = Spec{ServiceCIDR: "198.18.128.0/17", Nodes: []Node{
-	{Name: "node0", Netns: "/run/netns/cnb-t-node0", IP: "198.18.0.10", PodCIDR: "198.19.0.0/24", Uplink: "eth0"},
-	{Name: "node1", Netns: "/run/netns/cnb-t-node1", IP: "198.18.0.11", PodCIDR: "198.19.1.0/24", Uplink: "eth0"},
+	{Name: "node0", Netns: "/run/netns/cnb-t-node0", IP: "198.18.0.10", PodCIDR: "198.19.0.0/24", Pods: []string{"198.19.0.10", "198.19.0.11"}, Uplink: "eth0"},
+	{Name: "node1", Netns: "/run/netns/cnb-t-node1", IP: "198.18.0.11", PodCIDR: "198.19.1.0/24", Pods: []string{"198.19.1.10", "198.19.1.11"}, Uplink: "eth0"},
 }}
 
 // TestConfig: the outbound port takes the pods' traffic, sends the node's
@@ -27,7 +27,7 @@ func TestConfig(t *testing.T) {
 		"use_backend local if { dst 198.19.1.0/24 }\n    default_backend tunnel\n",
 		"backend tunnel\n    server tunnel 0.0.0.0:0 ssl verify required ca-file /s/ca.pem crt /s/node1.pem\n",
 		"backend local\n    server local 0.0.0.0:0\n",
-		"frontend inbound\n    bind 198.18.0.11:15008 ssl crt /s/node1.pem ca-file /s/ca.pem verify required\n",
+		"frontend inbound\n    bind 198.18.0.11:15008 ssl crt /s/node1.pem ca-file /s/ca.pem verify required\n    bind 198.18.0.11:15009 ssl crt /s/node1.pem ca-file /s/ca.pem verify required\n",
 		"backend deliver\n    server deliver 0.0.0.0:0",
 		"ssl-min-ver TLSv1.3",
 	} {
@@ -53,11 +53,13 @@ func TestRules(t *testing.T) {
 		"/run/netns/cnb-t-node0 PREROUTING -p tcp -s 198.19.0.0/24 -d 198.19.0.0/24 -j DNAT --to-destination 198.18.0.10:15001",
 		"/run/netns/cnb-t-node0 PREROUTING -p tcp -s 198.19.0.0/24 -d 198.19.1.0/24 -j DNAT --to-destination 198.18.0.10:15001",
 		"/run/netns/cnb-t-node0 PREROUTING -p tcp -s 198.19.0.0/24 -d 198.18.128.0/17 -j DNAT --to-destination 198.18.0.10:15001",
-		"/run/netns/cnb-t-node0 PREROUTING -p tcp ! -s 198.19.0.0/24 -d 198.19.0.0/24 -j DNAT --to-destination 198.18.0.10:15008",
+		"/run/netns/cnb-t-node0 PREROUTING -p tcp ! -s 198.19.0.0/24 -d 198.19.0.10/32 -j DNAT --to-destination 198.18.0.10:15008",
+		"/run/netns/cnb-t-node0 PREROUTING -p tcp ! -s 198.19.0.0/24 -d 198.19.0.11/32 -j DNAT --to-destination 198.18.0.10:15009",
 		"/run/netns/cnb-t-node1 PREROUTING -p tcp -s 198.19.1.0/24 -d 198.19.0.0/24 -j DNAT --to-destination 198.18.0.11:15001",
 		"/run/netns/cnb-t-node1 PREROUTING -p tcp -s 198.19.1.0/24 -d 198.19.1.0/24 -j DNAT --to-destination 198.18.0.11:15001",
 		"/run/netns/cnb-t-node1 PREROUTING -p tcp -s 198.19.1.0/24 -d 198.18.128.0/17 -j DNAT --to-destination 198.18.0.11:15001",
-		"/run/netns/cnb-t-node1 PREROUTING -p tcp ! -s 198.19.1.0/24 -d 198.19.1.0/24 -j DNAT --to-destination 198.18.0.11:15008",
+		"/run/netns/cnb-t-node1 PREROUTING -p tcp ! -s 198.19.1.0/24 -d 198.19.1.10/32 -j DNAT --to-destination 198.18.0.11:15008",
+		"/run/netns/cnb-t-node1 PREROUTING -p tcp ! -s 198.19.1.0/24 -d 198.19.1.11/32 -j DNAT --to-destination 198.18.0.11:15009",
 	}
 	if len(rs) != len(want) {
 		t.Errorf("%d rules, want %d: %v", len(rs), len(want), got)
@@ -144,6 +146,11 @@ func TestValidate(t *testing.T) {
 	if err := bad.Validate(); err == nil {
 		t.Error("a node twice: no error")
 	}
+	bad.Nodes[1] = testSpec.Nodes[1]
+	bad.Nodes[1].Pods = []string{"198.19.0.10"}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "not in its pod CIDR") {
+		t.Errorf("a pod outside its node's CIDR: %v", err)
+	}
 }
 
 // TestWaypointConfig: with a waypoint node the node proxies get a port
@@ -156,7 +163,7 @@ func TestWaypointConfig(t *testing.T) {
 	s.Waypoint = "node1"
 	f := files{CA: "/s/ca.pem", Cert: "/s/node0.pem", Stats: "cnb-t-amb-node0"}
 	if c := config(s, s.Nodes[0], f); !strings.Contains(c, "frontend to-waypoint\n    bind 198.18.0.10:15002\n") ||
-		!strings.Contains(c, "server waypoint 198.18.0.11:15009 ssl verify required ca-file /s/ca.pem crt /s/node0.pem send-proxy-v2\n") {
+		!strings.Contains(c, "server waypoint 198.18.0.11:15072 ssl verify required ca-file /s/ca.pem crt /s/node0.pem send-proxy-v2\n") {
 		t.Errorf("node proxy config lacks the waypoint:\n%s", c)
 	}
 	if c := config(testSpec, testSpec.Nodes[0], f); strings.Contains(c, "waypoint") {
@@ -165,7 +172,7 @@ func TestWaypointConfig(t *testing.T) {
 	wf := files{CA: "/s/ca.pem", Cert: "/s/waypoint.pem", Stats: "cnb-t-amb-waypoint"}
 	c := waypointConfig(s, s.Nodes[1], WaypointSpec{Rules: l7proxy.BenchRules, Dests: []string{"198.19.1.10:8080"}}, wf)
 	for _, want := range []string{
-		"bind 198.18.0.11:15009 ssl crt /s/waypoint.pem ca-file /s/ca.pem verify required accept-proxy\n",
+		"bind 198.18.0.11:15072 ssl crt /s/waypoint.pem ca-file /s/ca.pem verify required accept-proxy\n",
 		"http-request allow if { method GET } { path / }\n    http-request deny deny_status 403\n",
 		"http-after-response add-header X-Cnb-L7-Proxy waypoint\n",
 		"use_backend local if { dst 198.19.1.0/24 198.18.128.0/17 }\n    default_backend tunnel\n",

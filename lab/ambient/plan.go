@@ -17,7 +17,13 @@ type natRule struct {
 //     CIDR goes to the node's proxy (DNAT to the node's address: a pod's
 //     host veth has none for REDIRECT);
 //   - inbound: TCP to the node's pods from anywhere but its own pods (the
-//     other nodes' proxies) goes to the node's TLS port.
+//     other nodes' proxies) goes to the node's TLS port, one port per pod
+//     (PortInbound+i). With one port, a proxy's connections from one
+//     source port to two pods of the node would share one reply tuple
+//     after the DNAT; conntrack would remap the later one's source port
+//     onto the TIME_WAIT socket of another connection, whose older TCP
+//     timestamps make PAWS drop its SYN (measured on l7proxy's per-node
+//     model: short-connection rates fell 90% within five rounds).
 //
 // Both are inserted at the top of PREROUTING, before a Service
 // datapath's DNAT would end the nat pass: a ClusterIP is captured as the
@@ -36,9 +42,11 @@ func rules(s Spec) []natRule {
 				"-p", "tcp", "-s", n.PodCIDR, "-d", d,
 				"-j", "DNAT", "--to-destination", n.IP + ":" + strconv.Itoa(PortOutbound)}})
 		}
-		out = append(out, natRule{Netns: n.Netns, Chain: "PREROUTING", Args: []string{
-			"-p", "tcp", "!", "-s", n.PodCIDR, "-d", n.PodCIDR,
-			"-j", "DNAT", "--to-destination", n.IP + ":" + strconv.Itoa(PortInbound)}})
+		for i, pod := range n.Pods {
+			out = append(out, natRule{Netns: n.Netns, Chain: "PREROUTING", Args: []string{
+				"-p", "tcp", "!", "-s", n.PodCIDR, "-d", pod + "/32",
+				"-j", "DNAT", "--to-destination", n.IP + ":" + strconv.Itoa(PortInbound+i)}})
+		}
 	}
 	return out
 }

@@ -11,16 +11,20 @@ import (
 )
 
 // Ports as ztunnel's: 15001 takes a node's pods' outbound traffic, 15008
-// (HBONE's port) the mTLS tunnels from the other nodes.
+// (HBONE's port) the mTLS tunnels from the other nodes to its first pod,
+// 15008+i to its i-th.
 const (
 	PortOutbound = 15001
 	PortInbound  = 15008
 	// PortToWaypoint takes a node's pods' traffic to the destinations a
 	// waypoint serves (its capture rules send it there); PortWaypoint is
-	// the waypoint's mTLS port.
+	// the waypoint's mTLS port, past the node proxies' inbound ports.
 	PortToWaypoint = 15002
-	PortWaypoint   = 15009
+	PortWaypoint   = PortInbound + maxPods
 )
+
+// maxPods bounds a node's pods, each with an inbound port of its own.
+const maxPods = 64
 
 // Node is one lab node as the ambient mesh needs it.
 type Node struct {
@@ -28,6 +32,9 @@ type Node struct {
 	Netns   string `json:"netns"`    // path of the node's namespace
 	IP      string `json:"ip"`       // the node's address: the proxy listens there
 	PodCIDR string `json:"pod_cidr"` // its pods' addresses
+	// Pods are its pods' addresses, in order: pod i's tunnels arrive on
+	// PortInbound+i (why: rules).
+	Pods []string `json:"pods"`
 	// Uplink is the device the other nodes' traffic arrives on, where the
 	// proof captures it: eth0, or the VXLAN device (decapsulated).
 	Uplink string `json:"uplink"`
@@ -54,7 +61,11 @@ func FromLab(l *lab.Lab) Spec {
 		if l.Routing == lab.RoutingVXLAN {
 			up = lab.VXLANDev
 		}
-		s.Nodes = append(s.Nodes, Node{Name: n.Name, Netns: netnsx.Path(n.Netns), IP: n.IP, PodCIDR: n.PodCIDR, Uplink: up})
+		var pods []string
+		for _, p := range n.Pods {
+			pods = append(pods, p.IP)
+		}
+		s.Nodes = append(s.Nodes, Node{Name: n.Name, Netns: netnsx.Path(n.Netns), IP: n.IP, PodCIDR: n.PodCIDR, Pods: pods, Uplink: up})
 	}
 	return s
 }
@@ -79,8 +90,17 @@ func (s Spec) Validate() error {
 		if ip, err := netip.ParseAddr(n.IP); err != nil || !ip.Is4() {
 			return fmt.Errorf("ambient: node %q: address %q is not IPv4", n.Name, n.IP)
 		}
-		if p, err := netip.ParsePrefix(n.PodCIDR); err != nil || !p.Addr().Is4() {
+		cidr, err := netip.ParsePrefix(n.PodCIDR)
+		if err != nil || !cidr.Addr().Is4() {
 			return fmt.Errorf("ambient: node %q: pod CIDR %q is not an IPv4 prefix", n.Name, n.PodCIDR)
+		}
+		if len(n.Pods) == 0 || len(n.Pods) > maxPods {
+			return fmt.Errorf("ambient: node %q has %d pods: want 1 to %d (a port each)", n.Name, len(n.Pods), maxPods)
+		}
+		for _, p := range n.Pods {
+			if ip, err := netip.ParseAddr(p); err != nil || !cidr.Contains(ip) {
+				return fmt.Errorf("ambient: node %q: pod address %q is not in its pod CIDR %s", n.Name, p, n.PodCIDR)
+			}
 		}
 	}
 	if _, ok := s.node(s.Waypoint); s.Waypoint != "" && !ok {

@@ -22,7 +22,9 @@ import (
 )
 
 // TestConflicts: the mesh goes with a netfilter Service datapath, not
-// with an L7 model, policy, WireGuard or a socket-level datapath.
+// with an L7 model, policy, WireGuard or a socket-level datapath; the
+// waypoint only after it; the counterpart model (eBPF, WireGuard, the
+// per-node L7 proxy) configures beside them.
 func TestConflicts(t *testing.T) {
 	for sc, want := range map[string]string{
 		"iptables+ambient":           "",
@@ -33,6 +35,7 @@ func TestConflicts(t *testing.T) {
 		"iptables+wireguard+ambient": "wireguard encrypts between the nodes already",
 		"ebpf+ambient":               "outside netfilter",
 		"iptables+ambient+waypoint":  "",
+		"ebpf+wireguard+l7-node":     "", // the counterpart the issue compares with
 		"iptables+waypoint":          "add ambient",
 		"iptables+waypoint+ambient":  "write ambient before it",
 	} {

@@ -236,16 +236,14 @@ func (m *Mesh) Names() []string {
 }
 
 // CPU is each proxy's CPU time so far, by name (Names): its cgroup's
-// usage, so a run takes it before and after a sample and subtracts.
+// usage (kept after exit), else its process's; a run takes it before and
+// after a sample and subtracts.
 func (m *Mesh) CPU() (map[string]time.Duration, error) {
 	out := map[string]time.Duration{}
 	for _, p := range m.Proxies {
-		if p.Cgroup == "" {
-			return nil, errors.New("ambient: no cgroup v2: no CPU accounting for the proxies")
-		}
-		c, err := cgroupCPU(p.Cgroup)
+		c, err := p.cpu()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("ambient: CPU of %s: %w", p.Name, err)
 		}
 		out[p.Name] = c
 	}

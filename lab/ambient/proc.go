@@ -201,3 +201,12 @@ func showStat[T any](p *proxy, parse func(io.Reader) (T, error)) (T, error) {
 
 // nodeReady: a node proxy answers with its three rows.
 func nodeReady(p *proxy) error { _, err := p.counters(); return err }
+
+// cpu is the proxy's CPU time: its cgroup's usage_usec when it has one,
+// else utime+stime of the live process.
+func (p *proxy) cpu() (time.Duration, error) {
+	if p.Cgroup != "" {
+		return cgroupCPU(p.Cgroup)
+	}
+	return l7proxy.ProcessCPU(p.PID)
+}

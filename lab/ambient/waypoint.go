@@ -262,13 +262,8 @@ func httpGet(ctx context.Context, p Pod, addr, path string) (int, string, error)
 	return resp.StatusCode, strings.Join(resp.Header.Values(l7proxy.HeaderProxy), ","), nil
 }
 
-// CPU is the waypoint's CPU time so far (its cgroup's).
-func (w *Waypoint) CPU() (time.Duration, error) {
-	if w.Proxy.Cgroup == "" {
-		return 0, errors.New("ambient: no cgroup v2: no CPU accounting for the waypoint")
-	}
-	return cgroupCPU(w.Proxy.Cgroup)
-}
+// CPU is the waypoint's CPU time so far.
+func (w *Waypoint) CPU() (time.Duration, error) { return w.Proxy.cpu() }
 
 // Close removes the waypoint's rules, stops it, removes its cgroup and
 // files (the certificate stays the mesh's). Idempotent.

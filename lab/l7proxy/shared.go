@@ -1,6 +1,9 @@
 package l7proxy
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // The helpers below are l7proxy's process and nat-table hygiene, exported
 // so that another lab proxy package (lab/ambient) stops its HAProxy
@@ -54,3 +57,7 @@ func RuleACL(r HTTPRule) string { return conditions(r) }
 
 // ValidateRule says, in one line, what is wrong with r.
 func ValidateRule(r HTTPRule) error { return r.validate() }
+
+// ProcessCPU is utime+stime of a live process (for a proxy without a
+// cgroup of its own).
+func ProcessCPU(pid int) (time.Duration, error) { return procCPU(pid) }

@@ -336,7 +336,13 @@ type reproducedView struct {
 	Heading, Source, Lead string
 	Head                  []string
 	Rows                  [][]cellView
-	Shapes                []cellView
+	Shapes                []shapeView
+}
+
+// shapeView is a shape's line and its answer, coloured in HTML.
+type shapeView struct {
+	Text  string
+	Holds cellView
 }
 
 func newReproducedView(rep *Report, m *Reproduced) reproducedView {
@@ -380,7 +386,7 @@ func newReproducedView(rep *Report, m *Reproduced) reproducedView {
 		case ShapeDoesNot:
 			class = "verdict worse"
 		}
-		v.Shapes = append(v.Shapes, cellView{s.Text, class})
+		v.Shapes = append(v.Shapes, shapeView{Text: s.Text, Holds: cellView{s.Holds, class}})
 	}
 	return v
 }
@@ -404,6 +410,7 @@ func (reproducedSection) markdown(b *strings.Builder, rep *Report) {
 	if len(v.Shapes) == 0 {
 		b.WriteString("- none: the original published no ratio this run can judge\n")
 	}
+	b.WriteString("\n")
 }
 
 var reproducedHTML = sectionTmpl("reproduced", `<h2 id="reproduced">{{.Heading}}</h2>
@@ -413,7 +420,11 @@ var reproducedHTML = sectionTmpl("reproduced", `<h2 id="reproduced">{{.Heading}}
 {{range .Rows}}<tr>{{range .}}<td class="{{.Class}}">{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
 <p>Shapes (each judged with the run's paired verdicts, after the false-discovery control):</p>
-<ul>{{range .Shapes}}<li class="{{.Class}}">{{.Text}}</li>{{else}}<li>none: the original published no ratio this run can judge</li>{{end}}</ul>
+<table>
+<tr><th>Here</th><th>Shape</th></tr>
+{{range .Shapes}}<tr><td class="{{.Holds.Class}} nw">{{.Holds.Text}}</td><td>{{.Text}}</td></tr>
+{{else}}<tr><td colspan="2">none: the original published no ratio this run can judge</td></tr>
+{{end}}</table>
 
 `)
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/cnibench/cnibench/stats"
@@ -50,4 +51,17 @@ func judgeShape(s *ShapeLine) (holds, text string) {
 		holds, verdict = ShapeNotShown, "not significant here ("+d.Verdict+")"
 	}
 	return holds, fmt.Sprintf("%s; %s, p = %s%s → %s: %s", head, here, pText(float64(d.P)), inside, holds, verdict)
+}
+
+// writeShapes writes, for the terminal, whether the shapes of the
+// published report the run reproduces hold here (nothing without one).
+func writeShapes(w io.Writer, rep *Report) {
+	m := rep.reproduced()
+	if m == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nShapes of %s (%s), published beside ours in report.md:\n", m.Title, m.Date)
+	for _, s := range m.Shapes {
+		fmt.Fprintf(w, "  - %s\n", s.Text)
+	}
 }

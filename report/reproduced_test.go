@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"io"
 	"math"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	"github.com/cnibench/cnibench/published"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
+
+	"golang.org/x/net/html"
 )
 
 // base is a test's synthetic level: a rate (Gbit/s for streams) and a
@@ -136,6 +139,7 @@ func checkOriginalLayout(t *testing.T, id string, m *Reproduced, out map[string]
 	if !strings.Contains(out["html"], `<h2 id="reproduced">Reproduced: `) {
 		t.Errorf("%s: no reproduced section in report.html", id)
 	}
+	checkBalanced(t, out["html"])
 	rowIndex := map[string]int{}
 	for i, r := range pub.Rows {
 		rowIndex[r] = i
@@ -278,5 +282,50 @@ func TestNoReproductionWithoutAPublishedReport(t *testing.T) {
 	}
 	if md := renderMDHTML(t, rep)["md"]; strings.Contains(md, "## Reproduced") {
 		t.Error("report.md has a reproduced section")
+	}
+}
+
+// The terminal's answers are preceded by the shapes' lines.
+func TestShapesInTheTerminal(t *testing.T) {
+	run := recordedRun(t, "connectivity-perf", nil)
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WriteAnswers(&b, rep)
+	out := b.String()
+	shapes, answers := strings.Index(out, "Shapes of cilium connectivity perf"), strings.Index(out, "Answers:")
+	if shapes < 0 || answers < shapes || !strings.Contains(out, "  - TCP_CRR ÷ TCP_RR transaction rate, pod-to-pod same-node: published 0.325×") {
+		t.Errorf("terminal:\n%s", out)
+	}
+}
+
+// checkBalanced: every element report.html opens is closed in order.
+func checkBalanced(t *testing.T, page string) {
+	t.Helper()
+	z := html.NewTokenizer(strings.NewReader(page))
+	var stack []string
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			if z.Err() != io.EOF {
+				t.Fatalf("tokenizer: %v", z.Err())
+			}
+			break
+		}
+		tok := z.Token()
+		switch {
+		case tt == html.StartTagToken && !voidElements[tok.Data]:
+			stack = append(stack, tok.Data)
+		case tt == html.EndTagToken:
+			if len(stack) == 0 || stack[len(stack)-1] != tok.Data {
+				t.Fatalf("</%s> closes %v", tok.Data, stack)
+			}
+			stack = stack[:len(stack)-1]
+		}
+	}
+	if len(stack) > 0 {
+		t.Errorf("left open: %v", stack)
 	}
 }

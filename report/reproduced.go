@@ -92,7 +92,9 @@ func (reproducedSection) build(rep *Report, in []Input) error {
 	run, spec := in[0].Run, in[0].Run.Plan.Reproduces
 	pub, err := published.Lookup(spec.Report)
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		// A results file from another build: the rest of the report stands.
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the run reproduces a published report this build does not hold (%v): its table is left out", err))
+		return nil
 	}
 	m := &Reproduced{ID: pub.ID, Title: pub.Title, Source: pub.Source, URL: pub.URL, Date: pub.Date, Hardware: pub.Hardware}
 	for _, c := range spec.Cells {

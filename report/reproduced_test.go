@@ -329,3 +329,24 @@ func checkBalanced(t *testing.T, page string) {
 		t.Errorf("left open: %v", stack)
 	}
 }
+
+// A results file naming a report this build does not hold still reports,
+// with a warning instead of the table.
+func TestUnknownPublishedReportIsAWarning(t *testing.T) {
+	run := recordedRun(t, "connectivity-perf", nil)
+	run.Plan.Reproduces.Report = "gone"
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.reproduced() != nil {
+		t.Error("a reproduced table for an unknown report")
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		found = found || strings.Contains(w, `no published report "gone"`)
+	}
+	if !found {
+		t.Errorf("no warning naming the report: %v", rep.Warnings)
+	}
+}

@@ -20,7 +20,7 @@ func newProfilesCmd() *cobra.Command {
 		Use:   "profiles",
 		Short: "List the profiles: what each answers, its measuring time, its targets and the published report it reproduces",
 		Long: "List every profile of `run --profile`: what it answers, its measuring time (rounds × tests × placements × scenarios × " +
-			"(duration + warm-up), the lab's setup and teardown extra: about a minute per scenario on 2 cores), the targets that run it, and the " +
+			"(duration + warm-up); the lab's setup and teardown come on top), the targets that run it, and the " +
 			"published report it reproduces (its report then opens with the original's table beside ours; docs/profiles.md).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return writeProfiles(cmd.OutOrStdout()) },

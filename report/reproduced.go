@@ -67,6 +67,11 @@ type ShapeLine struct {
 	// the report compares A against B.
 	Delta   *Delta `json:"verdict,omitempty"`
 	flipped bool
+	// EffectPct and its interval are B against A, whichever way Delta
+	// compares them.
+	EffectPct Num `json:"effect_pct"`
+	Lo        Num `json:"ci_lo_pct"`
+	Hi        Num `json:"ci_hi_pct"`
 	// Holds is "holds", "does not hold", "not shown" or "not judged";
 	// Text says it in a line.
 	Holds string `json:"holds"`
@@ -250,7 +255,8 @@ func oursOverPublished(v *Value, unit string, p published.Cell) (r, lo, hi Num, 
 
 // shapeLine finds the run's verdict on a shape: B against A.
 func shapeLine(rep *Report, run *results.Run, spec *results.Reproduction, pub published.Report, s results.Shape) ShapeLine {
-	l := ShapeLine{Ask: s.Ask, PublishedRatio: Num(math.NaN()), EvenWithinPct: Num(s.EvenWithinPct), Holds: ShapeNotJudged}
+	nan := Num(math.NaN())
+	l := ShapeLine{Ask: s.Ask, PublishedRatio: nan, EvenWithinPct: Num(s.EvenWithinPct), Holds: ShapeNotJudged, EffectPct: nan, Lo: nan, Hi: nan}
 	pa, okA := pub.Cell(s.A.Row, s.A.Column)
 	pb, okB := pub.Cell(s.B.Row, s.B.Column)
 	if !okA || !okB || pa.Value == 0 {

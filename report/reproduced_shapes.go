@@ -17,6 +17,7 @@ func judgeShape(s *ShapeLine) (holds, text string) {
 	if s.flipped {
 		pct, lo, hi = float64(invertPct(d.DeltaPct)), float64(invertPct(d.Hi)), float64(invertPct(d.Lo))
 	}
+	s.EffectPct, s.Lo, s.Hi = Num(pct), Num(lo), Num(hi)
 	pubPct, tol := 100*(float64(s.PublishedRatio)-1), float64(s.EvenWithinPct)
 	head := fmt.Sprintf("%s: published %.3g× (%s)", s.Ask, float64(s.PublishedRatio), stats.SignedPct(pubPct))
 	if d.Verdict == VerdictTooFew || d.Verdict == VerdictNA {

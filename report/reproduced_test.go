@@ -232,6 +232,12 @@ func TestReproducedTKE(t *testing.T) {
 		"TCP_RR p50, Cilium overlay ÷ native":                               ShapeDoesNot, // +12% published, even here
 	}
 	got := shapeVerdicts(m)
+	for _, s := range m.Shapes {
+		// B against A as asked: native's short connections half iptables'.
+		if strings.HasPrefix(s.Ask, "short-connection HTTP through a Service, Cilium native") && (s.EffectPct > -45 || s.EffectPct < -55) {
+			t.Errorf("%s: effect %v%%, want about -50%%", s.Ask, s.EffectPct)
+		}
+	}
 	for ask, w := range want {
 		if got[ask] != w {
 			t.Errorf("%s: %q, want %q", ask, got[ask], w)

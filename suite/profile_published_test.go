@@ -1,10 +1,16 @@
 package suite
 
 import (
+	"context"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cnibench/cnibench/published"
+	"github.com/cnibench/cnibench/report"
+	"github.com/cnibench/cnibench/results"
 )
 
 // Every profile resolves on the lab with its own defaults.
@@ -86,5 +92,51 @@ func TestTKEShapesAreQuestions(t *testing.T) {
 	q := prof.Questions[0]
 	if q.Test != "HTTP_RPS_SHORT_C64" || q.Placement != PodToServiceOtherNode || q.A != "iptables" || q.B != "ebpf" || q.Metric != "request rate" {
 		t.Errorf("first question %+v, want short-connection HTTP, ebpf vs iptables", q)
+	}
+}
+
+// A connectivity-perf run, cut to two tests on one placement, through the
+// real runner and engines on a loopback agent: results.json records the
+// profile's reproduction, and its report opens with cilium connectivity
+// perf's table and judges the shape on what was measured.
+func TestConnectivityPerfRunReproduces(t *testing.T) {
+	c := startAgent(t)
+	var calls []string
+	plan, err := Options{Profile: "connectivity-perf", Tests: []string{"TCP_RR", "TCP_CRR"}, Placements: []string{PodToPodSameNode},
+		Duration: 150 * time.Millisecond}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Warmup = 0
+	out := t.TempDir()
+	r := &Runner{Scenarios: []Scenario{{Name: "loop", Target: loopTarget{c, &calls, "loop"}}}, Plan: plan, OutDir: out, RunID: "test"}
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	disk, err := results.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp := disk.Plan.Reproduces; rp == nil || rp.Report != "connectivity-perf" || len(rp.Cells) == 0 {
+		t.Fatalf("results.json reproduces %+v", rp)
+	}
+	rep, err := report.Build([]report.Input{{Run: disk}}, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	if err := report.Markdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	page := md.String()
+	if !strings.Contains(page, "## Reproduced: cilium connectivity perf") ||
+		!regexp.MustCompile(`\| pod-to-pod same-node TCP_RR \| P50 \| TCP_RR · pod-to-pod/same-node · the run's scenario · p50 latency \| 46\.0 µs \| [0-9.,]+ `).MatchString(page) {
+		t.Fatalf("report.md does not open with the measured table:\n%s", page)
+	}
+	if !strings.Contains(page, "not measured in this run: UDP_RR on pod-to-pod/same-node was not in the plan") {
+		t.Error("a test the run left out does not say so")
+	}
+	if !regexp.MustCompile(`- TCP_CRR ÷ TCP_RR transaction rate, pod-to-pod same-node: published 0.325× .* here .* → (holds|does not hold|not shown)`).MatchString(page) {
+		t.Errorf("the shape is not judged on 5 measured rounds:\n%s", page)
 	}
 }

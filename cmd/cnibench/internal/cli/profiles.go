@@ -49,6 +49,7 @@ func writeProfiles(w io.Writer) error {
 				return fmt.Errorf("profile %s: %w", p.Name, err)
 			}
 			fmt.Fprintf(w, "  reproduces: %s, %s (its report opens with the original's table: docs/profiles.md)\n", r.Title, r.Date)
+			fmt.Fprintf(w, "  rows:      %s\n", reproducedRows(p))
 		}
 	}
 	return nil
@@ -65,6 +66,31 @@ func profileTargets(p suite.Profile) string {
 		return "lab (it compares lab scenarios: " + strings.Join(p.Scenarios, ", ") + ")"
 	}
 	return "lab, k8s"
+}
+
+// reproducedRows says how many of the original's cells the profile
+// measures, on which targets, and which rows it cannot.
+func reproducedRows(p suite.Profile) string {
+	var none []string
+	seen := map[string]bool{}
+	measured := 0
+	for _, c := range p.Reproduces.Cells {
+		if c.NoEquivalent == "" {
+			measured++
+		} else if !seen[c.Row] {
+			seen[c.Row] = true
+			none = append(none, c.Row)
+		}
+	}
+	on := "the lab and k8s"
+	if len(p.Scenarios) > 0 {
+		on = "the lab"
+	}
+	s := fmt.Sprintf("%d of the original's %d cells measured, on %s", measured, len(p.Reproduces.Cells), on)
+	if len(none) > 0 {
+		s += "; rows without an equivalent here (the report says why): " + strings.Join(none, "; ")
+	}
+	return s
 }
 
 // clusterProfiles are the profiles --target k8s runs, for its refusal.

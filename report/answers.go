@@ -121,6 +121,7 @@ func markControl(sec *Section, run *results.Run) {
 // lines, how their verdicts were held together, and how many warnings
 // the report has.
 func WriteAnswers(w io.Writer, rep *Report) {
+	writeShapes(w, rep)
 	fmt.Fprintln(w, "\nAnswers:")
 	for _, a := range rep.Answers {
 		fmt.Fprintf(w, "  - %s\n", a.Text)

@@ -202,6 +202,9 @@ func controlFDR(rep *Report, questions map[string]bool) {
 			}
 		}
 	}
+	for _, d := range reproducedDeltas(rep) {
+		addDelta("", d) // a shape between two measurements of one scenario
+	}
 	if prim != explo {
 		rep.QuestionsFDR = prim.control(stats.DefaultFDR)
 	}

@@ -164,6 +164,7 @@ func Build(in []Input, opt Options) (*Report, error) {
 		rep.ServiceScale.Findings = findings(rep.ServiceScale)
 	}
 	overheadVerdicts(rep)
+	finishReproduced(rep) // its shapes quote verdicts the control may just have demoted
 	if err := buildSections(rep, in, afterControl); err != nil {
 		return nil, err
 	}

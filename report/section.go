@@ -42,6 +42,7 @@ const (
 // sections are the report's parts in the order a reader meets them.
 var sections = []section{
 	titleSection{},
+	reproducedSection{},
 	answersSection{},
 	warningsLineSection{},
 	environmentSection{},

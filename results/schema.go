@@ -166,6 +166,9 @@ type Plan struct {
 	// false-discovery rate among themselves, and calls every other
 	// comparison exploratory.
 	Questions []Question `json:"questions,omitempty"`
+	// Reproduces lays the run out as a published report's table, when
+	// the profile is named after one (Reproduction).
+	Reproduces *Reproduction `json:"reproduces,omitempty"`
 	// Auto is set when the rounds ran until the questions were clear
 	// (--rounds auto[:MAX]); Rounds is then the rounds taken.
 	Auto *AutoRounds `json:"auto_rounds,omitempty"`

@@ -59,7 +59,8 @@ func (o Options) Resolve() (*Plan, error) {
 		Ask:      prof.Ask,
 		// Every question of the profile: the report asks those whose
 		// scenarios the run has.
-		Questions: prof.Questions,
+		Questions:  prof.Questions,
+		Reproduces: prof.Reproduces,
 	}}
 	if err := o.resolveNumbers(p); err != nil {
 		return nil, err

@@ -25,6 +25,9 @@ type Profile struct {
 	// Questions the comparisons that answer it (results.Plan.Questions).
 	Ask       string
 	Questions []results.Question
+	// Reproduces lays the report out as a published report's table
+	// (profile_published.go); nil for a profile of our own.
+	Reproduces *results.Reproduction
 }
 
 // datapathQuestions are the datapaths profile's: what eBPF changes
@@ -102,7 +105,7 @@ var encryptionScenarios = []string{"native", "native+wireguard", "vxlan", "vxlan
 
 // Profiles: quick answers in under 3 minutes on 2 cores; standard repeats
 // rounds so the statistics have something to work with.
-var Profiles = []Profile{
+var Profiles = append([]Profile{
 	{
 		Name:       "quick",
 		About:      "the TCP, UDP and HTTP tests on every placement once, 4 s each, no DNS; under 3 min",
@@ -186,7 +189,7 @@ var Profiles = []Profile{
 		Rounds:     5,
 		Streams:    4,
 	},
-}
+}, publishedProfiles()...)
 
 // LookupProfile finds a profile by name.
 func LookupProfile(name string) (Profile, error) {

@@ -92,7 +92,7 @@ built from Linux network namespaces on this machine (needs root).
 	root.PersistentFlags().StringVar(&g.labName, "lab", "default", "lab name; every lab object is prefixed cnb-<name>-")
 	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", "/run/cnibench", "where lab state and agent sockets live")
 	root.AddCommand(measureCommands(g)...)
-	root.AddCommand(newLabCmd(g), newReportCmd(), newCompareCmd(), newServerCmd(), newClientCmd(), newAgentCmd(), newVersionCmd(), newK8sCmd())
+	root.AddCommand(newLabCmd(g), newReportCmd(), newCompareCmd(), newProfilesCmd(), newServerCmd(), newClientCmd(), newAgentCmd(), newVersionCmd(), newK8sCmd())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%s: %v (see '%s --help')", c.CommandPath(), err, c.CommandPath())
 	})

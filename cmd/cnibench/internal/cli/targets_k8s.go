@@ -290,8 +290,8 @@ func k8sApplies(req *runRequest) error {
 		return fmt.Errorf("--allow-cluster-changes applies to the Service-scale sweep, the churn and --profile security only")
 	}
 	if prof, err := suite.LookupProfile(req.plan.Profile); err == nil && len(prof.Scenarios) > 0 && prof.Name != suite.SecurityProfile {
-		return fmt.Errorf("--profile %s compares lab scenarios side by side (%s): it does not apply to --target k8s, which measures the cluster as it is (use --profile quick, standard or security there)",
-			prof.Name, strings.Join(prof.Scenarios[:min(len(prof.Scenarios), 3)], ", ")+ellipsis(len(prof.Scenarios) > 3))
+		return fmt.Errorf("--profile %s compares lab scenarios side by side (%s): it does not apply to --target k8s, which measures the cluster as it is (use --profile %s there)",
+			prof.Name, strings.Join(prof.Scenarios[:min(len(prof.Scenarios), 3)], ", ")+ellipsis(len(prof.Scenarios) > 3), clusterProfiles())
 	}
 	if req.plan.FlameGraph != "" {
 		return fmt.Errorf("--flame-graph samples the lab's agents' CPUs with perf on this machine: it does not apply to --target k8s")

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/published"
+	"github.com/cnibench/cnibench/suite"
+)
+
+// newProfilesCmd lists the profiles: what each answers, how long it
+// measures, which targets run it and which published report it
+// reproduces, so that a reader holding a report finds its profile by name.
+func newProfilesCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "profiles",
+		Short: "List the profiles: what each answers, its measuring time, its targets and the published report it reproduces",
+		Long: "List every profile of `run --profile`: what it answers, its measuring time (rounds × tests × placements × scenarios × " +
+			"(duration + warm-up); the lab's setup and teardown come on top), the targets that run it, and the " +
+			"published report it reproduces (its report then opens with the original's table beside ours; docs/profiles.md).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return writeProfiles(cmd.OutOrStdout()) },
+	}
+}
+
+// writeProfiles writes one block per profile.
+func writeProfiles(w io.Writer) error {
+	for i, p := range suite.Profiles {
+		plan, err := suite.Options{Profile: p.Name}.Resolve()
+		if err != nil {
+			return fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		scenarios := max(len(p.Scenarios), 1)
+		fmt.Fprintf(w, "%s\n  answers:   %s\n", p.Name, p.About)
+		fmt.Fprintf(w, "  measures:  %s: %s of %s on %s in %s, %s + %s warm-up each; plus the lab's setup\n",
+			roundedDuration(plan.Estimate()*time.Duration(scenarios)), count(plan.Rounds, "round"), count(len(plan.Tests), "test"),
+			count(len(plan.Placements), "placement"), count(scenarios, "scenario"), time.Duration(plan.Duration), time.Duration(plan.Warmup))
+		fmt.Fprintf(w, "  targets:   %s\n", profileTargets(p))
+		if id := p.ReproducedReport(); id != "" {
+			r, err := published.Lookup(id)
+			if err != nil {
+				return fmt.Errorf("profile %s: %w", p.Name, err)
+			}
+			fmt.Fprintf(w, "  reproduces: %s, %s (its report opens with the original's table: docs/profiles.md)\n", r.Title, r.Date)
+			fmt.Fprintf(w, "  rows:      %s\n", reproducedRows(p))
+		}
+	}
+	return nil
+}
+
+// profileTargets says where a profile runs: one comparing lab scenarios
+// side by side runs on the lab only (k8sApplies), the security profile
+// on a cluster as twins.
+func profileTargets(p suite.Profile) string {
+	switch {
+	case p.Name == suite.SecurityProfile:
+		return "lab; k8s as twins of the cluster (docs/k8s.md)"
+	case len(p.Scenarios) > 0:
+		return "lab (it compares lab scenarios: " + strings.Join(p.Scenarios, ", ") + ")"
+	}
+	return "lab, k8s"
+}
+
+// reproducedRows says how many of the original's cells the profile
+// measures, on which targets, and which rows it cannot.
+func reproducedRows(p suite.Profile) string {
+	var none []string
+	seen := map[string]bool{}
+	measured := 0
+	for _, c := range p.Reproduces.Cells {
+		if c.NoEquivalent == "" {
+			measured++
+		} else if !seen[c.Row] {
+			seen[c.Row] = true
+			none = append(none, c.Row)
+		}
+	}
+	on := "the lab and k8s"
+	if len(p.Scenarios) > 0 {
+		on = "the lab"
+	}
+	s := fmt.Sprintf("%d of the original's %d cells measured, on %s", measured, len(p.Reproduces.Cells), on)
+	if len(none) > 0 {
+		s += "; rows without an equivalent here (the report says why): " + strings.Join(none, "; ")
+	}
+	return s
+}
+
+// clusterProfiles are the profiles --target k8s runs, for its refusal.
+func clusterProfiles() string {
+	var names []string
+	for _, p := range suite.Profiles {
+		if len(p.Scenarios) == 0 || p.Name == suite.SecurityProfile {
+			names = append(names, p.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// roundedDuration is d to the second, "2m33s".
+func roundedDuration(d time.Duration) string { return d.Round(time.Second).String() }
+
+// count is "1 round", "5 rounds".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

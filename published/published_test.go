@@ -1,0 +1,88 @@
+package published
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEmbeddedReportsParse(t *testing.T) {
+	all, err := All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"connectivity-perf", "cilium-2021", "tke"} {
+		r, err := Lookup(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Cells) == 0 {
+			t.Errorf("%s: no published figure", id)
+		}
+	}
+	if len(all) < 3 {
+		t.Errorf("%d reports, want at least 3", len(all))
+	}
+	c, ok := mustLookup(t, "tke").Cell("HTTP RPS short connection, c64", "Cilium native")
+	if !ok || c.Value != 13826 || c.Unit != "req/s" {
+		t.Errorf("TKE short-connection RPS, Cilium native = %+v, %v; want 13826 req/s as published", c, ok)
+	}
+}
+
+func mustLookup(t *testing.T, id string) Report {
+	t.Helper()
+	r, err := Lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestLookupUnknown(t *testing.T) {
+	_, err := Lookup("nope")
+	if err == nil || !strings.Contains(err.Error(), `no published report "nope" (known: `) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// Bad files fail with a one-line error naming the fault.
+func TestParseRejectsBadFiles(t *testing.T) {
+	const head = `{"reports":[{"id":"x","title":"T","source":"S","date":"2026","hardware":"H","columns":["a"],"rows":["r"],"cells":[`
+	for _, tc := range []struct{ name, data, want string }{
+		{"not json", `{`, "published reports: unexpected EOF"},
+		{"unknown field", `{"reports":[],"extra":1}`, `unknown field "extra"`},
+		{"empty", `{"reports":[]}`, "no report"},
+		{"no source", `{"reports":[{"id":"x","title":"T","date":"2026","hardware":"H","columns":["a"],"rows":["r"]}]}`, `published report "x": no source`},
+		{"no rows", `{"reports":[{"id":"x","title":"T","source":"S","date":"2026","hardware":"H","columns":["a"]}]}`, "no rows"},
+		{"row twice", `{"reports":[{"id":"x","title":"T","source":"S","date":"2026","hardware":"H","columns":["a"],"rows":["r","r"]}]}`, `row "r" listed twice`},
+		{"unknown row", head + `{"row":"q","column":"a","value":1,"unit":"µs"}]}]}`, `cell on unknown row "q"`},
+		{"unknown column", head + `{"row":"r","column":"b","value":1,"unit":"µs"}]}]}`, `unknown column "b"`},
+		{"cell twice", head + `{"row":"r","column":"a","value":1,"unit":"µs"},{"row":"r","column":"a","value":2,"unit":"µs"}]}]}`, "given twice"},
+		{"unknown unit", head + `{"row":"r","column":"a","value":1,"unit":"furlongs"}]}]}`, `unknown unit "furlongs"`},
+		{"report twice", `{"reports":[{"id":"x","title":"T","source":"S","date":"2026","hardware":"H","columns":["a"],"rows":["r"]},{"id":"x","title":"T","source":"S","date":"2026","hardware":"H","columns":["a"],"rows":["r"]}]}`, `published report "x": listed twice`},
+	} {
+		_, err := Parse([]byte(tc.data))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err = %v, want one line with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestConvert(t *testing.T) {
+	for _, tc := range []struct {
+		v        float64
+		from, to string
+		want     float64
+		ok       bool
+	}{
+		{0.99, "ms", "µs", 990, true},
+		{10.43, "Gbit/s", "Mbit/s", 10430, true},
+		{20000, "trans/s", "conn/s", 20000, true},
+		{1, "Gbit/s", "µs", 0, false},
+		{1, "furlongs", "µs", 0, false},
+	} {
+		got, ok := Convert(tc.v, tc.from, tc.to)
+		if ok != tc.ok || (ok && (got < tc.want*0.999999 || got > tc.want*1.000001)) {
+			t.Errorf("Convert(%g, %s, %s) = %g, %v; want %g, %v", tc.v, tc.from, tc.to, got, ok, tc.want, tc.ok)
+		}
+	}
+}

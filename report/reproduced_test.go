@@ -1,0 +1,358 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/engine/kinds"
+	"github.com/cnibench/cnibench/published"
+	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite"
+
+	"golang.org/x/net/html"
+)
+
+// base is a test's synthetic level: a rate (Gbit/s for streams) and a
+// latency in µs.
+var base = map[string]struct{ rate, latUs float64 }{
+	"TCP_STREAM": {9, 0}, "TCP_STREAM_MULTI": {18, 0}, "UDP_STREAM": {1.5, 0}, "UDP_STREAM_MULTI": {3, 0},
+	"TCP_RR": {30000, 30}, "UDP_RR": {32000, 28}, "TCP_CRR": {9000, 110},
+	"HTTP_RPS_C64": {100000, 600}, "HTTP_RPS_SHORT_C64": {20000, 3000}, "HTTP_QPS_1000": {1000, 90},
+}
+
+// factors scale a scenario's rates against the first scenario (latency
+// by the inverse), per test; a test not listed is 1.
+type factors map[string]map[string]float64
+
+// recordedRun is a results file of a profile as its run writes it: the
+// plan resolved by the suite (so it carries the profile's reproduction),
+// five rounds of every test on every placement in every scenario, each
+// round a little off the level by a scenario's own jitter; saved and
+// loaded back as `cnibench report` reads it.
+func recordedRun(t *testing.T, profile string, f factors) *results.Run {
+	t.Helper()
+	plan, err := suite.Options{Profile: profile}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, _ := suite.LookupProfile(profile)
+	scenarios := prof.Scenarios
+	if len(scenarios) == 0 {
+		scenarios = []string{"default"}
+	}
+	run := &results.Run{SchemaVersion: results.SchemaVersion, RunID: "20261202-140000-" + profile, Status: results.StatusComplete,
+		Start: t0, End: t0.Add(time.Hour), Tool: results.Tool{Name: "cnibench", Version: "test"}, Plan: plan.Plan,
+		Target: results.Target{Kind: "lab", Details: map[string]any{"lab": scenarios[0]}}}
+	for si, sc := range scenarios {
+		run.Scenarios = append(run.Scenarios, results.Scenario{Name: sc, Target: results.Target{Kind: "lab", Details: map[string]any{"lab": sc}}})
+		jitter := []float64{0, 0.01, -0.01, 0.005, -0.005}
+		if si%2 == 1 {
+			jitter = []float64{0.004, -0.006, 0.008, -0.002, 0}
+		}
+		for _, test := range plan.Tests {
+			for _, pl := range plan.Placements {
+				k := f[sc][test]
+				if k == 0 {
+					k = 1
+				}
+				b := base[test]
+				var rates, lats []float64
+				for _, j := range jitter {
+					rates, lats = append(rates, b.rate*k*(1+j)), append(lats, b.latUs/k*(1-j))
+				}
+				run.Results = append(run.Results, recordedResult(t, sc, test, pl, rates, lats))
+			}
+		}
+	}
+	dir := t.TempDir()
+	if err := results.Save(dir, run); err != nil {
+		t.Fatal(err)
+	}
+	back, err := results.Load(filepath.Join(dir, results.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+// recordedResult is one test on one placement, five rounds.
+func recordedResult(t *testing.T, sc, test, placement string, rates, lats []float64) results.Result {
+	path, node, _ := strings.Cut(placement, "/")
+	p := results.Placement{Path: path, Node: node, Client: "node0-pod0", Server: "node1-pod0", ServerAddr: "198.19.1.10"}
+	r := results.Result{Scenario: sc, Test: test, Placement: p,
+		Options: &engine.Options{Host: p.ServerAddr, RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(2 * time.Second)}, Streams: 1}}
+	switch {
+	case strings.HasPrefix(test, "HTTP"):
+		qps := 0.0
+		if test == "HTTP_QPS_1000" {
+			qps = 1000
+		}
+		r.Options = &httpload.Options{Host: p.ServerAddr, Connections: 64, KeepAlive: test != "HTTP_RPS_SHORT_C64", RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(2 * time.Second)}}
+		r.Samples = httpSamples(t, rates, lats, qps, 0, 0)
+	case strings.HasPrefix(test, "UDP_STREAM"):
+		r.Samples = streamSamples(rates, []float64{0.1, 0.1, 0.1, 0.1, 0.1})
+	case strings.Contains(test, "STREAM"):
+		r.Samples = streamSamples(rates, nil)
+	default:
+		r.Samples = rrSamples(t, map[string]engine.Test{"TCP_RR": engine.TCPRR, "UDP_RR": engine.UDPRR, "TCP_CRR": engine.TCPCRR}[test], rates, lats, 0)
+	}
+	return r
+}
+
+// reproducedReport builds and renders a recorded run's report.
+func reproducedReport(t *testing.T, run *results.Run) (*Reproduced, map[string]string) {
+	t.Helper()
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := rep.reproduced()
+	if m == nil {
+		t.Fatal("no reproduced section")
+	}
+	if _, err := json.Marshal(rep); err != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	return m, renderMDHTML(t, rep)
+}
+
+// checkOriginalLayout: the report opens with the original's table, its
+// rows in the original's order, every published figure in its cell.
+func checkOriginalLayout(t *testing.T, id string, m *Reproduced, out map[string]string) {
+	t.Helper()
+	pub, err := published.Lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := out["md"]
+	at := strings.Index(md, "## Reproduced: "+pub.Title)
+	if at < 0 || (strings.Contains(md, "## Answers") && strings.Index(md, "## Answers") < at) {
+		t.Fatalf("%s: the report does not open with the original's table:\n%s", id, md)
+	}
+	if !strings.Contains(out["html"], `<h2 id="reproduced">Reproduced: `) {
+		t.Errorf("%s: no reproduced section in report.html", id)
+	}
+	checkBalanced(t, out["html"])
+	rowIndex := map[string]int{}
+	for i, r := range pub.Rows {
+		rowIndex[r] = i
+	}
+	last := -1
+	for _, l := range m.Cells {
+		if rowIndex[l.Row] < last {
+			t.Errorf("%s: row %q after a later row of the original", id, l.Row)
+		}
+		last = rowIndex[l.Row]
+	}
+	for _, c := range pub.Cells {
+		line := ""
+		for _, l := range strings.Split(md, "\n") {
+			if strings.HasPrefix(l, "| "+mdText(c.Row)+" | "+mdText(c.Column)+" |") {
+				line = l
+			}
+		}
+		want := fmtNum(c.Value) + " " + c.Unit
+		if line == "" || !strings.Contains(line, want) {
+			t.Errorf("%s: %s / %s: published %q not in its line %q", id, c.Row, c.Column, want, line)
+		}
+	}
+}
+
+// shapeVerdicts are the section's shapes' answers by their question.
+func shapeVerdicts(m *Reproduced) map[string]string {
+	out := map[string]string{}
+	for _, s := range m.Shapes {
+		out[s.Ask] = s.Holds
+	}
+	return out
+}
+
+func TestReproducedConnectivityPerf(t *testing.T) {
+	run := recordedRun(t, "connectivity-perf", nil)
+	m, out := reproducedReport(t, run)
+	checkOriginalLayout(t, "connectivity-perf", m, out)
+	// TCP_CRR at 9,000/s against TCP_RR at 30,000/s: 0.3×, the example's
+	// 0.325× direction, significant.
+	if got := shapeVerdicts(m)["TCP_CRR ÷ TCP_RR transaction rate, pod-to-pod same-node"]; got != ShapeHolds {
+		t.Errorf("CRR ÷ RR shape: %q, want %q\n%s", got, ShapeHolds, out["md"])
+	}
+	for _, l := range m.Cells {
+		switch {
+		case strings.HasPrefix(l.Row, "host-to-host same-node"):
+			if !strings.Contains(l.NotMeasured, "no host-to-host/same-node placement") {
+				t.Errorf("%s: %q, want why it has no equivalent", l.Row, l.NotMeasured)
+			}
+		case l.NotMeasured != "" || l.Ours == nil:
+			t.Errorf("%s / %s: not measured (%s) though the run has it", l.Row, l.Column, l.NotMeasured)
+		}
+	}
+	// The example's TCP_RR p50 of 46 µs against ours near 30 µs.
+	for _, l := range m.Cells {
+		if l.Row == "pod-to-pod same-node TCP_RR" && l.Column == "P50" {
+			if r := float64(l.Ratio); math.IsNaN(r) || r < 0.3 || r > 1 {
+				t.Errorf("TCP_RR P50 ours ÷ published = %v (%s)", r, l.RatioText)
+			}
+		}
+	}
+}
+
+func TestReproducedCilium2021(t *testing.T) {
+	run := recordedRun(t, "cilium-2021", factors{"native+wireguard": {"TCP_STREAM": 0.6, "TCP_STREAM_MULTI": 0.6}})
+	m, out := reproducedReport(t, run)
+	checkOriginalLayout(t, "cilium-2021", m, out)
+	ask := m.Shapes[0].Ask
+	if got := shapeVerdicts(m)[ask]; got != ShapeHolds {
+		t.Errorf("%s: %q, want %q (18 against 9 Gbit/s)\n%s", ask, got, ShapeHolds, out["md"])
+	}
+	if !strings.Contains(out["md"], "no equivalent here: no multi-flow TCP_RR or TCP_CRR test yet") {
+		t.Errorf("the 32-process rows do not say why they are not measured:\n%s", out["md"])
+	}
+}
+
+func TestReproducedTKE(t *testing.T) {
+	f := factors{
+		"ebpf":       {"HTTP_RPS_SHORT_C64": 0.5, "HTTP_RPS_C64": 0.9},
+		"vxlan+ebpf": {"HTTP_RPS_SHORT_C64": 0.5, "HTTP_RPS_C64": 0.9},
+	}
+	run := recordedRun(t, "tke", f)
+	m, out := reproducedReport(t, run)
+	checkOriginalLayout(t, "tke", m, out)
+	want := map[string]string{
+		"short-connection HTTP through a Service, Cilium native ÷ iptables": ShapeHolds,   // 0.5× here, 0.44× published
+		"keep-alive HTTP through a Service, Cilium native ÷ iptables":       ShapeHolds,   // 0.9× here, 0.87× published
+		"pod-to-pod throughput, Cilium native ÷ iptables":                   ShapeHolds,   // even both
+		"short-connection HTTP through a Service, Cilium overlay ÷ native":  ShapeHolds,   // even both (+2.7% published)
+		"TCP_RR p50, Cilium overlay ÷ native":                               ShapeDoesNot, // +12% published, even here
+	}
+	got := shapeVerdicts(m)
+	for _, s := range m.Shapes {
+		// B against A as asked: native's short connections half iptables'.
+		if strings.HasPrefix(s.Ask, "short-connection HTTP through a Service, Cilium native") && (s.EffectPct > -45 || s.EffectPct < -55) {
+			t.Errorf("%s: effect %v%%, want about -50%%", s.Ask, s.EffectPct)
+		}
+	}
+	for ask, w := range want {
+		if got[ask] != w {
+			t.Errorf("%s: %q, want %q", ask, got[ask], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d shapes, want %d: %v", len(got), len(want), got)
+	}
+	if !strings.Contains(out["md"], "| HTTP RPS short connection, c64 | Cilium native |") || !strings.Contains(out["md"], "vs iptables: published -55.9%") {
+		t.Errorf("the short-connection row does not show the published change against iptables:\n%s", out["md"])
+	}
+	if !strings.Contains(out["md"], "| Hubble overhead | Cilium native |") || !strings.Contains(out["md"], "no equivalent here: not in this profile's run yet: --profile security") {
+		t.Errorf("the Hubble row does not say why it is not measured")
+	}
+}
+
+// A run that measured less than the profile (other --tests) says, per
+// cell, why it has no number; the shapes on it are not judged.
+func TestReproducedSaysWhatWasNotMeasured(t *testing.T) {
+	run := recordedRun(t, "tke", nil)
+	var kept []results.Result
+	for _, r := range run.Results {
+		if r.Test != "HTTP_RPS_SHORT_C64" {
+			kept = append(kept, r)
+		}
+		if r.Test == "HTTP_RPS_C64" && r.Scenario == "ebpf" {
+			kept[len(kept)-1] = results.Result{Scenario: r.Scenario, Test: r.Test, Placement: r.Placement, Skipped: "the target has no Service datapath"}
+		}
+	}
+	run.Results = kept
+	m, out := reproducedReport(t, run)
+	if !strings.Contains(out["md"], "not measured in this run: HTTP_RPS_SHORT_C64 on pod-to-service/other-node was not in the plan") {
+		t.Errorf("no reason for the short-connection row:\n%s", out["md"])
+	}
+	if !strings.Contains(out["md"], "not measured on this target: the target has no Service datapath") {
+		t.Errorf("no reason for the skipped keep-alive cell:\n%s", out["md"])
+	}
+	if got := shapeVerdicts(m)["short-connection HTTP through a Service, Cilium native ÷ iptables"]; got != ShapeNotJudged {
+		t.Errorf("a shape on an unmeasured row: %q, want %q", got, ShapeNotJudged)
+	}
+}
+
+// A run of a profile of our own has no reproduced section.
+func TestNoReproductionWithoutAPublishedReport(t *testing.T) {
+	rep := buildFixture(t)
+	if rep.reproduced() != nil {
+		t.Fatal("a reproduced section for the standard profile")
+	}
+	if md := renderMDHTML(t, rep)["md"]; strings.Contains(md, "## Reproduced") {
+		t.Error("report.md has a reproduced section")
+	}
+}
+
+// The terminal's answers are preceded by the shapes' lines.
+func TestShapesInTheTerminal(t *testing.T) {
+	run := recordedRun(t, "connectivity-perf", nil)
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WriteAnswers(&b, rep)
+	out := b.String()
+	shapes, answers := strings.Index(out, "Shapes of cilium connectivity perf"), strings.Index(out, "Answers:")
+	if shapes < 0 || answers < shapes || !strings.Contains(out, "  - TCP_CRR ÷ TCP_RR transaction rate, pod-to-pod same-node: published 0.325×") {
+		t.Errorf("terminal:\n%s", out)
+	}
+}
+
+// checkBalanced: every element report.html opens is closed in order.
+func checkBalanced(t *testing.T, page string) {
+	t.Helper()
+	z := html.NewTokenizer(strings.NewReader(page))
+	var stack []string
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			if z.Err() != io.EOF {
+				t.Fatalf("tokenizer: %v", z.Err())
+			}
+			break
+		}
+		tok := z.Token()
+		switch {
+		case tt == html.StartTagToken && !voidElements[tok.Data]:
+			stack = append(stack, tok.Data)
+		case tt == html.EndTagToken:
+			if len(stack) == 0 || stack[len(stack)-1] != tok.Data {
+				t.Fatalf("</%s> closes %v", tok.Data, stack)
+			}
+			stack = stack[:len(stack)-1]
+		}
+	}
+	if len(stack) > 0 {
+		t.Errorf("left open: %v", stack)
+	}
+}
+
+// A results file naming a report this build does not hold still reports,
+// with a warning instead of the table.
+func TestUnknownPublishedReportIsAWarning(t *testing.T) {
+	run := recordedRun(t, "connectivity-perf", nil)
+	run.Plan.Reproduces.Report = "gone"
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.reproduced() != nil {
+		t.Error("a reproduced table for an unknown report")
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		found = found || strings.Contains(w, `no published report "gone"`)
+	}
+	if !found {
+		t.Errorf("no warning naming the report: %v", rep.Warnings)
+	}
+}

@@ -1,0 +1,48 @@
+package results
+
+// Reproduction lays a run out as a published report's table (package
+// published holds the report's figures): which of our measurements stands
+// for each of the original's cells, and the shapes — ratios between two
+// cells that carry over between machines, unlike absolute numbers. A
+// profile named after a report carries one; its run records it in
+// Plan.Reproduces so that the report is built from results alone.
+type Reproduction struct {
+	Report string `json:"report"` // the published report's id
+	// Cells are the original's cells we map, in its order (rows, then
+	// columns within a row).
+	Cells []ReproducedCell `json:"cells"`
+	// Shapes are judged with the run's paired statistics.
+	Shapes []Shape `json:"shapes,omitempty"`
+}
+
+// ReproducedCell is one of the original's cells and our measurement of
+// it; NoEquivalent says why we have none (then Test… are empty).
+type ReproducedCell struct {
+	Row       string `json:"row"`
+	Column    string `json:"column"`
+	Test      string `json:"test,omitempty"`
+	Placement string `json:"placement,omitempty"`
+	// Scenario is the run's scenario; "" is the run's first (a run of one
+	// scenario, as a cluster is).
+	Scenario     string `json:"scenario,omitempty"`
+	Metric       string `json:"metric,omitempty"`
+	NoEquivalent string `json:"no_equivalent,omitempty"`
+}
+
+// Shape is "B against A" for two of the original's cells: two scenarios
+// of one measurement (eBPF ÷ iptables), or two measurements of one
+// scenario (32 streams ÷ 1), paired round by round either way.
+type Shape struct {
+	Ask string  `json:"ask"`
+	A   CellRef `json:"a"`
+	B   CellRef `json:"b"`
+	// EvenWithinPct: a published ratio within ±EvenWithinPct of 1 is the
+	// shape "about even" (one round of the original cannot tell less).
+	EvenWithinPct float64 `json:"even_within_pct"`
+}
+
+// CellRef names one of the original's cells.
+type CellRef struct {
+	Row    string `json:"row"`
+	Column string `json:"column"`
+}

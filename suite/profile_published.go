@@ -1,0 +1,252 @@
+package suite
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/cnibench/cnibench/results"
+)
+
+// Profiles named after a published report run the report's tests with
+// its knobs mapped onto ours, and carry the layout of its table
+// (results.Reproduction) so that their report opens with the original's
+// table, the published figures (package published) beside ours.
+// docs/profiles.md has the mapping tables.
+
+// evenWithinPct: a published ratio within ±5% of 1, from one round, is
+// read as "about even".
+const evenWithinPct = 5
+
+// shape builds a results.Shape between two published cells.
+func shape(ask, rowA, colA, rowB, colB string) results.Shape {
+	return results.Shape{Ask: ask, A: results.CellRef{Row: rowA, Column: colA}, B: results.CellRef{Row: rowB, Column: colB}, EvenWithinPct: evenWithinPct}
+}
+
+// cell maps one published cell onto a measurement.
+func cell(row, column, test, placement, scenario, metric string) results.ReproducedCell {
+	return results.ReproducedCell{Row: row, Column: column, Test: test, Placement: placement, Scenario: scenario, Metric: metric}
+}
+
+// noEquivalent is a published cell we do not measure, and why.
+func noEquivalent(row, column, why string) results.ReproducedCell {
+	return results.ReproducedCell{Row: row, Column: column, NoEquivalent: why}
+}
+
+// connectivityPerfLatency are the columns of cilium connectivity perf's
+// request/response table, with our metric for each.
+var connectivityPerfLatency = []struct{ column, metric string }{
+	{"Min", "min latency"}, {"Mean", "mean latency"}, {"Max", "max latency"},
+	{"P50", "p50 latency"}, {"P90", "p90 latency"}, {"P99", "p99 latency"}, {"Transaction rate", "rate"},
+}
+
+// hostToHostSameNode is why that cell of cilium connectivity perf has no
+// equivalent here.
+const hostToHostSameNode = "no host-to-host/same-node placement: a node's host side is one network namespace, so host to itself is loopback, not a datapath"
+
+// connectivityPerfReproduction is cilium connectivity perf's matrix:
+// pod-to-pod and host-to-host × same-node and other-node, the
+// request/response tests with their latency columns and rate, then the
+// stream tests' throughput.
+func connectivityPerfReproduction() *results.Reproduction {
+	rep := &results.Reproduction{Report: "connectivity-perf"}
+	each := func(tests []string, cols func(row, test, placement string, same bool)) {
+		for _, path := range []string{"pod-to-pod", "host-to-host"} {
+			for _, node := range []string{"same-node", "other-node"} {
+				for _, t := range tests {
+					cols(path+" "+node+" "+t, t, path+"/"+node, path == "host-to-host" && node == "same-node")
+				}
+			}
+		}
+	}
+	each([]string{"TCP_CRR", "TCP_RR", "UDP_RR"}, func(row, test, placement string, none bool) {
+		for _, c := range connectivityPerfLatency {
+			if none {
+				rep.Cells = append(rep.Cells, noEquivalent(row, c.column, hostToHostSameNode))
+				continue
+			}
+			rep.Cells = append(rep.Cells, cell(row, c.column, test, placement, "", c.metric))
+		}
+	})
+	each([]string{"TCP_STREAM", "UDP_STREAM", "TCP_STREAM_MULTI", "UDP_STREAM_MULTI"}, func(row, test, placement string, none bool) {
+		if none {
+			rep.Cells = append(rep.Cells, noEquivalent(row, "Throughput", hostToHostSameNode))
+			return
+		}
+		rep.Cells = append(rep.Cells, cell(row, "Throughput", test, placement, "", "throughput"))
+	})
+	// The example's one ratio: what a new connection per transaction
+	// costs against a kept one, on one path.
+	rep.Shapes = []results.Shape{shape("TCP_CRR ÷ TCP_RR transaction rate, pod-to-pod same-node",
+		"pod-to-pod same-node TCP_RR", "Transaction rate", "pod-to-pod same-node TCP_CRR", "Transaction rate")}
+	return rep
+}
+
+// cilium2021Reproduction maps the 2021 CNI benchmark's table: its best
+// container path is our pod-to-pod/other-node on native routing; its N
+// processes of TCP_RR and TCP_CRR have no equivalent yet (our multi-flow
+// tests are streams).
+func cilium2021Reproduction() *results.Reproduction {
+	const col, pl = "best container path", PodToPodOtherNode
+	noMulti := "no multi-flow TCP_RR or TCP_CRR test yet (only the stream tests run N flows); TCP_RR and TCP_CRR run 1 flow in this profile"
+	return &results.Reproduction{Report: "cilium-2021",
+		Cells: []results.ReproducedCell{
+			cell("TCP_STREAM, 1 stream", col, "TCP_STREAM", pl, "native", "throughput"),
+			cell("TCP_STREAM, 32 streams", col, "TCP_STREAM_MULTI", pl, "native", "throughput"),
+			noEquivalent("TCP_RR, 32 processes", col, noMulti),
+			noEquivalent("TCP_CRR, 32 processes", col, noMulti),
+		},
+		Shapes: []results.Shape{shape("N streams ÷ 1 stream throughput (theirs: 32 streams on 32 threads; ours: N = the cores here)",
+			"TCP_STREAM, 1 stream", col, "TCP_STREAM, 32 streams", col)},
+	}
+}
+
+// tkeColumns are TKE's columns as lab scenarios: kube-proxy iptables on
+// native routing, Cilium's eBPF Services natively routed and over VXLAN.
+var tkeColumns = []struct{ column, scenario string }{{"iptables", "iptables"}, {"Cilium native", "ebpf"}, {"Cilium overlay", "vxlan+ebpf"}}
+
+// tkeReproduction maps TKE's table: the rows with a test here on every
+// column; the policy, L7, Hubble, map-memory and Service-scale rows are
+// other profiles' (security, `sweep`) and said so.
+func tkeReproduction() *results.Reproduction {
+	rep := &results.Reproduction{Report: "tke"}
+	measured := []struct{ row, test, placement, metric string }{
+		{"Pod-to-pod throughput, 8 streams", "TCP_STREAM_MULTI", PodToPodOtherNode, "throughput"},
+		{"HTTP RPS keepalive, c64, via Service", "HTTP_RPS_C64", PodToServiceOtherNode, "request rate"},
+		{"HTTP RPS short connection, c64", "HTTP_RPS_SHORT_C64", PodToServiceOtherNode, "request rate"},
+		{"TCP_RR p50", "TCP_RR", PodToPodOtherNode, "p50 latency"},
+		{"TCP_RR p99", "TCP_RR", PodToPodOtherNode, "p99 latency"},
+		{"TCP_CRR p99", "TCP_CRR", PodToPodOtherNode, "p99 latency"},
+		{"HTTP p99 at 1,000 QPS", "HTTP_QPS_1000", PodToServiceOtherNode, "p99 latency"},
+	}
+	for _, m := range measured {
+		for _, c := range tkeColumns {
+			rep.Cells = append(rep.Cells, cell(m.row, c.column, m.test, m.placement, c.scenario, m.metric))
+		}
+	}
+	other := []struct{ row, why string }{
+		{"L3/L4 policy overhead", "not in this profile's run yet: --profile security measures it (ebpf+policy against ebpf)"},
+		{"L7 policy overhead", "not in this profile's run yet: --profile security measures it (ebpf+l7-node against ebpf)"},
+		{"Hubble overhead", "not in this profile's run yet: --profile security measures it (ebpf+flows against ebpf)"},
+		{"BPF map memory per node (LB map 1.02M)", "not in this profile's run yet: the lab reports the datapath's memory at the Service counts of `cnibench sweep`"},
+	}
+	for _, s := range []string{"5,000", "10,000", "20,000", "30,000"} {
+		other = append(other, struct{ row, why string }{"Service scale " + s + ": short-connection RPS",
+			"not in this profile's run yet: `cnibench sweep` measures short-connection RPS against the Service count (docs/service-scale.md)"})
+	}
+	for _, o := range other {
+		for _, c := range tkeColumns {
+			rep.Cells = append(rep.Cells, noEquivalent(o.row, c.column, o.why))
+		}
+	}
+	for _, s := range []struct{ ask, row string }{
+		{"short-connection HTTP through a Service, Cilium native ÷ iptables", "HTTP RPS short connection, c64"},
+		{"keep-alive HTTP through a Service, Cilium native ÷ iptables", "HTTP RPS keepalive, c64, via Service"},
+		{"pod-to-pod throughput, Cilium native ÷ iptables", "Pod-to-pod throughput, 8 streams"},
+	} {
+		rep.Shapes = append(rep.Shapes, shape(s.ask, s.row, "iptables", s.row, "Cilium native"))
+	}
+	for _, s := range []struct{ ask, row string }{
+		{"short-connection HTTP through a Service, Cilium overlay ÷ native", "HTTP RPS short connection, c64"},
+		{"TCP_RR p50, Cilium overlay ÷ native", "TCP_RR p50"},
+	} {
+		rep.Shapes = append(rep.Shapes, shape(s.ask, s.row, "Cilium native", s.row, "Cilium overlay"))
+	}
+	return rep
+}
+
+// tkeQuestions are the shapes between scenarios as the profile's
+// questions: answered first, held to a false-discovery rate among
+// themselves.
+func tkeQuestions() []results.Question {
+	rep := tkeReproduction()
+	scenario := func(ref results.CellRef) (results.ReproducedCell, bool) {
+		for _, c := range rep.Cells {
+			if c.Row == ref.Row && c.Column == ref.Column && c.NoEquivalent == "" {
+				return c, true
+			}
+		}
+		return results.ReproducedCell{}, false
+	}
+	var qs []results.Question
+	for _, s := range rep.Shapes {
+		a, okA := scenario(s.A)
+		b, okB := scenario(s.B)
+		if okA && okB && a.Test == b.Test && a.Placement == b.Placement {
+			qs = append(qs, results.Question{Ask: s.Ask, Test: b.Test, Placement: b.Placement, Metric: b.Metric, A: a.Scenario, B: b.Scenario})
+		}
+	}
+	return qs
+}
+
+// streamsPerCore is the N of the cilium-2021 profile's N flows: the
+// cores this machine has, as the original ran one per hardware thread.
+var streamsPerCore = runtime.NumCPU()
+
+func publishedProfiles() []Profile {
+	return []Profile{
+		{
+			Name: "connectivity-perf",
+			About: "cilium connectivity perf's matrix: TCP_CRR, TCP_RR, UDP_RR (min, mean, max, p50, p90, p99 latency and rate) and TCP_STREAM, UDP_STREAM " +
+				"and their multi-flow variants (4 flows) on pod-to-pod same-node and other-node and host-to-host other-node, 10 s each as cilium-cli, " +
+				"5 rounds (cilium-cli's one sample gives no interval); opens with its table beside the published example",
+			Tests:      []string{"TCP_CRR", "TCP_RR", "UDP_RR", "TCP_STREAM", "UDP_STREAM", "TCP_STREAM_MULTI", "UDP_STREAM_MULTI"},
+			Placements: AllPlacements,
+			Duration:   10 * time.Second,
+			Warmup:     1 * time.Second,
+			Rounds:     5,
+			Streams:    4,
+			Reproduces: connectivityPerfReproduction(),
+		},
+		{
+			Name: "cilium-2021",
+			About: fmt.Sprintf("Cilium's 2021 CNI benchmark: TCP_STREAM with 1 and N flows (N = this machine's %d cores), TCP_RR and TCP_CRR (1 flow), "+
+				"CPU per unit of work on both ends, on pod-to-pod/other-node beside the host-to-host baseline, natively routed with and without "+
+				"WireGuard, 5 interleaved rounds of 2 s; opens with its table", streamsPerCore),
+			Tests:      []string{"TCP_STREAM", "TCP_STREAM_MULTI", "TCP_RR", "TCP_CRR"},
+			Placements: []string{PodToPodOtherNode, HostToHostOtherNod},
+			Duration:   2 * time.Second,
+			Warmup:     500 * time.Millisecond,
+			Rounds:     5,
+			Streams:    streamsPerCore,
+			Scenarios:  []string{"native", "native+wireguard"},
+			Ask:        "what the 2021 CNI benchmark's paths and WireGuard give on this machine",
+			Questions: append(addedPartQuestions([]string{"native", "native+wireguard"}, "TCP_STREAM", PodToPodOtherNode, "throughput", "cost on throughput"),
+				addedPartQuestions([]string{"native", "native+wireguard"}, "TCP_RR", PodToPodOtherNode, "rate", "cost on request-response rate")...),
+			Reproduces: cilium2021Reproduction(),
+		},
+		{
+			Name: "tke",
+			About: "Tencent's TKE benchmark: kube-proxy iptables, eBPF natively routed and eBPF over VXLAN; pod-to-pod TCP_STREAM_MULTI (8 flows), " +
+				"HTTP_RPS_C64, HTTP_RPS_SHORT_C64 and HTTP_QPS_1000 through a Service, TCP_RR and TCP_CRR latency, 5 interleaved rounds of 2 s; " +
+				"opens with TKE's table and its shapes (eBPF ÷ iptables, overlay ÷ native) judged here",
+			Tests:      []string{"TCP_STREAM_MULTI", "HTTP_RPS_C64", "HTTP_RPS_SHORT_C64", "TCP_RR", "TCP_CRR", "HTTP_QPS_1000"},
+			Placements: []string{PodToPodOtherNode, PodToServiceOtherNode},
+			Duration:   2 * time.Second,
+			Warmup:     500 * time.Millisecond,
+			Rounds:     5,
+			Streams:    8,
+			Scenarios:  tkeScenarios(),
+			Ask:        "whether TKE's iptables-vs-eBPF shapes hold here",
+			Questions:  tkeQuestions(),
+			Reproduces: tkeReproduction(),
+		},
+	}
+}
+
+func tkeScenarios() []string {
+	var out []string
+	for _, c := range tkeColumns {
+		out = append(out, c.scenario)
+	}
+	return out
+}
+
+// ReproducedReport is the id of the published report the profile
+// reproduces, "" for none.
+func (p Profile) ReproducedReport() string {
+	if p.Reproduces == nil {
+		return ""
+	}
+	return p.Reproduces.Report
+}

@@ -1,0 +1,142 @@
+package suite
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/published"
+	"github.com/cnibench/cnibench/report"
+	"github.com/cnibench/cnibench/results"
+)
+
+// Every profile resolves on the lab with its own defaults.
+func TestEveryProfileResolves(t *testing.T) {
+	for _, name := range ProfileNames() {
+		p, err := Options{Profile: name}.Resolve()
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if p.Samples() == 0 {
+			t.Errorf("%s: resolves to no sample", name)
+		}
+	}
+}
+
+// A profile named after a published report maps every figure the report
+// printed onto one of its own tests, placements and scenarios, or says
+// why it cannot; its shapes join two mapped cells.
+func TestPublishedProfilesMapTheirReport(t *testing.T) {
+	for _, name := range []string{"connectivity-perf", "cilium-2021", "tke"} {
+		prof, err := LookupProfile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := Options{Profile: name}.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp := plan.Reproduces
+		if rp == nil || rp.Report != name {
+			t.Fatalf("%s: plan reproduces %+v, want the report named after the profile", name, rp)
+		}
+		pub, err := published.Lookup(rp.Report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapped := map[[2]string]bool{}
+		for _, c := range rp.Cells {
+			where := name + " " + c.Row + " / " + c.Column
+			if !pub.HasRow(c.Row) || !pub.HasColumn(c.Column) {
+				t.Errorf("%s: not a cell of the published table", where)
+			}
+			mapped[[2]string{c.Row, c.Column}] = true
+			if c.NoEquivalent != "" {
+				continue
+			}
+			if !slices.Contains(plan.Tests, c.Test) || !slices.Contains(plan.Placements, c.Placement) || c.Metric == "" {
+				t.Errorf("%s: %s on %s (%q) is not in the profile's plan", where, c.Test, c.Placement, c.Metric)
+			}
+			if (len(prof.Scenarios) == 0) != (c.Scenario == "") || (c.Scenario != "" && !slices.Contains(prof.Scenarios, c.Scenario)) {
+				t.Errorf("%s: scenario %q is not one of the profile's %v", where, c.Scenario, prof.Scenarios)
+			}
+		}
+		for _, c := range pub.Cells {
+			if !mapped[[2]string{c.Row, c.Column}] {
+				t.Errorf("%s: the published %s / %s is neither mapped nor said to have no equivalent", name, c.Row, c.Column)
+			}
+		}
+		if len(rp.Shapes) == 0 {
+			t.Errorf("%s: no shape", name)
+		}
+		for _, s := range rp.Shapes {
+			for _, ref := range []struct{ row, col string }{{s.A.Row, s.A.Column}, {s.B.Row, s.B.Column}} {
+				if _, ok := pub.Cell(ref.row, ref.col); !ok {
+					t.Errorf("%s: shape %q: no published figure at %s / %s", name, s.Ask, ref.row, ref.col)
+				}
+			}
+		}
+	}
+}
+
+// TKE's shapes between scenarios are the profile's questions.
+func TestTKEShapesAreQuestions(t *testing.T) {
+	prof, _ := LookupProfile("tke")
+	if len(prof.Questions) != len(prof.Reproduces.Shapes) {
+		t.Fatalf("%d questions for %d shapes", len(prof.Questions), len(prof.Reproduces.Shapes))
+	}
+	q := prof.Questions[0]
+	if q.Test != "HTTP_RPS_SHORT_C64" || q.Placement != PodToServiceOtherNode || q.A != "iptables" || q.B != "ebpf" || q.Metric != "request rate" {
+		t.Errorf("first question %+v, want short-connection HTTP, ebpf vs iptables", q)
+	}
+}
+
+// A connectivity-perf run, cut to two tests on one placement, through the
+// real runner and engines on a loopback agent: results.json records the
+// profile's reproduction, and its report opens with cilium connectivity
+// perf's table and judges the shape on what was measured.
+func TestConnectivityPerfRunReproduces(t *testing.T) {
+	c := startAgent(t)
+	var calls []string
+	plan, err := Options{Profile: "connectivity-perf", Tests: []string{"TCP_RR", "TCP_CRR"}, Placements: []string{PodToPodSameNode},
+		Duration: 150 * time.Millisecond}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Warmup = 0
+	out := t.TempDir()
+	r := &Runner{Scenarios: []Scenario{{Name: "loop", Target: loopTarget{c, &calls, "loop"}}}, Plan: plan, OutDir: out, RunID: "test"}
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	disk, err := results.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp := disk.Plan.Reproduces; rp == nil || rp.Report != "connectivity-perf" || len(rp.Cells) == 0 {
+		t.Fatalf("results.json reproduces %+v", rp)
+	}
+	rep, err := report.Build([]report.Input{{Run: disk}}, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	if err := report.Markdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	page := md.String()
+	if !strings.Contains(page, "## Reproduced: cilium connectivity perf") ||
+		!regexp.MustCompile(`\| pod-to-pod same-node TCP_RR \| P50 \| TCP_RR · pod-to-pod/same-node · the run's scenario · p50 latency \| 46\.0 µs \| [0-9.,]+ `).MatchString(page) {
+		t.Fatalf("report.md does not open with the measured table:\n%s", page)
+	}
+	if !strings.Contains(page, "not measured in this run: UDP_RR on pod-to-pod/same-node was not in the plan") {
+		t.Error("a test the run left out does not say so")
+	}
+	if !regexp.MustCompile(`- TCP_CRR ÷ TCP_RR transaction rate, pod-to-pod same-node: published 0.325× .* here .* → (holds|does not hold|not shown)`).MatchString(page) {
+		t.Errorf("the shape is not judged on 5 measured rounds:\n%s", page)
+	}
+}

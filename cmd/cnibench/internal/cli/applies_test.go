@@ -47,6 +47,11 @@ func TestFlagApplies(t *testing.T) {
 // same manifests.
 func TestScheduleCommandIsRunTests(t *testing.T) {
 	t.Setenv("KUBECONFIG", "/nonexistent")
+	// The manifests carry the run ID, which names the start second: two
+	// runs a second apart would differ in it alone.
+	was := newRunID
+	newRunID = func() string { return "20261202-000000-0001" }
+	t.Cleanup(func() { newRunID = was })
 	common := []string{"--target", "k8s", "--dry-run", "--client-node", "a", "--server-node", "b"}
 	for _, c := range []struct {
 		cmd, test string

@@ -262,7 +262,9 @@ func splitList(s string) []string {
 	return out
 }
 
-func newRunID() string {
+// newRunID names a run by its start second and the process; a variable so
+// that tests comparing two runs' output can hold it still.
+var newRunID = func() string {
 	return time.Now().UTC().Format("20060102-150405") + fmt.Sprintf("-%04x", os.Getpid()&0xffff)
 }
 

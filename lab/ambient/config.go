@@ -39,13 +39,7 @@ func config(s Spec, n Node, f files) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	w("# cnibench ambient proxy of %s (ztunnel's role)", n.Name)
-	w("global")
-	w("    nbthread 1")
-	w("    maxconn %d", maxConn)
-	w("    log stderr format raw local0 warning")
-	w("    stats socket abns@%s level operator", f.Stats)
-	w("    ssl-default-bind-options ssl-min-ver TLSv1.3")
-	w("    ssl-default-server-options ssl-min-ver TLSv1.3")
+	globalSection(w, f.Stats)
 	w("")
 	w("defaults")
 	w("    mode tcp")
@@ -88,4 +82,17 @@ func config(s Spec, n Node, f files) string {
 		w("    server waypoint %s:%d ssl verify required ca-file %s crt %s send-proxy-v2", wp.IP, PortWaypoint, f.CA, f.Cert)
 	}
 	return b.String()
+}
+
+// globalSection is what every proxy of the mesh (node proxies and the
+// waypoint) shares: one thread, the connection bound, warnings to stderr,
+// its abstract stats socket, and TLS 1.3 only.
+func globalSection(w func(format string, a ...any), stats string) {
+	w("global")
+	w("    nbthread 1")
+	w("    maxconn %d", maxConn)
+	w("    log stderr format raw local0 warning")
+	w("    stats socket abns@%s level operator", stats)
+	w("    ssl-default-bind-options ssl-min-ver TLSv1.3")
+	w("    ssl-default-server-options ssl-min-ver TLSv1.3")
 }

@@ -125,13 +125,7 @@ func waypointConfig(s Spec, wp Node, ws WaypointSpec, f files) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	w("# cnibench ambient waypoint on %s (one per namespace, L7 policy)", wp.Name)
-	w("global")
-	w("    nbthread 1")
-	w("    maxconn %d", maxConn)
-	w("    log stderr format raw local0 warning")
-	w("    stats socket abns@%s level operator", f.Stats)
-	w("    ssl-default-bind-options ssl-min-ver TLSv1.3")
-	w("    ssl-default-server-options ssl-min-ver TLSv1.3")
+	globalSection(w, f.Stats)
 	w("")
 	w("defaults")
 	w("    mode http")

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -249,6 +250,19 @@ func DeleteNamed(name string) error {
 		return err
 	}
 	return nil
+}
+
+// PathsWithNamed is paths (namespace files a state file recorded) with
+// every /run/netns/<prefix>* added that is not among them: what a crash
+// cleanup sweeps, so it also finds namespaces its state file never named.
+func PathsWithNamed(paths []string, prefix string) ([]string, error) {
+	named, err := ListNamed(prefix)
+	for _, n := range named {
+		if p := Path(n); !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	return paths, err
 }
 
 // ListNamed returns the names under /run/netns that start with prefix.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,14 +32,8 @@ func Cleanup(stateDir, prefix string) error {
 			errs = append(errs, fmt.Errorf("ambient: state file: %w", err))
 		}
 	}
-	nss := m.namespaces()
-	named, err := netnsx.ListNamed(prefix)
+	nss, err := netnsx.PathsWithNamed(m.namespaces(), prefix)
 	errs = append(errs, err)
-	for _, n := range named {
-		if p := netnsx.Path(n); !slices.Contains(nss, p) {
-			nss = append(nss, p)
-		}
-	}
 	for _, ns := range nss {
 		errs = append(errs, m.unwire(ctx, ns))
 	}

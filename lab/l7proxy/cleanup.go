@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,14 +35,8 @@ func Cleanup(stateDir, prefix string) error {
 			errs = append(errs, fmt.Errorf("l7proxy: state file: %w", err))
 		}
 	}
-	nss := d.ruleNamespaces()
-	named, err := netnsx.ListNamed(prefix)
+	nss, err := netnsx.PathsWithNamed(d.ruleNamespaces(), prefix)
 	errs = append(errs, err)
-	for _, n := range named {
-		if p := netnsx.Path(n); !slices.Contains(nss, p) {
-			nss = append(nss, p)
-		}
-	}
 	for _, ns := range nss {
 		errs = append(errs, d.removeRules(ctx, ns))
 	}

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/netnsx"
-	"github.com/cnibench/cnibench/lab/l7proxy"
+	"github.com/cnibench/cnibench/lab/haproxy"
 )
 
 // Cleanup removes what a mesh of prefix in stateDir left after a crash,
@@ -38,11 +36,11 @@ func Cleanup(stateDir, prefix string) error {
 		errs = append(errs, m.unwire(ctx, ns))
 	}
 	cfgs := filePrefix(stateDir, prefix)
-	for _, pid := range l7proxy.OwnPids(cfgs) {
-		errs = append(errs, l7proxy.KillOwn(pid, cfgs))
+	for _, pid := range haproxy.OwnPids(cfgs) {
+		errs = append(errs, haproxy.KillOwn(pid, cfgs))
 	}
 	if m.Opts.CgroupParent != "" {
-		errs = append(errs, l7proxy.RemoveCgroup(filepath.Join(m.Opts.CgroupParent, "amb-"+waypointName)))
+		errs = append(errs, haproxy.RemoveCgroup(filepath.Join(m.Opts.CgroupParent, "amb-"+waypointName)))
 	}
 	errs = append(errs, removeFiles(stateDir, prefix, m.Proxies))
 	return errors.Join(errs...)
@@ -51,36 +49,9 @@ func Cleanup(stateDir, prefix string) error {
 // removeFiles removes the proxies' cgroups, then every <prefix>amb-* file
 // and the state file in stateDir.
 func removeFiles(stateDir, prefix string, ps []*proxy) error {
-	var errs []error
+	var cgroups []string
 	for _, p := range ps {
-		if p.Cgroup != "" {
-			errs = append(errs, l7proxy.RemoveCgroup(p.Cgroup))
-		}
+		cgroups = append(cgroups, p.Cgroup)
 	}
-	files, _ := filepath.Glob(filePrefix(stateDir, prefix) + "*")
-	files = append(files, stateFile(stateDir, prefix))
-	for _, f := range files {
-		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("ambient: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// cgroupCPU reads usage_usec of dir's cpu.stat.
-func cgroupCPU(dir string) (time.Duration, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
-	if err != nil {
-		return 0, fmt.Errorf("ambient: %w", err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "usage_usec "); ok {
-			us, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("ambient: cpu.stat usage_usec %q: %w", v, err)
-			}
-			return time.Duration(us) * time.Microsecond, nil
-		}
-	}
-	return 0, errors.New("ambient: cpu.stat has no usage_usec")
+	return haproxy.RemoveFiles(filePrefix(stateDir, prefix)+"*", stateFile(stateDir, prefix), cgroups)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/lab/haproxy"
 	"github.com/cnibench/cnibench/lab/l7proxy"
 	"github.com/cnibench/cnibench/lab/labtest"
 )
@@ -43,14 +44,14 @@ func TestLabDownAfterCrash(t *testing.T) {
 	if _, err := m.StartWaypoint(context.Background(), WaypointSpec{Rules: l7proxy.BenchRules, Dests: []string{fmt.Sprintf("%s:%d", l.Nodes[1].Pods[0].IP, httpload.DefaultPort)}}); err != nil {
 		t.Fatal(err)
 	}
-	if pids := l7proxy.OwnPids(filePrefix(dir, l.Prefix)); len(pids) != 3 {
+	if pids := haproxy.OwnPids(filePrefix(dir, l.Prefix)); len(pids) != 3 {
 		t.Fatalf("%d proxies, want 2 node proxies and the waypoint", len(pids))
 	}
 	down = true
 	if _, err := lab.Down(cfg.StateDir, cfg.Name); err != nil {
 		t.Fatal(err)
 	}
-	if pids := l7proxy.OwnPids(filePrefix(dir, l.Prefix)); len(pids) != 0 {
+	if pids := haproxy.OwnPids(filePrefix(dir, l.Prefix)); len(pids) != 0 {
 		t.Errorf("proxies left after lab down: %v", pids)
 	}
 	if _, err := os.Stat(dir); err == nil {
@@ -98,7 +99,7 @@ func TestCleanupAfterCrash(t *testing.T) {
 	if err := Cleanup(dir, l.Prefix); err != nil {
 		t.Fatal(err)
 	}
-	if pids := l7proxy.OwnPids(filePrefix(dir, l.Prefix)); len(pids) != 0 {
+	if pids := haproxy.OwnPids(filePrefix(dir, l.Prefix)); len(pids) != 0 {
 		t.Errorf("proxies left: %v", pids)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {

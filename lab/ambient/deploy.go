@@ -88,7 +88,7 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Mesh, error) {
 		err := os.WriteFile(f.Cert, cs.Nodes[n.Name], 0o600)
 		var p *proxy
 		if err == nil {
-			p, err = startProxy(ctx, "ztunnel-"+n.Name, n, config(spec, n, f), f.Stats, base+n.Name, opts, nodeReady)
+			p, err = startProxy(ctx, "ztunnel-"+n.Name, n, config(spec, n, f), f.Stats, base+n.Name, opts, parseStat)
 		}
 		if p != nil {
 			m.Proxies = append(m.Proxies, p)
@@ -163,7 +163,7 @@ func (m *Mesh) Close() error {
 		errs = append(errs, m.unwire(ctx, ns))
 	}
 	for _, p := range m.Proxies {
-		errs = append(errs, p.stop())
+		errs = append(errs, p.Stop())
 	}
 	errs = append(errs, removeFiles(m.Opts.StateDir, m.Opts.Prefix, m.Proxies))
 	return errors.Join(errs...)
@@ -241,7 +241,7 @@ func (m *Mesh) Names() []string {
 func (m *Mesh) CPU() (map[string]time.Duration, error) {
 	out := map[string]time.Duration{}
 	for _, p := range m.Proxies {
-		c, err := p.cpu()
+		c, err := p.CPU()
 		if err != nil {
 			return nil, fmt.Errorf("ambient: CPU of %s: %w", p.Name, err)
 		}

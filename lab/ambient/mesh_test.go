@@ -12,7 +12,7 @@ import (
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/internal/nsexec"
-	"github.com/cnibench/cnibench/lab/l7proxy"
+	"github.com/cnibench/cnibench/lab/haproxy"
 	"github.com/cnibench/cnibench/lab/labtest"
 )
 
@@ -72,7 +72,7 @@ func TestMesh(t *testing.T) {
 	if line, err := m.ProveHTTP(ctx, from, net.JoinHostPort(to.IP, strconv.Itoa(httpload.DefaultPort))); err == nil || !strings.Contains(err.Error(), "want 200 through a tunnel") {
 		t.Errorf("without the capture rules the HTTP proof says %q, %v; want it to fail: no tunnel", line, err)
 	}
-	pids := l7proxy.OwnPids(filePrefix(dir, l.Prefix))
+	pids := haproxy.OwnPids(filePrefix(dir, l.Prefix))
 	if len(pids) != 2 {
 		t.Errorf("%d proxy processes, want 2", len(pids))
 	}
@@ -80,7 +80,7 @@ func TestMesh(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if pids := l7proxy.OwnPids(filePrefix(dir, l.Prefix)); len(pids) != 0 {
+	if pids := haproxy.OwnPids(filePrefix(dir, l.Prefix)); len(pids) != 0 {
 		t.Errorf("processes left: %v", pids)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {

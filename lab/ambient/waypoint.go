@@ -1,7 +1,6 @@
 package ambient
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/internal/nsexec"
+	"github.com/cnibench/cnibench/lab/haproxy"
 	"github.com/cnibench/cnibench/lab/l7proxy"
 )
 
@@ -85,7 +85,7 @@ func (m *Mesh) StartWaypoint(ctx context.Context, ws WaypointSpec) (*Waypoint, e
 	base := filePrefix(o.StateDir, o.Prefix)
 	f := files{CA: base + "ca.pem", Cert: base + waypointName + ".pem", Stats: o.Prefix + "amb-" + waypointName}
 	w := &Waypoint{Spec: ws, mesh: m}
-	p, err := startProxy(ctx, waypointName, wpNode, waypointConfig(m.Spec, wpNode, ws, f), f.Stats, base+waypointName, o, waypointReady)
+	p, err := startProxy(ctx, waypointName, wpNode, waypointConfig(m.Spec, wpNode, ws, f), f.Stats, base+waypointName, o, parseWaypointStat)
 	if p != nil {
 		w.Proxy = p
 	}
@@ -162,41 +162,41 @@ type WaypointCounters struct {
 	Denied   uint64 `json:"denied"`   // frontend dreq
 }
 
-func waypointReady(p *proxy) error { _, err := showStat(p, parseWaypointStat); return err }
-
 // Counters reads the waypoint's counters.
-func (w *Waypoint) Counters() (WaypointCounters, error) { return showStat(w.Proxy, parseWaypointStat) }
+func (w *Waypoint) Counters() (WaypointCounters, error) {
+	return haproxy.ShowStat(w.Proxy.Netns, &w.Proxy.Proc, parseWaypointStat)
+}
 
 // parseWaypointStat takes req_tot and dreq of frontend "in".
 func parseWaypointStat(rd io.Reader) (WaypointCounters, error) {
-	sc := bufio.NewScanner(rd)
-	var cols map[string]int
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "# ") {
-			cols = map[string]int{}
-			for i, n := range strings.Split(strings.TrimPrefix(line, "# "), ",") {
-				cols[n] = i
-			}
-			continue
+	var c WaypointCounters
+	var errs []error
+	found := false
+	err := haproxy.StatRows(rd, func(cols map[string]int, f []string) {
+		if found || f[0] != "in" || f[1] != "FRONTEND" {
+			return
 		}
-		f := strings.Split(line, ",")
-		if len(f) < 2 || f[0] != "in" || f[1] != "FRONTEND" {
-			continue
-		}
+		found = true
 		ri, ok1 := cols["req_tot"]
 		di, ok2 := cols["dreq"]
 		if !ok1 || !ok2 || ri >= len(f) || di >= len(f) {
-			return WaypointCounters{}, errors.New("ambient: show stat has no req_tot or dreq")
+			errs = append(errs, errors.New("ambient: show stat has no req_tot or dreq"))
+			return
 		}
 		r, err1 := strconv.ParseUint(f[ri], 10, 64)
 		d, err2 := strconv.ParseUint(f[di], 10, 64)
 		if err := errors.Join(err1, err2); err != nil {
-			return WaypointCounters{}, fmt.Errorf("ambient: waypoint show stat: %w", err)
+			errs = append(errs, fmt.Errorf("ambient: waypoint show stat: %w", err))
 		}
-		return WaypointCounters{Requests: r, Denied: d}, nil
+		c = WaypointCounters{Requests: r, Denied: d}
+	})
+	if !found {
+		errs = append(errs, errors.New("ambient: show stat lacks the frontend \"in\""))
 	}
-	return WaypointCounters{}, errors.Join(sc.Err(), errors.New("ambient: show stat lacks the frontend \"in\""))
+	if err := errors.Join(append(errs, err)...); err != nil {
+		return WaypointCounters{}, err
+	}
+	return c, nil
 }
 
 // Prove checks the waypoint on every destination from pod from: GET /
@@ -257,7 +257,7 @@ func httpGet(ctx context.Context, p Pod, addr, path string) (int, string, error)
 }
 
 // CPU is the waypoint's CPU time so far.
-func (w *Waypoint) CPU() (time.Duration, error) { return w.Proxy.cpu() }
+func (w *Waypoint) CPU() (time.Duration, error) { return w.Proxy.CPU() }
 
 // Close removes the waypoint's rules, stops it, removes its cgroup and
 // files (the certificate stays the mesh's). Idempotent.
@@ -271,9 +271,9 @@ func (w *Waypoint) Close() error {
 		}
 	}
 	if w.Proxy != nil {
-		errs = append(errs, w.Proxy.stop())
+		errs = append(errs, w.Proxy.Stop())
 		if w.Proxy.Cgroup != "" {
-			errs = append(errs, l7proxy.RemoveCgroup(w.Proxy.Cgroup))
+			errs = append(errs, haproxy.RemoveCgroup(w.Proxy.Cgroup))
 		}
 		for _, f := range []string{w.Proxy.Cfg, w.Proxy.Log} {
 			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/lab/haproxy"
 	"github.com/cnibench/cnibench/lab/l7proxy"
 	"github.com/cnibench/cnibench/lab/labtest"
 )
@@ -68,7 +69,7 @@ func TestWaypoint(t *testing.T) {
 	if err != nil || st != http.StatusOK || via != "" {
 		t.Errorf("after the waypoint closed: %d through %q (%v), want 200 from the server itself", st, via, err)
 	}
-	if pids := l7proxy.OwnPids(filePrefix(dir, l.Prefix) + waypointName); len(pids) != 0 {
+	if pids := haproxy.OwnPids(filePrefix(dir, l.Prefix) + waypointName); len(pids) != 0 {
 		t.Errorf("waypoint processes left: %v", pids)
 	}
 	if cg := filepath.Join(l.CgroupRoot, "amb-"+waypointName); l.CgroupRoot != "" {

@@ -128,7 +128,7 @@ func (d *Deployment) Close() error {
 		errs = append(errs, d.removeRules(ctx, ns))
 	}
 	for _, p := range d.Proxies {
-		errs = append(errs, p.stop())
+		errs = append(errs, p.Stop())
 	}
 	errs = append(errs, removeFiles(d.Opts.StateDir, d.Opts.Prefix, d.Proxies))
 	return errors.Join(errs...)
@@ -172,7 +172,7 @@ type Usage struct {
 func (d *Deployment) CPU() (Usage, error) {
 	u := Usage{ByProxy: map[string]time.Duration{}}
 	for _, p := range d.Proxies {
-		c, err := p.cpu()
+		c, err := p.CPU()
 		if err != nil {
 			return u, fmt.Errorf("%s: %w", p.Name, err)
 		}
@@ -209,7 +209,7 @@ func (d *Deployment) Names() []string {
 func (d *Deployment) Log() string {
 	var b strings.Builder
 	for _, p := range d.Proxies {
-		fmt.Fprintf(&b, "%s: %s\n", p.Name, p.logTail())
+		fmt.Fprintf(&b, "%s: %s\n", p.Name, p.LogTail())
 	}
 	return b.String()
 }

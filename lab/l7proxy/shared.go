@@ -2,12 +2,12 @@ package l7proxy
 
 import (
 	"context"
-	"time"
 )
 
-// The helpers below are l7proxy's process and nat-table hygiene, exported
-// so that another lab proxy package (lab/ambient) stops its HAProxy
-// processes and leaves a node's nat table as it found it the same way.
+// The helpers below are l7proxy's nat-table hygiene and rule syntax,
+// exported so that another lab proxy package (lab/ambient) leaves a node's
+// nat table as it found it and enforces the same rules the same way
+// (their HAProxy processes are lab/haproxy's).
 
 // NatState is what a namespace's ip nat table held before a package added
 // its first rule there.
@@ -32,17 +32,6 @@ func RestoreNat(ctx context.Context, ns string, before NatState) error {
 	return restoreNat(ctx, ns, before)
 }
 
-// OwnPids are the processes whose command line contains s (a config path
-// prefix under a lab's state dir), found by scanning /proc.
-func OwnPids(s string) []int { return ownPids(s) }
-
-// KillOwn ends pid if its command line still contains s: SIGTERM, then
-// SIGKILL after 3 s, and waits for it to go.
-func KillOwn(pid int, s string) error { return killOwn(pid, s) }
-
-// RemoveCgroup removes an emptied cgroup v2 dir, waiting out EBUSY.
-func RemoveCgroup(dir string) error { return rmdirCgroup(dir) }
-
 // RemoveTaggedNat deletes every nat rule whose comment is t in the
 // namespace at ns (found with iptables-save); a missing namespace holds
 // none.
@@ -57,7 +46,3 @@ func RuleACL(r HTTPRule) string { return conditions(r) }
 
 // ValidateRule says, in one line, what is wrong with r.
 func ValidateRule(r HTTPRule) error { return r.validate() }
-
-// ProcessCPU is utime+stime of a live process (for a proxy without a
-// cgroup of its own).
-func ProcessCPU(pid int) (time.Duration, error) { return procCPU(pid) }

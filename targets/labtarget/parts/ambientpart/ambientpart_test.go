@@ -13,7 +13,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/netnsx"
 	"github.com/cnibench/cnibench/lab"
-	"github.com/cnibench/cnibench/lab/l7proxy"
+	"github.com/cnibench/cnibench/lab/haproxy"
 	"github.com/cnibench/cnibench/lab/labtest"
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
@@ -123,14 +123,14 @@ func runScenario(t *testing.T, scenario string, tests ...string) *results.Run {
 	}
 	stateDir := filepath.Join(sc.Lab.StateDir, sc.Lab.Name)
 	prefix := "cnb-" + sc.Lab.Name + "-"
-	if pids := l7proxy.OwnPids(filepath.Join(stateDir, prefix+"amb-")); len(pids) < 2 {
+	if pids := haproxy.OwnPids(filepath.Join(stateDir, prefix+"amb-")); len(pids) < 2 {
 		t.Errorf("%d proxies running during the run, want the node proxies and any waypoint", len(pids))
 	}
 	closed = true
 	if err := tgt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if pids := l7proxy.OwnPids(filepath.Join(stateDir, prefix+"amb-")); len(pids) != 0 {
+	if pids := haproxy.OwnPids(filepath.Join(stateDir, prefix+"amb-")); len(pids) != 0 {
 		t.Errorf("proxies left after close: %v", pids)
 	}
 	if left, _ := filepath.Glob(filepath.Join(stateDir, prefix+"amb*")); len(left) != 0 {

@@ -146,7 +146,7 @@ func (pairsSection) markdown(b *strings.Builder, rep *Report) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n## Pairs\n\n%s\n\n", pairsAbout)
+	fmt.Fprintf(b, "## Pairs\n\n%s\n\n", pairsAbout)
 	mdRow(b, "Scenario", "Test", "Placement", "Metric", "Pairs", "Aggregate", "Min pair", "Median pair", "Max pair", "Per-round median pair", "Lagging")
 	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---|---|\n")
 	for _, r := range rows {
@@ -157,6 +157,7 @@ func (pairsSection) markdown(b *strings.Builder, rep *Report) {
 		mdRow(b, sc, r.Test, r.Placement, r.Metric+" ("+r.Unit+")", fmt.Sprint(r.Pairs), fmtNum(r.Aggregate),
 			fmtNum(r.Min), fmtNum(r.Median), fmtNum(r.Max), joinNums(r.RoundMedians), r.LagText())
 	}
+	b.WriteString("\n") // sections are apart by a blank line
 }
 
 // pairsHTML is sectionTmpl's, with the report's number format.

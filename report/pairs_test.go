@@ -57,7 +57,7 @@ func TestPairsSection(t *testing.T) {
 	}
 	out := renderMDHTML(t, rep)
 	for format, want := range map[string][]string{
-		"md":   {"\n## Pairs\n", "| lab | TCP_RR | pod-to-pod/other-node | rate (trans/s) | 3 | 2,600 | 600 | 1,000 | 1,000 | 1,000 / 1,000 | pair 2 (600) |"},
+		"md":   {"\n\n## Pairs\n\n", "| lab | TCP_RR | pod-to-pod/other-node | rate (trans/s) | 3 | 2,600 | 600 | 1,000 | 1,000 | 1,000 / 1,000 | pair 2 (600) |\n\n## "},
 		"html": {`<h2 id="pairs">Pairs</h2>`, `<td class="num">2,600</td>`, "<td>pair 2 (600)</td>"},
 	} {
 		for _, w := range want {

@@ -2,6 +2,7 @@ package labtarget
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
@@ -66,6 +67,22 @@ func (t *Target) checkPairPods() error {
 	if need := PodsNeeded(t.pairs()); t.pairs() > 1 && t.lab.Config.PodsPerNode < need {
 		return fmt.Errorf("--pairs %d needs %d pods per node, lab %q has %d: take it down (cnibench --lab %s lab down) or bring it up with --pods-per-node %d",
 			t.pairs(), need, t.lab.Config.Name, t.lab.Config.PodsPerNode, t.lab.Config.Name, need)
+	}
+	return nil
+}
+
+// checkPairParts refuses pairs with a scenario part that sets itself up
+// around each placement's one server (part.Env.PlacementServer: the L7
+// proxies, the waypoint): the other pairs' servers would run without it,
+// and their numbers would pass for the part's.
+func checkPairParts(cfg Config) error {
+	if cfg.Pairs < 2 {
+		return nil
+	}
+	for _, p := range cfg.Parts {
+		if n := p.Name(); strings.HasPrefix(n, "l7-") || n == "waypoint" {
+			return fmt.Errorf("--pairs %d: scenario part %s guards each placement's one server, not every pair's; run it without --pairs", cfg.Pairs, n)
+		}
 	}
 	return nil
 }

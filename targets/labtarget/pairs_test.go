@@ -1,11 +1,15 @@
 package labtarget
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/suite"
+	"github.com/cnibench/cnibench/targets/labtarget/part"
 )
 
 // Pair k's endpoints: node0's even pods are the clients, so no endpoint is
@@ -58,3 +62,39 @@ func TestServiceBackendsLeaveOutPairClients(t *testing.T) {
 		t.Errorf("three pairs: %v", got)
 	}
 }
+
+// A part set up around each placement's one server is refused with pairs;
+// the others are not.
+func TestPairPartsRefused(t *testing.T) {
+	parts := func(names ...string) Config {
+		c := Config{Pairs: 2}
+		for _, n := range names {
+			c.Parts = append(c.Parts, namedPart(n))
+		}
+		return c
+	}
+	if err := checkPairParts(parts("iptables", "l7-node")); err == nil || !strings.Contains(err.Error(), "l7-node") {
+		t.Errorf("l7-node: %v", err)
+	}
+	if err := checkPairParts(parts("ambient", "waypoint")); err == nil {
+		t.Error("waypoint with pairs")
+	}
+	if err := checkPairParts(parts("iptables", "policy", "ambient")); err != nil {
+		t.Errorf("policy, ambient: %v", err)
+	}
+	c := parts("l7-node")
+	c.Pairs = 1
+	if err := checkPairParts(c); err != nil {
+		t.Errorf("one pair: %v", err)
+	}
+}
+
+// namedPart is a part that only has a name.
+type namedPart string
+
+func (p namedPart) Name() string                                      { return string(p) }
+func (p namedPart) Token() string                                     { return string(p) }
+func (namedPart) Phase() part.Phase                                   { return 0 }
+func (namedPart) Configure(*lab.Config)                               {}
+func (namedPart) Conflicts(part.Scenario) error                       { return nil }
+func (namedPart) Open(context.Context, part.Env) (part.Opened, error) { return nil, nil }

@@ -118,6 +118,9 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 	if cfg.CPUPinning != "" && !slices.Contains(PinningNames, cfg.CPUPinning) {
 		return nil, fmt.Errorf("cpu pinning %q: want one of %s", cfg.CPUPinning, strings.Join(PinningNames, ", "))
 	}
+	if err := checkPairParts(cfg); err != nil {
+		return nil, err
+	}
 	t = &Target{cfg: cfg, agents: map[string]*agentProc{}}
 	defer func() {
 		if err != nil {

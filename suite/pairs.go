@@ -84,22 +84,22 @@ func watchedPairs(pairs []results.Placement) results.Placement {
 
 // pairOptions are each pair's options (its server's address) with one
 // start time, startLead from now, that every pair's agent waits for.
-func (r *Runner) pairOptions(res *results.Result) ([]any, time.Time, error) {
+func (r *Runner) pairOptions(res *results.Result) ([]any, error) {
 	spec, ok := r.Plan.spec(res.Test)
 	if !ok {
-		return nil, time.Time{}, fmt.Errorf("test %s is not in the plan", res.Test)
+		return nil, fmt.Errorf("test %s is not in the plan", res.Test)
 	}
 	start := time.Now().Add(startLead)
 	out := make([]any, len(res.Pairs))
 	for i, pl := range res.Pairs {
 		o, ok := r.Plan.newResult(spec, pl, res.Scenario).Options.(kinds.Runs)
 		if !ok {
-			return nil, time.Time{}, fmt.Errorf("test %s: its options have no start time", res.Test)
+			return nil, fmt.Errorf("test %s: its options have no start time", res.Test)
 		}
 		o.Runner().StartAt = start
 		out[i] = o
 	}
-	return out, start, nil
+	return out, nil
 }
 
 // spec is the plan's test of that name.

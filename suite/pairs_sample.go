@@ -16,7 +16,7 @@ import (
 // aggregate (kinds.Kind.Merge), so display, verdicts and the gate read it
 // as one sample. A pair that fails fails the sample, naming the pair.
 func (r *Runner) samplePairs(ctx, sctx context.Context, tgt Target, keeper AgentKeeper, watched results.Placement, round int, res *results.Result, s results.Sample) results.Sample {
-	opts, _, err := r.pairOptions(res)
+	opts, err := r.pairOptions(res)
 	if err != nil {
 		s.Error, s.End = err.Error(), time.Now().UTC()
 		return s

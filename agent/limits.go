@@ -49,7 +49,14 @@ type runners struct {
 	kind func(context.Context, kinds.Kind, any) (any, error)
 }
 
-var realRunners = runners{kind: func(ctx context.Context, k kinds.Kind, o any) (any, error) { return k.Run(ctx, o) }}
+// The real runners wait for the options' start time first (the pairs of
+// a sample start together: kinds.WaitStart).
+var realRunners = runners{kind: func(ctx context.Context, k kinds.Kind, o any) (any, error) {
+	if err := kinds.WaitStart(ctx, o); err != nil {
+		return nil, err
+	}
+	return k.Run(ctx, o)
+}}
 
 func (h *handler) runners() runners {
 	if h.run != nil {

@@ -18,7 +18,7 @@ func init() {
 		Key:   "engine", OptionsKey: "options",
 		NewResult: kinds.New[Result](), NewOptions: kinds.New[Options](),
 		OwnsOptions: func(o any) bool { t := o.(*Options).Test; return t == TCPStream || t == UDPStream },
-		Options:     options, Run: kinds.RunWith(Run),
+		Options:     options, Run: kinds.RunWith(Run), Merge: kinds.MergeWith(merge),
 		Tests: []kinds.Test{
 			{Name: "TCP_STREAM", Template: TCPStream, About: "TCP throughput, 1 stream (receiver's goodput)"},
 			{Name: "TCP_STREAM_MULTI", Template: TCPStream, Multi: true, About: "TCP throughput, N streams"},
@@ -45,7 +45,7 @@ func init() {
 		Key:   "engine", OptionsKey: "options",
 		NewResult: kinds.New[Result](), NewOptions: kinds.New[Options](),
 		OwnsOptions: func(o any) bool { t := o.(*Options).Test; return t == TCPRR || t == UDPRR || t == TCPCRR },
-		Options:     options, Run: kinds.RunWith(Run),
+		Options:     options, Run: kinds.RunWith(Run), Merge: kinds.MergeWith(merge),
 		Tests: []kinds.Test{
 			{Name: "TCP_RR", Template: TCPRR, About: "TCP request/response rate and latency"},
 			{Name: "UDP_RR", Template: UDPRR, About: "UDP request/response rate and latency"},

@@ -54,6 +54,7 @@ var sections = []section{
 	warningsSection{},
 	chartsSection{},
 	testsSection{},
+	pairsSection{},
 	flameGraphsSection{},
 	methodSection{},
 }

@@ -43,6 +43,8 @@ func FuzzLoad(f *testing.F) {
 	if b, err := os.ReadFile("../report/testdata/results.json"); err == nil {
 		f.Add(b)
 	}
+	// run --pairs: each pair's result under its kind's key, one pair failed.
+	f.Add([]byte(`{"schema_version":1,"plan":{"pairs":2},"results":[{"test":"TCP_RR","pairs":[{},{}],"samples":[{"engine":{"transactions":2},"pairs":[{"pair":0,"engine":{"transactions":1}},{"pair":1,"error":"x","engine":{"latency":{"histogram":"!!"}}}]}]}]}`))
 	dir := f.TempDir()
 	path, again := filepath.Join(dir, FileName), filepath.Join(dir, "again")
 	if err := os.Mkdir(again, 0o755); err != nil {

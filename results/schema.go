@@ -172,6 +172,9 @@ type Plan struct {
 	// Auto is set when the rounds ran until the questions were clear
 	// (--rounds auto[:MAX]); Rounds is then the rounds taken.
 	Auto *AutoRounds `json:"auto_rounds,omitempty"`
+	// Pairs is how many client→server pairs every sample ran at once
+	// (run --pairs N, docs/pairs.md); 0 (omitted) and 1 are one pair.
+	Pairs int `json:"pairs,omitempty"`
 }
 
 // AutoRounds records a run that added rounds after the fifth until every
@@ -243,6 +246,9 @@ type Result struct {
 	// extra sample after the rounds that no statistic uses (nil without
 	// --flame-graph).
 	FlameGraph *FlameGraph `json:"flame_graph,omitempty"`
+	// Pairs are the placements of the client→server pairs each sample ran
+	// at once (run --pairs N > 1; pair 0 is Placement), nil for one pair.
+	Pairs []Placement `json:"pairs,omitempty"`
 }
 
 // FlameGraph is one profiled sample's stacks: the folded stacks and the
@@ -288,6 +294,11 @@ type Sample struct {
 	// Churn is what the churn did to the datapath during the sample (a
 	// churned scenario of a churn run; nil elsewhere).
 	Churn *churn.Result `json:"churn,omitempty"`
+	// Pairs are what each pair of a sample with several pairs measured
+	// (pairs.go); Result is then their aggregate (kinds.Kind.Merge), and
+	// ClientCPUSec and ServerCPUSec every pair's endpoints' CPU. nil for
+	// one pair.
+	Pairs []PairSample `json:"pairs,omitempty"`
 }
 
 // PinnedCPU is the time the client's and server's CPUs spent over one

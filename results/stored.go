@@ -60,16 +60,8 @@ func (s *Sample) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range kinds.Stored() {
-		if m, ok := raw[k.Key]; ok && k.Key != "" {
-			s.Result = k.NewResult()
-			if err := json.Unmarshal(m, s.Result); err != nil {
-				return fmt.Errorf("%s: %w", k.Key, err)
-			}
-			return nil
-		}
-	}
-	return nil
+	s.Result, err = storedResult(raw)
+	return err
 }
 
 // MarshalJSON writes the result's fields with Options under the

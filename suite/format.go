@@ -18,6 +18,9 @@ func SampleLine(test string, s results.Sample) string {
 		return "no result"
 	}
 	line := k.Line(s.Measured())
+	if n := len(s.Pairs); n > 1 {
+		line += fmt.Sprintf("  (%d pairs, aggregate)", n)
+	}
 	if c := s.Churn; c != nil {
 		line += fmt.Sprintf("; churn %.1f/s (asked %.4g), %d held, programmed in p50 %s ms, p99 %s ms", c.Achieved, c.Requested, c.Held, fmtMs(c.P50Ms), fmtMs(c.P99Ms))
 	}

@@ -28,6 +28,9 @@ type Options struct {
 	// one extra, unmeasured sample per scenario and placement after the
 	// rounds (flamegraph.go); "" for none.
 	FlameGraph string `json:"flame_graph,omitempty"`
+	// Pairs is how many client→server pairs each sample runs at once
+	// (--pairs, 1..MaxPairs; 0 and 1 are one pair): pairs.go.
+	Pairs int `json:"pairs,omitempty"`
 }
 
 // Plan is Options resolved against a profile and validated.
@@ -75,6 +78,9 @@ func (o Options) Resolve() (*Plan, error) {
 		}
 		p.FlameGraph = name
 	}
+	if err := checkPairs(p); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -117,6 +123,12 @@ func (o Options) resolveNumbers(p *Plan) error {
 		return fmt.Errorf("--warmup must not be negative, got %s", o.Warmup)
 	case o.Warmup > 0:
 		p.Warmup = engine.Duration(o.Warmup)
+	}
+	switch {
+	case o.Pairs < 0 || o.Pairs > MaxPairs:
+		return fmt.Errorf("--pairs must be 1 to %d, got %d", MaxPairs, o.Pairs)
+	case o.Pairs > 1:
+		p.Pairs = o.Pairs // one pair stays 0: nothing new in results.json
 	}
 	switch o.Mode {
 	case "":

@@ -29,18 +29,13 @@ func (r *Runner) reaim(tgt Target, res *results.Result) {
 	if err != nil || addr == "" || addr == res.Placement.ServerAddr {
 		return // a placement without a live agent fails in the sample itself
 	}
-	var spec *TestSpec
-	for i := range r.Plan.Specs {
-		if r.Plan.Specs[i].Name == res.Test {
-			spec = &r.Plan.Specs[i]
-		}
-	}
-	if spec == nil {
+	spec, ok := r.Plan.spec(res.Test)
+	if !ok {
 		return
 	}
 	old, pl := res.Placement.ServerAddr, res.Placement
 	pl.ServerAddr = addr
-	fresh := r.Plan.newResult(*spec, pl, res.Scenario)
+	fresh := r.Plan.newResult(spec, pl, res.Scenario)
 	res.Placement, res.Options = fresh.Placement, fresh.Options
 	key := res.Scenario + " " + pl.Name() + " " + addr
 	if r.moved == nil {

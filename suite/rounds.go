@@ -102,6 +102,11 @@ func (r *Runner) prepareResult(spec TestSpec, placement string, sc Scenario) (in
 		skipped = checkTest(sc.Target, spec)
 	}
 	res := r.Plan.newResult(spec, pl, sc.Name)
+	if n := r.Plan.PairCount(); n > 1 && skipped == "" {
+		if res.Pairs, skipped, err = pairPlacements(sc.Target, placement, n, pl); err != nil {
+			return 0, false, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+	}
 	res.Skipped = skipped
 	return r.addResult(res), skipped == "", nil
 }

@@ -175,16 +175,23 @@ func (r *Runner) save() error {
 func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results.Result) results.Sample {
 	s := results.Sample{Round: round, Start: time.Now().UTC()}
 	keeper, _ := tgt.(AgentKeeper)
+	watched := res.Placement
+	if len(res.Pairs) > 1 {
+		watched = watchedPairs(res.Pairs) // pairs.go
+	}
 	sctx, stopWatch := ctx, context.CancelFunc(func() {})
 	if keeper != nil { // agents.go
 		var err error
-		if sctx, stopWatch, err = r.keepAgents(ctx, keeper, res.Placement); err != nil {
+		if sctx, stopWatch, err = r.keepAgents(ctx, keeper, watched); err != nil {
 			s.Error, s.End = err.Error(), time.Now().UTC()
 			return s
 		}
 		r.reaim(tgt, res) // a fresh agent may listen elsewhere
 	}
 	defer stopWatch()
+	if len(res.Pairs) > 1 {
+		return r.samplePairs(ctx, sctx, tgt, keeper, watched, round, res, s)
+	}
 	client, err := tgt.Agent(res.Placement.Client)
 	if err != nil {
 		s.Error, s.End = err.Error(), time.Now().UTC()

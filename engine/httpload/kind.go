@@ -18,7 +18,7 @@ func init() {
 		Name: "http", Order: 30, PerWork: perReq, Check: checkAnswered,
 		Key: "http", OptionsKey: "http_options",
 		NewResult: kinds.New[Result](), NewOptions: kinds.New[Options](),
-		Options: options, Run: kinds.RunWith(Run),
+		Options: options, Run: kinds.RunWith(Run), Merge: kinds.MergeWith(merge),
 		Tests: []kinds.Test{
 			{Name: "HTTP_RPS_C64", Template: &Options{Connections: 64, KeepAlive: true}, About: "HTTP requests/s at max rate, 64 keep-alive connections"},
 			{Name: "HTTP_RPS_C256", Template: &Options{Connections: 256, KeepAlive: true}, About: "HTTP requests/s at max rate, 256 keep-alive connections"},

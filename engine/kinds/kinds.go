@@ -52,6 +52,12 @@ type Kind struct {
 	// Check, if set, fails a sample whose result measured nothing (no
 	// answer at all), with why; its numbers would otherwise read as 0.
 	Check func(result any) error
+	// Merge, if set, is the aggregate of results measured at once by
+	// several client→server pairs (run --pairs N): rates, work and bytes
+	// summed, latency percentiles from the merged histograms, so the
+	// aggregate reads, is displayed and judged as one sample's result. A
+	// kind without Merge cannot run with pairs (the run refuses first).
+	Merge func(results []any) (any, error)
 	// Table is the kind's terminal table in reports.
 	Table Table
 	// Storage in results.json: Key names a sample's result ("engine",

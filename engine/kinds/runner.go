@@ -17,6 +17,11 @@ import (
 type RunnerOptions struct {
 	Duration Duration `json:"duration"`         // measured time, after warmup
 	Warmup   Duration `json:"warmup,omitempty"` // run but not counted
+	// StartAt, when set, is when the run starts (its warm-up first): the
+	// runner gives the pairs of a sample one start time, which each agent
+	// waits for (WaitStart), so the pairs' intervals line up whatever each
+	// call's latency. Never stored in results.json (zero there).
+	StartAt time.Time `json:"start_at,omitzero"`
 }
 
 // Runner gives generic code the base of a kind's options.
@@ -32,6 +37,34 @@ func (o *RunnerOptions) Validate(who string) error {
 		return fmt.Errorf("%s: warmup must not be negative, got %s", who, time.Duration(o.Warmup))
 	}
 	return nil
+}
+
+// MaxStartLead is how far ahead a StartAt may be: further means the
+// clocks of the caller and the agent disagree, or a bug.
+const MaxStartLead = time.Minute
+
+// WaitStart waits until options' StartAt (at once when unset or past);
+// it fails when ctx ends first or StartAt is over MaxStartLead ahead.
+func WaitStart(ctx context.Context, options any) error {
+	o, ok := options.(Runs)
+	if !ok || o.Runner().StartAt.IsZero() {
+		return nil
+	}
+	wait := time.Until(o.Runner().StartAt)
+	if wait > MaxStartLead {
+		return fmt.Errorf("start time %s is %s ahead, over %s: do the clocks agree?", o.Runner().StartAt.Format(time.RFC3339Nano), wait.Round(time.Millisecond), MaxStartLead)
+	}
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Bound is the longest a run of these options may take: warm-up,

@@ -68,7 +68,7 @@ func TestScenarioLabNames(t *testing.T) {
 // Service of pod-to-service/other-node once programmed.
 func TestOpenEveryDatapath(t *testing.T) {
 	l := labtest.NewLab(t, "cnbod")
-	svcs, err := placementServices(l, []string{suite.PodToServiceOtherNode})
+	svcs, err := placementServices(l, []string{suite.PodToServiceOtherNode}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,8 +41,12 @@ var testServices = map[string]testService{
 
 // serviceBackends lists the server pods behind the test Service of an
 // endpoint group: "node1-pods" is every pod of node1, "node0-pods" every
-// pod of node0 but the client.
-func serviceBackends(l *lab.Lab, group string) ([]lab.Pod, error) {
+// pod of node0 but the clients of the run's pairs (node0-pod0 for one).
+func serviceBackends(l *lab.Lab, group string, pairs int) ([]lab.Pod, error) {
+	clients := map[string]bool{}
+	for k := range max(1, pairs) {
+		clients[pairClient(k)] = true
+	}
 	switch group {
 	case "node1-pods":
 		if len(l.Nodes) < 2 {
@@ -52,7 +56,7 @@ func serviceBackends(l *lab.Lab, group string) ([]lab.Pod, error) {
 	case "node0-pods":
 		var pods []lab.Pod
 		for _, p := range l.Nodes[0].Pods {
-			if p.Name != serviceClient {
+			if !clients[p.Name] {
 				pods = append(pods, p)
 			}
 		}
@@ -66,14 +70,14 @@ func serviceBackends(l *lab.Lab, group string) ([]lab.Pod, error) {
 
 // placementServices builds the test Services of the lab's pod-to-service
 // placements among placements, in that order.
-func placementServices(l *lab.Lab, placements []string) ([]datapath.Service, error) {
+func placementServices(l *lab.Lab, placements []string, pairs int) ([]datapath.Service, error) {
 	var svcs []datapath.Service
 	for _, pl := range placements {
 		ts, ok := testServices[pl]
 		if !ok {
 			continue
 		}
-		backends, err := serviceBackends(l, ts.group)
+		backends, err := serviceBackends(l, ts.group, pairs)
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +182,7 @@ func (t *Target) openServices(ctx context.Context) error {
 	if name == "" {
 		return nil
 	}
-	svcs, err := placementServices(t.lab, t.cfg.Placements)
+	svcs, err := placementServices(t.lab, t.cfg.Placements, t.pairs())
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func fakeLab(nodes, pods int) *lab.Lab {
 // 198.18.128.2 in front of node0's pods but the client, other-node
 // 198.18.128.1 in front of node1's; a lab that cannot host one says why.
 func TestPlacementServices(t *testing.T) {
-	svcs, err := placementServices(fakeLab(2, 3), []string{suite.PodToPodSameNode, suite.PodToServiceSameNode, suite.PodToServiceOtherNode})
+	svcs, err := placementServices(fakeLab(2, 3), []string{suite.PodToPodSameNode, suite.PodToServiceSameNode, suite.PodToServiceOtherNode}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestPlacementServices(t *testing.T) {
 		{1, 2, suite.PodToServiceOtherNode, "needs at least 2 lab nodes, the lab has 1"},
 		{2, 1, suite.PodToServiceSameNode, "needs at least 2 pods per node (the client node0-pod0 and an endpoint), the lab has 1"},
 	} {
-		if _, err := placementServices(fakeLab(c.nodes, c.pods), []string{c.placement}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := placementServices(fakeLab(c.nodes, c.pods), []string{c.placement}, 1); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%d nodes × %d pods, %s: %v, want %q", c.nodes, c.pods, c.placement, err, c.want)
 		}
 	}

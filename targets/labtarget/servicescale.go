@@ -30,7 +30,7 @@ func (t *Target) ScaleDatapath() (datapath.Datapath, []datapath.Service, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	svcs, err := placementServices(t.lab, []string{pl})
+	svcs, err := placementServices(t.lab, []string{pl}, t.pairs())
 	if err != nil {
 		return nil, nil, err
 	}

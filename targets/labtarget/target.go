@@ -53,6 +53,9 @@ type Config struct {
 	// CPUPinning is PinSplit (the default when ""), or PinNone: the
 	// agents float over every CPU as a cluster's pods do.
 	CPUPinning string
+	// Pairs is how many client→server pairs each sample runs at once
+	// (run --pairs; 0 and 1 are one): pairs.go.
+	Pairs int
 }
 
 // CPU pinnings of the agents: split puts every client on CPU 0 and every
@@ -115,6 +118,9 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 	if cfg.CPUPinning != "" && !slices.Contains(PinningNames, cfg.CPUPinning) {
 		return nil, fmt.Errorf("cpu pinning %q: want one of %s", cfg.CPUPinning, strings.Join(PinningNames, ", "))
 	}
+	if err := checkPairParts(cfg); err != nil {
+		return nil, err
+	}
 	t = &Target{cfg: cfg, agents: map[string]*agentProc{}}
 	defer func() {
 		if err != nil {
@@ -127,6 +133,9 @@ func Open(ctx context.Context, cfg Config) (t *Target, err error) {
 		return t, err
 	}
 	t.lab = l
+	if err := t.checkPairPods(); err != nil {
+		return t, err
+	}
 
 	// Clients on CPU 0, servers on CPU 1, as the C tools are pinned in
 	// bench/; with one CPU, or --cpu-pinning none, nothing is pinned.
@@ -200,26 +209,31 @@ func (t *Target) useOrBringUp(ctx context.Context) (*lab.Lab, error) {
 func (t *Target) endpoints(l *lab.Lab) (order []string, isClient map[string]bool, err error) {
 	isClient = map[string]bool{}
 	for _, name := range t.cfg.Placements {
-		eps, ok := placementEndpoints[name]
-		if !ok {
+		if _, ok := placementEndpoints[name]; !ok {
 			return nil, nil, fmt.Errorf("placement %s is not available on the lab target", name)
 		}
 		if suite.IsServicePlacement(name) && l.Config.ServiceDatapath == "" {
 			return nil, nil, fmt.Errorf("placement %s needs a Service datapath: use --service-datapath or a scenario such as iptables or ebpf", name)
 		}
-		for i, group := range eps {
-			members, err := t.members(l, group)
-			if err != nil {
-				return nil, nil, fmt.Errorf("placement %s: %w", name, err)
+		for k := range t.pairs() {
+			eps, err := pairEndpoints(name, k)
+			if errors.Is(err, suite.ErrUnsupported) {
+				continue // the placement is skipped with why (suite)
 			}
-			for _, ep := range members {
-				if _, err := l.Endpoint(ep); err != nil {
-					return nil, nil, fmt.Errorf("placement %s needs %s: %w", name, ep, err)
+			for i, group := range eps {
+				members, err := t.members(l, group)
+				if err != nil {
+					return nil, nil, fmt.Errorf("placement %s: %w", name, err)
 				}
-				if _, seen := isClient[ep]; !seen {
-					order = append(order, ep)
+				for _, ep := range members {
+					if _, err := l.Endpoint(ep); err != nil {
+						return nil, nil, fmt.Errorf("placement %s needs %s: %w", name, ep, err)
+					}
+					if _, seen := isClient[ep]; !seen {
+						order = append(order, ep)
+					}
+					isClient[ep] = isClient[ep] || i == 0
 				}
-				isClient[ep] = isClient[ep] || i == 0
 			}
 		}
 	}
@@ -233,7 +247,7 @@ func (t *Target) members(l *lab.Lab, group string) ([]string, error) {
 	if !strings.HasSuffix(group, "-pods") {
 		return []string{group}, nil
 	}
-	pods, err := serviceBackends(l, group)
+	pods, err := serviceBackends(l, group, t.pairs())
 	if err != nil {
 		return nil, err
 	}
@@ -337,10 +351,13 @@ func (t *Target) Details() map[string]any {
 }
 
 // Placement implements suite.Target.
-func (t *Target) Placement(name string) (results.Placement, error) {
-	eps, ok := placementEndpoints[name]
-	if !ok {
-		return results.Placement{}, fmt.Errorf("placement %s is not available on the lab target", name)
+func (t *Target) Placement(name string) (results.Placement, error) { return t.placement(name, 0) }
+
+// placement is pair k's endpoints of a placement (pairs.go).
+func (t *Target) placement(name string, k int) (results.Placement, error) {
+	eps, err := pairEndpoints(name, k)
+	if err != nil {
+		return results.Placement{}, err
 	}
 	path, node, _ := strings.Cut(name, "/")
 	if err := t.stack.Unsupported(name); err != nil {

@@ -115,7 +115,7 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 	}()
 	for _, l := range labs {
 		cfg := labtarget.Config{Lab: l.cfg, Parts: l.parts, Placements: req.plan.Placements, RunID: req.runID, Progress: req.progress,
-			HTTPResponseSize: k.hs.responseSize, HTTPWork: k.hs.work, CPUPinning: k.pinning}
+			HTTPResponseSize: k.hs.responseSize, HTTPWork: k.hs.work, CPUPinning: k.pinning, Pairs: req.plan.PairCount()}
 		if req.reprograms() {
 			cfg.Placements = []string{scalePlacement(req.plan.Placements, l)}
 			cfg.EBPF = ebpf.Options{AutoSize: k.autoSize, LBMapMax: k.bpfMapMax}
@@ -138,6 +138,9 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 func (k *labKind) labs(req *runRequest) ([]namedLab, error) {
 	labCfg, err := k.lf.config(req.flags, k.g)
 	if err != nil {
+		return nil, err
+	}
+	if labCfg, err = pairPods(req, labCfg); err != nil {
 		return nil, err
 	}
 	list := splitList(k.scenarios)
@@ -264,4 +267,19 @@ func scenarioNames(labs []namedLab) []string {
 		n = append(n, l.name)
 	}
 	return n
+}
+
+// pairPods gives a lab the run creates the pods its --pairs need
+// (labtarget.PodsNeeded): more than --pods-per-node's default, or an error
+// when --pods-per-node asks for fewer.
+func pairPods(req *runRequest, cfg lab.Config) (lab.Config, error) {
+	need := labtarget.PodsNeeded(req.plan.PairCount())
+	if req.plan.PairCount() < 2 || cfg.PodsPerNode >= need {
+		return cfg, nil
+	}
+	if req.flags.Changed("pods-per-node") {
+		return cfg, fmt.Errorf("--pairs %d needs --pods-per-node %d or more, got %d", req.plan.PairCount(), need, cfg.PodsPerNode)
+	}
+	cfg.PodsPerNode = need
+	return cfg, cfg.Validate()
 }

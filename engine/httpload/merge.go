@@ -1,0 +1,83 @@
+package httpload
+
+import (
+	"github.com/cnibench/cnibench/engine/internal/window"
+	"github.com/cnibench/cnibench/engine/kinds"
+	"github.com/cnibench/cnibench/stats"
+)
+
+// merge is the aggregate of HTTP results measured at once by several
+// pairs (kinds.Kind.Merge): requests, errors, bytes, rates and target
+// rates summed, both latencies from the merged histograms, the shortfall
+// against the summed target recomputed, the client saturated if any pair's
+// was. Timelines are per pair and not merged.
+func merge(rs []*Result) (*Result, error) {
+	out := &Result{Options: rs[0].Options, URL: rs[0].URL, Address: rs[0].Address, Mode: rs[0].Mode,
+		LocalPorts: rs[0].LocalPorts, PortShareNote: rs[0].PortShareNote}
+	spans := make([]*kinds.RunnerResults, len(rs))
+	var lat, unc []*stats.Latency
+	for i, r := range rs {
+		spans[i] = &r.RunnerResults
+		addCounts(out, r)
+		if r.Latency != nil {
+			lat = append(lat, r.Latency)
+		}
+		if r.LatencyUncorrected != nil {
+			unc = append(unc, r.LatencyUncorrected)
+		}
+	}
+	out.RunnerResults = kinds.Span(spans)
+	if out.TargetQPS > 0 {
+		sf := window.Achieved(out.RPS, out.TargetQPS, MissedTargetRatio)
+		out.AchievedRatio, out.MissedTarget, out.MissedByPercent = sf.Ratio, sf.Missed, sf.MissedByPercent
+	}
+	var err error
+	if out.Latency, err = mergeLatency(lat); err != nil {
+		return nil, err
+	}
+	if out.LatencyUncorrected, err = mergeLatency(unc); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mergeLatency merges histograms; nil when no pair had one.
+func mergeLatency(ls []*stats.Latency) (*stats.Latency, error) {
+	if len(ls) == 0 {
+		return nil, nil
+	}
+	return stats.Merge(ls...)
+}
+
+// addCounts adds r's counts, rates and flags to the aggregate out.
+func addCounts(out, r *Result) {
+	out.Conns += r.Conns
+	out.Connects += r.Connects
+	out.Requests += r.Requests
+	out.OK += r.OK
+	for code, n := range r.StatusCodes {
+		if out.StatusCodes == nil {
+			out.StatusCodes = map[int]int64{}
+		}
+		out.StatusCodes[code] += n
+	}
+	e := &out.Errors
+	e.Connect += r.Errors.Connect
+	e.Timeout += r.Errors.Timeout
+	e.Status += r.Errors.Status
+	e.ShortRead += r.Errors.ShortRead
+	e.Protocol += r.Errors.Protocol
+	e.Total += r.Errors.Total
+	if e.First == "" {
+		e.First = r.Errors.First
+	}
+	out.RPS += r.RPS
+	out.BytesSent += r.BytesSent
+	out.BytesReceived += r.BytesReceived
+	out.TargetQPS += r.TargetQPS
+	out.ClientCPUUserSec += r.ClientCPUUserSec
+	out.ClientCPUSysSec += r.ClientCPUSysSec
+	out.ClientCPUs += r.ClientCPUs
+	out.ClientCPUUtil = max(out.ClientCPUUtil, r.ClientCPUUtil)
+	out.ClientSaturated = out.ClientSaturated || r.ClientSaturated
+}

@@ -1,0 +1,88 @@
+package labtarget
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite"
+)
+
+// The lab's pairs (run --pairs N, docs/pairs.md). Pair 0 is each
+// placement's usual endpoints; pair k > 0 takes its own pods, so that no
+// endpoint is a client in one pair and a server in another (the agents
+// are pinned per role: clients on CPU 0, servers on CPU 1):
+//
+//	pod-to-pod/same-node     node0-pod<2k> → node0-pod<2k+1>
+//	pod-to-pod/other-node    node0-pod<2k> → node1-pod<k>
+//	pod-to-service/*         node0-pod<2k> → the placement's test Service
+//	host-to-host/other-node  pair 0 only: one host per node
+//
+// Every client is an even pod of node0, so N pairs need 2N pods per node
+// (PodsNeeded). The pod-to-service pairs share the one test Service and
+// its backends (a Service per pair would add N ClusterIPs to every
+// datapath's programming and proof for nothing the pairs measure).
+
+// pairClient is pair k's client pod.
+func pairClient(k int) string { return fmt.Sprintf("node0-pod%d", 2*k) }
+
+// PodsNeeded is the pods per node that n pairs need.
+func PodsNeeded(pairs int) int { return 2 * max(1, pairs) }
+
+// pairEndpoints are pair k's (client, server group) of a placement, as
+// placementEndpoints has pair 0's.
+func pairEndpoints(name string, k int) ([2]string, error) {
+	eps, ok := placementEndpoints[name]
+	if !ok {
+		return eps, fmt.Errorf("placement %s is not available on the lab target", name)
+	}
+	if k == 0 {
+		return eps, nil
+	}
+	switch name {
+	case suite.HostToHostOtherNod:
+		return eps, fmt.Errorf("%s has one host per node, no second pair: %w", name, suite.ErrUnsupported)
+	case suite.PodToPodSameNode:
+		return [2]string{pairClient(k), fmt.Sprintf("node0-pod%d", 2*k+1)}, nil
+	case suite.PodToPodOtherNode:
+		return [2]string{pairClient(k), fmt.Sprintf("node1-pod%d", k)}, nil
+	}
+	return [2]string{pairClient(k), eps[1]}, nil
+}
+
+// pairs is the run's pair count (at least 1).
+func (t *Target) pairs() int { return max(1, t.cfg.Pairs) }
+
+// PairPlacement implements suite.PairPlacer.
+func (t *Target) PairPlacement(name string, k int) (results.Placement, error) {
+	if k >= t.pairs() {
+		return results.Placement{}, fmt.Errorf("pair %d of a run of %d pairs", k, t.pairs())
+	}
+	return t.placement(name, k)
+}
+
+// checkPairPods refuses a lab with too few pods per node for the pairs
+// (a running lab brought up with fewer).
+func (t *Target) checkPairPods() error {
+	if need := PodsNeeded(t.pairs()); t.pairs() > 1 && t.lab.Config.PodsPerNode < need {
+		return fmt.Errorf("--pairs %d needs %d pods per node, lab %q has %d: take it down (cnibench --lab %s lab down) or bring it up with --pods-per-node %d",
+			t.pairs(), need, t.lab.Config.Name, t.lab.Config.PodsPerNode, t.lab.Config.Name, need)
+	}
+	return nil
+}
+
+// checkPairParts refuses pairs with a scenario part that sets itself up
+// around each placement's one server (part.Env.PlacementServer: the L7
+// proxies, the waypoint): the other pairs' servers would run without it,
+// and their numbers would pass for the part's.
+func checkPairParts(cfg Config) error {
+	if cfg.Pairs < 2 {
+		return nil
+	}
+	for _, p := range cfg.Parts {
+		if n := p.Name(); strings.HasPrefix(n, "l7-") || n == "waypoint" {
+			return fmt.Errorf("--pairs %d: scenario part %s guards each placement's one server, not every pair's; run it without --pairs", cfg.Pairs, n)
+		}
+	}
+	return nil
+}

@@ -139,6 +139,8 @@ type Scenario struct {
 	// Checks are how each part proved itself on before measuring, the
 	// lines the report shows beside the scenario (checks.go).
 	Checks []Check `json:"checks,omitempty"`
+	// IdleNodes is the lab's nodes idle before its first sample (nodecpu.go).
+	IdleNodes *NodesCPU `json:"idle_nodes_cpu,omitempty"`
 }
 
 // Plan is what was asked for, after defaults were filled in.
@@ -288,6 +290,8 @@ type Sample struct {
 	// Churn is what the churn did to the datapath during the sample (a
 	// churned scenario of a churn run; nil elsewhere).
 	Churn *churn.Result `json:"churn,omitempty"`
+	// Nodes is what each lab node spent during the sample (nodecpu.go).
+	Nodes *NodesCPU `json:"nodes_cpu,omitempty"`
 }
 
 // PinnedCPU is the time the client's and server's CPUs spent over one

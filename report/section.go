@@ -55,6 +55,7 @@ var sections = []section{
 	chartsSection{},
 	testsSection{},
 	flameGraphsSection{},
+	perCoreSection{},
 	methodSection{},
 }
 

@@ -132,6 +132,10 @@ func nanIfZero(v float64) float64 {
 	return v
 }
 
+// busyIdle is the idle load, in cores, above which a node's CPUs are said
+// to be shared: a lab at rest keeps its CPUs a few percent busy.
+const busyIdle = 0.2
+
 // lines are the section's bullets: a row's figures, then its nodes'.
 func (m *PerCore) lines() (heads []string, bodies [][]string) {
 	for _, r := range m.Rows {
@@ -145,6 +149,10 @@ func (m *PerCore) lines() (heads []string, bodies [][]string) {
 			}
 			body = append(body, fmt.Sprintf("%s (%s): %s cores busy idle, %s under load; its cgroups %s cores",
 				n.Node, where, fmtNum(float64(n.Idle)), fmtNum(float64(n.Loaded)), fmtNum(float64(n.Cgroup))))
+			if n.Idle > busyIdle {
+				body = append(body, fmt.Sprintf("%s's CPUs were busy idle: other work shares them and counts as the nodes' here, so the figures per core are low by up to %s cores' worth",
+					n.Node, fmtNum(float64(n.Idle))))
+			}
 		}
 		bodies = append(bodies, body)
 	}

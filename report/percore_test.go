@@ -27,7 +27,8 @@ func withNodes(samples []results.Sample) []results.Sample {
 // The section: per test, 30,000 op/s ÷ 1 busy core = 30,000 op per
 // core-second, ÷ 1/3 user core = 90,000 without the kernel's 66.7%; per
 // node idle (1.5 s: node0 0.15 s busy = 0.1 core) against loaded (0.5)
-// and its cgroups (4 s / 12 = 0.333). A run without node readings (the
+// and its cgroups (4 s / 12 = 0.333); a node whose CPUs were busy at
+// rest (another job on them) is said to share them. A run without node readings (the
 // fixtures of every other test) has no section.
 func TestPerCoreSection(t *testing.T) {
 	run := fixtureRun(t)
@@ -57,6 +58,20 @@ func TestPerCoreSection(t *testing.T) {
 		if !lineWith(md.String(), want...) {
 			t.Errorf("no report.md line with %q:\n%s", want, md.String())
 		}
+	}
+	if strings.Contains(md.String(), "busy idle: other work") {
+		t.Error("a node at 0.1 cores idle (under 0.2) was said to share its CPUs")
+	}
+	run.Scenarios[0].IdleNodes.Nodes[0].UserSec = 0.6 // 0.433 cores busy at rest: another job's
+	if rep, err = Build([]Input{{Run: run}}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	md.Reset()
+	if err := Markdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !lineWith(md.String(), "node0's CPUs were busy idle: other work shares them", "0.433 cores") {
+		t.Errorf("no warning of node0's shared CPUs:\n%s", md.String())
 	}
 	if !strings.Contains(html.String(), "<h2>Queries per core</h2>") || !strings.Contains(html.String(), "30,000 op per core-second") {
 		t.Error("report.html has no queries-per-core section")

@@ -103,13 +103,27 @@ func perCoreRow(run *results.Run, res results.Result) (PerCoreRow, bool) {
 	row.PerCore, row.PerUserCore, row.KernelPct = medianNum(per), medianNum(user), medianNum(kernel)
 	idle := scenarioIdle(run, res.Scenario)
 	for _, e := range last.Nodes {
-		n := PerCoreNode{Node: e.Node, CPUs: e.CPUs, Idle: Num(math.NaN()), Loaded: medianNum(loaded[e.Node]), Cgroup: medianNum(cgroup[e.Node])}
-		if ie, ok := idle.Node(e.Node); ok && idle != nil {
-			n.Idle = Num(idle.Cores(ie))
-		}
-		row.Nodes = append(row.Nodes, n)
+		row.Nodes = append(row.Nodes, perCoreNode(e, idle, loaded[e.Node], cgroup[e.Node]))
 	}
 	return row, true
+}
+
+// perCoreNode is node e's medians and idle reading. A node of an unpinned
+// run has no CPUs of its own (null idle and loaded: the machine's are
+// "all"'s), and "all" no cgroups (null).
+func perCoreNode(e results.NodeCPU, idle *results.NodesCPU, loaded, cgroup []float64) PerCoreNode {
+	nan := Num(math.NaN())
+	n := PerCoreNode{Node: e.Node, CPUs: e.CPUs, Idle: nan, Loaded: medianNum(loaded), Cgroup: medianNum(cgroup)}
+	if ie, ok := idle.Node(e.Node); ok && e.CPUs != "" {
+		n.Idle = Num(idle.Cores(ie))
+	}
+	if e.CPUs == "" {
+		n.Loaded = nan
+	}
+	if e.CPUs == "all" {
+		n.Cgroup = nan
+	}
+	return n
 }
 
 // scenarioIdle is the idle reading of the run's scenario name, or nil.
@@ -143,20 +157,31 @@ func (m *PerCore) lines() (heads []string, bodies [][]string) {
 			r.Label, fmtNum(float64(r.PerCore)), r.Unit, fmtNum(float64(r.PerUserCore)), fmtNum(float64(r.KernelPct)), r.Rounds))
 		var body []string
 		for _, n := range r.Nodes {
-			where := "CPUs " + n.CPUs
-			if n.CPUs == "" {
-				where = "unpinned: its CPU is in all's"
-			}
-			body = append(body, fmt.Sprintf("%s (%s): %s cores busy idle, %s under load; its cgroups %s cores",
-				n.Node, where, fmtNum(float64(n.Idle)), fmtNum(float64(n.Loaded)), fmtNum(float64(n.Cgroup))))
-			if n.Idle > busyIdle {
-				body = append(body, fmt.Sprintf("%s's CPUs were busy idle: other work shares them and counts as the nodes' here, so the figures per core are low by up to %s cores' worth",
-					n.Node, fmtNum(float64(n.Idle))))
-			}
+			body = append(body, n.lines()...)
 		}
 		bodies = append(bodies, body)
 	}
 	return heads, bodies
+}
+
+// lines are a node's: its CPU idle and under load and its cgroups', and
+// a warning when its CPUs were busy at rest.
+func (n PerCoreNode) lines() []string {
+	cpu := fmt.Sprintf("%s cores busy idle, %s under load", fmtNum(float64(n.Idle)), fmtNum(float64(n.Loaded)))
+	var out []string
+	switch n.CPUs {
+	case "":
+		out = append(out, fmt.Sprintf("%s (unpinned: its CPU is in the machine's): its cgroups %s cores", n.Node, fmtNum(float64(n.Cgroup))))
+	case "all":
+		out = append(out, fmt.Sprintf("the machine's CPUs (nothing pinned): %s", cpu))
+	default:
+		out = append(out, fmt.Sprintf("%s (CPUs %s): %s; its cgroups %s cores", n.Node, n.CPUs, cpu, fmtNum(float64(n.Cgroup))))
+	}
+	if n.Idle > busyIdle {
+		out = append(out, fmt.Sprintf("CPUs %s were busy idle: other work shares them and counts as the nodes' here, so the figures per core are low by up to %s cores' worth",
+			n.CPUs, fmtNum(float64(n.Idle))))
+	}
+	return out
 }
 
 func (perCoreSection) markdown(b *strings.Builder, rep *Report) {

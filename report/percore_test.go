@@ -70,7 +70,7 @@ func TestPerCoreSection(t *testing.T) {
 	if err := Markdown(&md, rep); err != nil {
 		t.Fatal(err)
 	}
-	if !lineWith(md.String(), "node0's CPUs were busy idle: other work shares them", "0.433 cores") {
+	if !lineWith(md.String(), "CPUs 0 were busy idle: other work shares them", "0.433 cores") {
 		t.Errorf("no warning of node0's shared CPUs:\n%s", md.String())
 	}
 	if !strings.Contains(html.String(), "<h2>Queries per core</h2>") || !strings.Contains(html.String(), "30,000 op per core-second") {
@@ -82,5 +82,38 @@ func TestPerCoreSection(t *testing.T) {
 	}
 	if strings.Contains(plain.String(), "Queries per core") {
 		t.Error("a run without node readings got the section")
+	}
+}
+
+// Unpinned, and without an idle reading (results from before it): the
+// nodes show their cgroups only, the machine's CPUs are one line, and no
+// idle figure is made up.
+func TestPerCoreSectionUnpinned(t *testing.T) {
+	run := fixtureRun(t)
+	pl := results.Placement{Path: "pod-to-pod", Node: "other-node", Client: "node0-pod0", Server: "node1-pod0"}
+	samples := rrSamples(t, engine.TCPRR, []float64{30000, 30000, 30000}, []float64{30, 31, 29}, 0)
+	for i := range samples {
+		samples[i].Nodes = &results.NodesCPU{Seconds: 12, Nodes: []results.NodeCPU{
+			{Node: "node0", CgroupSec: 4}, {Node: "node1", CgroupSec: 2.4},
+			{Node: "all", CPUs: "all", CPUTimes: results.CPUTimes{UserSec: 6, SystemSec: 6}},
+		}}
+	}
+	run.Results = []results.Result{{Scenario: run.Scenarios[0].Name, Test: "TCP_RR", Placement: pl, Samples: samples}}
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := Markdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range [][]string{
+		{"TCP_RR pod-to-pod", "30,000 op per core-second", "60,000 per user core-second", "50.0%"},
+		{"node0 (unpinned: its CPU is in the machine's): its cgroups 0.333 cores"},
+		{"the machine's CPUs (nothing pinned): – cores busy idle, 1.00 under load"},
+	} {
+		if !lineWith(md.String(), want...) {
+			t.Errorf("no report.md line with %q:\n%s", want, md.String())
+		}
 	}
 }

@@ -69,8 +69,11 @@ func (n *NodesCPU) CPUTotal() CPUTimes {
 	return t
 }
 
-// Node is the entry of node name, if there is one.
+// Node is the entry of node name, if there is one (none in a nil n).
 func (n *NodesCPU) Node(name string) (NodeCPU, bool) {
+	if n == nil {
+		return NodeCPU{}, false
+	}
 	for _, e := range n.Nodes {
 		if e.Node == name {
 			return e, true

@@ -45,8 +45,8 @@ func TestNodeOfName(t *testing.T) {
 // the window, holds at any load (should the loop end before the test's
 // second reading, the test was runnable and not running meanwhile: the
 // CPUs were busy). What the loop itself gets does not hold at any load
-// (it was seen to get 0.37 s of 2 beside 1.3 s of kernel work), so it is
-// only asked to have run (50 ms). The cgroup's usage_usec and the loop's
+// (beside another busy loop on its CPU it got 0.2 to 1 s of its 2), so it
+// is only asked to have run (50 ms). The cgroup's usage_usec and the loop's
 // own rusage are the scheduler's nanosecond accounting of the same
 // process: they agree to a few ms at any load. /proc/stat counts 10 ms
 // ticks by sampling, ±a few over 200. node0's cgroups run nothing, so the
@@ -113,7 +113,9 @@ func checkSpin(t *testing.T, n *results.NodesCPU, spun float64) {
 // nice 19, a shared machine's rule, which the loop would inherit), to get
 // its CPU beside the machine's other work, and with a CPU limit of 3 s
 // that the kernel enforces: a test starved of CPU by the loop and that
-// work cannot leave it running (it once ran 10 minutes without).
+// work, or killed by its timeout, cannot leave it running (without the
+// limit, a test binary killed by go test's timeout once left it spinning
+// for 20 minutes).
 func spin(t *testing.T, l *lab.Lab, ep lab.Endpoint, cpus []int, d time.Duration) float64 {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", "while :; do :; done")

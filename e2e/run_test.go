@@ -53,6 +53,12 @@ type results struct {
 				Requests int64   `json:"requests"`
 			} `json:"http"`
 			ClientCPUSec float64 `json:"client_cpu_sec"`
+			Nodes        *struct {
+				Nodes []struct {
+					Node      string  `json:"node"`
+					CgroupSec float64 `json:"cgroup_sec"`
+				} `json:"nodes"`
+			} `json:"nodes_cpu"`
 		} `json:"samples"`
 	} `json:"results"`
 }
@@ -131,6 +137,10 @@ func TestQuickRunEveryEngineEveryPlacement(t *testing.T) {
 		if s.ClientCPUSec <= 0 {
 			t.Errorf("%s: no client CPU accounted", name)
 		}
+		// The clients are on node0: its cgroups were charged (queries per core).
+		if s.Nodes == nil || len(s.Nodes.Nodes) < 2 || s.Nodes.Nodes[0].Node != "node0" || s.Nodes.Nodes[0].CgroupSec <= 0 {
+			t.Errorf("%s: the nodes' CPU not recorded: %+v", name, s.Nodes)
+		}
 	}
 	for _, p := range []string{"pod-to-pod/same-node", "pod-to-pod/other-node", "host-to-host/other-node"} {
 		if !seen[p] {
@@ -139,6 +149,9 @@ func TestQuickRunEveryEngineEveryPlacement(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "summary.md")); err != nil {
 		t.Error(err)
+	}
+	if md, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || !strings.Contains(string(md), "## Queries per core") {
+		t.Errorf("report.md has no Queries per core section (%v)", err)
 	}
 	for _, want := range []string{"TCP_CRR", "HTTP_RPS_SHORT_C64", "P99.9", "Gbit/s", "host-to-host/other-node"} {
 		if !strings.Contains(stdout, want) {

@@ -56,6 +56,7 @@ var sections = []section{
 	testsSection{},
 	pairsSection{},
 	flameGraphsSection{},
+	perCoreSection{},
 	methodSection{},
 }
 

@@ -139,6 +139,8 @@ type Scenario struct {
 	// Checks are how each part proved itself on before measuring, the
 	// lines the report shows beside the scenario (checks.go).
 	Checks []Check `json:"checks,omitempty"`
+	// IdleNodes is the lab's nodes idle before its first sample (nodecpu.go).
+	IdleNodes *NodesCPU `json:"idle_nodes_cpu,omitempty"`
 }
 
 // Plan is what was asked for, after defaults were filled in.
@@ -299,6 +301,8 @@ type Sample struct {
 	// ClientCPUSec and ServerCPUSec every pair's endpoints' CPU. nil for
 	// one pair.
 	Pairs []PairSample `json:"pairs,omitempty"`
+	// Nodes is what each lab node spent during the sample (nodecpu.go).
+	Nodes *NodesCPU `json:"nodes_cpu,omitempty"`
 }
 
 // PinnedCPU is the time the client's and server's CPUs spent over one

@@ -41,6 +41,7 @@ type Runner struct {
 
 	usage usageState      // datapath usage reads that failed (usage.go)
 	moved map[string]bool // server moves noted (readdress.go)
+	idled map[string]bool // scenarios whose idle nodes were read (nodecpu.go)
 	run   *results.Run    // the document being filled
 	done  int             // samples taken (progress)
 	total int             // samples planned (progress)
@@ -116,6 +117,7 @@ func (r *Runner) takeDuring(ctx context.Context, sc Scenario, i, round int, labe
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	r.idleNodes(ctx, sc) // before its first sample: the nodes idle
 	r.done++
 	r.progress("[%d/%d] %s", r.done, r.total, label)
 	res := &r.run.Results[i]
@@ -200,6 +202,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	c0, cerr0 := tgt.CPUSeconds(res.Placement.Client)
 	s0, serr0 := tgt.CPUSeconds(res.Placement.Server)
 	p0, perr0 := procstat.Read() // read beside the cgroups: what their CPUs spent
+	nodes := startNodes(tgt)     // and every node's (nodecpu.go)
 	timeout := sampleBound(res)
 	us, mark := r.startUsage(ctx, tgt, res, round)
 	rctx, cancel := context.WithTimeout(sctx, timeout)
@@ -209,6 +212,7 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 	c1, cerr1 := tgt.CPUSeconds(res.Placement.Client)
 	s1, serr1 := tgt.CPUSeconds(res.Placement.Server)
 	p1, perr1 := procstat.Read()
+	s.Nodes = nodes.end()
 	s.End = time.Now().UTC()
 	if keeper != nil && ctx.Err() == nil {
 		if died := checkAgents(ctx, keeper, res.Placement, err != nil); died != nil {

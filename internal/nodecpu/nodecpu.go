@@ -1,0 +1,113 @@
+// Package nodecpu reads what the lab's nodes spent: the time of the CPUs
+// each node's work is pinned to, from /proc/stat, and the CPU charged to
+// the node's cgroups (its own, its pods', its daemons' and proxies'), from
+// cpu.stat. The nodes share this machine's kernel, whose work for them
+// (softirq, system time) is on their CPUs but, when it runs in the idle
+// task's or ksoftirqd's context, in no cgroup: the CPUs count it, the
+// cgroups say how much of it the node's own processes were charged.
+package nodecpu
+
+import (
+	"context"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/procstat"
+	"github.com/cnibench/cnibench/results"
+)
+
+// Node is one lab node as the accounting sees it.
+type Node struct {
+	Name string
+	// CPUs its work is pinned to; nil when nothing is pinned (then no CPU
+	// is the node's own and the machine's are read as "all").
+	CPUs []int
+	// Cgroups are the cgroup v2 dirs whose CPU is the node's.
+	Cgroups []string
+}
+
+// Mark is one reading of the nodes.
+type Mark struct {
+	at     time.Time
+	stat   procstat.Stat
+	cgroup map[string]float64 // dir → usage seconds; a dir that could not be read is absent
+}
+
+// Read reads /proc/stat and every node's cgroups. A cgroup that cannot be
+// read (gone with its proxy) is left out, not an error: it counts for no
+// window it is not in at both ends.
+func Read(nodes []Node) (Mark, error) {
+	st, err := procstat.Read()
+	if err != nil {
+		return Mark{}, err
+	}
+	m := Mark{at: time.Now(), stat: st, cgroup: map[string]float64{}}
+	for _, n := range nodes {
+		for _, dir := range n.Cgroups {
+			if v, err := CgroupSeconds(dir); err == nil {
+				m.cgroup[dir] = v
+			}
+		}
+	}
+	return m, nil
+}
+
+// Since is what nodes spent from before to after.
+func Since(nodes []Node, before, after Mark) *results.NodesCPU {
+	out := &results.NodesCPU{Seconds: after.at.Sub(before.at).Seconds(), Pinned: pinned(nodes)}
+	for _, n := range nodes {
+		e := results.NodeCPU{Node: n.Name}
+		if out.Pinned {
+			e.CPUs = cpuList(n.CPUs)
+			e.CPUTimes = times(after.stat.Sum(n.CPUs).Sub(before.stat.Sum(n.CPUs)))
+		}
+		for _, dir := range n.Cgroups {
+			b, ok1 := before.cgroup[dir]
+			a, ok2 := after.cgroup[dir]
+			if ok1 && ok2 {
+				e.CgroupSec += a - b
+				e.Cgroups = append(e.Cgroups, baseName(dir))
+			}
+		}
+		out.Nodes = append(out.Nodes, e)
+	}
+	if !out.Pinned {
+		out.Nodes = append(out.Nodes, results.NodeCPU{Node: "all", CPUs: "all",
+			CPUTimes: times(after.stat.All.Sub(before.stat.All))})
+	}
+	return out
+}
+
+// Idle reads nodes over d of idleness (the caller runs nothing): the
+// baseline a sample's reading is shown against.
+func Idle(ctx context.Context, nodes []Node, d time.Duration) (*results.NodesCPU, error) {
+	before, err := Read(nodes)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(d):
+	}
+	after, err := Read(nodes)
+	if err != nil {
+		return nil, err
+	}
+	return Since(nodes, before, after), nil
+}
+
+// pinned is whether every node has CPUs of its own: one unpinned node
+// makes every CPU anyone's.
+func pinned(nodes []Node) bool {
+	for _, n := range nodes {
+		if len(n.CPUs) == 0 {
+			return false
+		}
+	}
+	return len(nodes) > 0
+}
+
+// times is a /proc/stat difference as results keep it.
+func times(t procstat.Times) results.CPUTimes {
+	return results.CPUTimes{UserSec: t.User + t.Nice, SystemSec: t.System, SoftirqSec: t.SoftIRQ, IRQSec: t.IRQ}
+}

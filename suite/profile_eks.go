@@ -98,7 +98,7 @@ func eksProfile() Profile {
 		About: "the EKS report (VPC CNI vs Cilium, scenarios A–E) on the lab: A iptables, B vxlan+iptables+flows, C vxlan+ebpf-tc+flows, " +
 			"D ebpf-tc+flows, E ebpf+cc-bbr+notrack (D's tuning: socket LB, BBR, no conntrack on the path, no flows; Bandwidth Manager, " +
 			"larger CT tables, XDP and DSR have no lab equivalent: docs/profiles.md); TCP_STREAM and UDP_STREAM (loss) pod-to-pod, fortio at " +
-			"1,000 / 5,000 QPS and max, DNS p50/p99 and the datapath's CPU through a Service, 5 interleaved rounds of 2 s; about 35 min on 2 cores; " +
+			"1,000 / 5,000 QPS and max, DNS p50/p99 and the datapath's CPU through a Service, 5 interleaved rounds of 2 s; about 15 min on 2 cores; " +
 			"opens with the EKS table and its shapes",
 		Tests:      []string{"TCP_STREAM", "UDP_STREAM", "FORTIO_QPS_1000", "FORTIO_QPS_5000", "FORTIO_RPS_C64", "DNS_QPS_1000"},
 		Placements: []string{PodToPodOtherNode, PodToServiceOtherNode},

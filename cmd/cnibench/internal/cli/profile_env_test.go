@@ -97,6 +97,9 @@ func TestProfileKnobsPrecedenceAndErrors(t *testing.T) {
 // cilium connectivity perf's --samples is --rounds; both at once is an
 // error.
 func TestSamplesIsRounds(t *testing.T) {
+	if got := runFlags(t, "run", "--samples", "3").Lookup("rounds").Value.String(); got != "3" {
+		t.Errorf("--samples 3: rounds %s", got)
+	}
 	t.Setenv("KUBECONFIG", "/nonexistent")
 	out, _, err := cnibench(t, "run", "--target", "k8s", "--dry-run", "--profile", "connectivity-perf", "--samples", "3", "--tests", "TCP_RR")
 	if err != nil || !strings.Contains(out, "kind: Pod") {

@@ -42,7 +42,17 @@ type Cell struct {
 	Unit   string  `json:"unit"`
 	// Approx: the report gave the figure as "about" (~40 Gbit/s).
 	Approx bool `json:"approx,omitempty"`
+	// Low and High: the report printed one range for the row's columns
+	// ("12.3–12.4 Gbit/s everywhere"), not each column's own figure, so
+	// the cell keeps the range as printed and Value is its middle; a
+	// shape between two such cells can only be "about even within the
+	// range's width". Both zero: the cell's own figure.
+	Low  float64 `json:"low,omitempty"`
+	High float64 `json:"high,omitempty"`
 }
+
+// Ranged tells whether the cell holds a row's range, not its own figure.
+func (c Cell) Ranged() bool { return c.Low != 0 || c.High != 0 }
 
 // file is reports.json's shape.
 type file struct {
@@ -101,6 +111,8 @@ func (r Report) check() error {
 			return fmt.Errorf("cell %q / %q given twice", c.Row, c.Column)
 		case math.IsNaN(c.Value) || math.IsInf(c.Value, 0):
 			return fmt.Errorf("cell %q / %q: value is not a number", c.Row, c.Column)
+		case c.Ranged() && !(c.Low <= c.Value && c.Value <= c.High && c.Low < c.High):
+			return fmt.Errorf("cell %q / %q: range %g–%g does not hold its value %g", c.Row, c.Column, c.Low, c.High, c.Value)
 		case !KnownUnit(c.Unit):
 			return fmt.Errorf("cell %q / %q: unknown unit %q (known: %s)", c.Row, c.Column, c.Unit, strings.Join(unitNames(), ", "))
 		}

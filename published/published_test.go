@@ -10,7 +10,7 @@ func TestEmbeddedReportsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"connectivity-perf", "cilium-2021", "tke"} {
+	for _, id := range []string{"connectivity-perf", "cilium-2021", "tke", "eks"} {
 		r, err := Lookup(id)
 		if err != nil {
 			t.Fatal(err)
@@ -57,6 +57,7 @@ func TestParseRejectsBadFiles(t *testing.T) {
 		{"unknown row", head + `{"row":"q","column":"a","value":1,"unit":"µs"}]}]}`, `cell on unknown row "q"`},
 		{"unknown column", head + `{"row":"r","column":"b","value":1,"unit":"µs"}]}]}`, `unknown column "b"`},
 		{"cell twice", head + `{"row":"r","column":"a","value":1,"unit":"µs"},{"row":"r","column":"a","value":2,"unit":"µs"}]}]}`, "given twice"},
+		{"range without its value", head + `{"row":"r","column":"a","value":1,"unit":"µs","low":2,"high":3}]}]}`, "range 2–3 does not hold its value 1"},
 		{"unknown unit", head + `{"row":"r","column":"a","value":1,"unit":"furlongs"}]}]}`, `unknown unit "furlongs"`},
 		{"report twice", `{"reports":[{"id":"x","title":"T","source":"S","date":"2026","hardware":"H","columns":["a"],"rows":["r"]},{"id":"x","title":"T","source":"S","date":"2026","hardware":"H","columns":["a"],"rows":["r"]}]}`, `published report "x": listed twice`},
 	} {

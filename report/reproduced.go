@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/cnibench/cnibench/published"
@@ -78,6 +79,9 @@ type ShapeLine struct {
 	Text  string `json:"text"`
 	// own: Delta was computed here, not taken from a row.
 	own bool
+	// note says what the published ratio is of when not of the cells'
+	// values (a loss's delivered share).
+	note string
 }
 
 // The answers a shape gets.
@@ -197,6 +201,10 @@ func reproducedLine(rep *Report, run *results.Run, spec *results.Reproduction, p
 			if o.Row == c.Row && o.Test == c.Test && o.Placement == c.Placement && o.Metric == c.Metric && o.Scenario == rep.Columns[against].Scenario {
 				if pa, ok := pub.Cell(o.Row, o.Column); ok && l.Published != nil && pa.Value != 0 {
 					l.PublishedPct = Num(100 * (l.Published.Value/pa.Value - 1))
+					if complemented(run, rep.Columns[at.col].Scenario, c) && pa.Value < 100 {
+						// As ours: the change of the delivered share.
+						l.PublishedPct = Num(100 * ((100-l.Published.Value)/(100-pa.Value) - 1))
+					}
 				}
 			}
 		}
@@ -252,13 +260,7 @@ func newReproducedView(rep *Report, m *Reproduced) reproducedView {
 		v.Source = fmt.Sprintf("%s, %s (%s); %s.", m.Source, m.Date, m.URL, m.Hardware)
 	}
 	for _, l := range m.Cells {
-		pubText := "–"
-		if p := l.Published; p != nil {
-			pubText = fmtNum(p.Value) + " " + p.Unit
-			if p.Approx {
-				pubText = "≈ " + pubText
-			}
-		}
+		pubText := publishedText(l.Published)
 		row := []cellView{{l.Row, "nw"}, {l.Column, "nw"}, {l.As, ""}, {pubText, "num"}}
 		if l.NotMeasured != "" {
 			row = append(row, cellView{l.NotMeasured, "muted"}, cellView{"", ""}, cellView{"", ""})
@@ -288,6 +290,31 @@ func newReproducedView(rep *Report, m *Reproduced) reproducedView {
 		v.Shapes = append(v.Shapes, shapeView{Text: s.Text, Holds: cellView{s.Holds, class}})
 	}
 	return v
+}
+
+// publishedText is a published figure as the original printed it: its
+// own value, or the range it gave for the whole row; "–" for none.
+func publishedText(p *published.Cell) string {
+	if p == nil {
+		return "–"
+	}
+	t := printedNum(p.Value) + " " + p.Unit
+	if p.Ranged() {
+		t = printedNum(p.Low) + "–" + printedNum(p.High) + " " + p.Unit + " (the row's range)"
+	}
+	if p.Approx {
+		t = "≈ " + t
+	}
+	return t
+}
+
+// printedNum is a published bound with the digits the report printed
+// (10.92, not 10.9), thousands grouped as fmtNum groups them.
+func printedNum(v float64) string {
+	if math.Abs(v) >= 1000 {
+		return fmtNum(v)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 func (reproducedSection) markdown(b *strings.Builder, rep *Report) {

@@ -62,9 +62,15 @@ func shapeLine(rep *Report, run *results.Run, spec *results.Reproduction, pub pu
 		}
 		pb.Value = v
 	}
-	l.PublishedRatio = Num(pb.Value / pa.Value)
 	ca, cb := specCell(spec, s.A), specCell(spec, s.B)
 	la, lb := locate(rep, run, ca), locate(rep, run, cb)
+	l.PublishedRatio = Num(pb.Value / pa.Value)
+	if la.why == "" && complemented(run, rep.Columns[la.col].Scenario, ca) && pa.Value < 100 {
+		// A loss is judged on the delivered share (results.Metric
+		// Complement), so the published ratio is of the same shares.
+		l.note = fmt.Sprintf(" of the delivered share (%.4g%% → %.4g%%, as the report judges loss)", 100-pa.Value, 100-pb.Value)
+		l.PublishedRatio = Num((100 - pb.Value) / (100 - pa.Value))
+	}
 	switch {
 	case la.why != "":
 		l.Text = fmt.Sprintf("%s: not judged: %s / %s %s", s.Ask, s.A.Row, s.A.Column, la.why)
@@ -96,6 +102,13 @@ func shapeLine(rep *Report, run *results.Run, spec *results.Reproduction, pub pu
 	}
 	l.Holds = ""
 	return l
+}
+
+// complemented tells whether a mapped cell's metric is judged on its
+// complement (100 − loss).
+func complemented(run *results.Run, scenario string, c results.ReproducedCell) bool {
+	m := shapeMetric(run, scenario, c)
+	return m != nil && m.Complement != ""
 }
 
 // specCell is the reproduction's mapping of a published cell.
@@ -134,7 +147,7 @@ func judgeShape(s *ShapeLine) (holds, text string) {
 	}
 	s.EffectPct, s.Lo, s.Hi = Num(pct), Num(lo), Num(hi)
 	pubPct, tol := 100*(float64(s.PublishedRatio)-1), float64(s.EvenWithinPct)
-	head := fmt.Sprintf("%s: published %.3g× (%s)", s.Ask, float64(s.PublishedRatio), stats.SignedPct(pubPct))
+	head := fmt.Sprintf("%s: published %.3g×%s (%s)", s.Ask, float64(s.PublishedRatio), s.note, stats.SignedPct(pubPct))
 	if d.Verdict == VerdictTooFew || d.Verdict == VerdictNA {
 		return ShapeNotJudged, head + "; here not judged: " + d.Text
 	}

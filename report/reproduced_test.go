@@ -25,7 +25,12 @@ var base = map[string]struct{ rate, latUs float64 }{
 	"TCP_STREAM": {9, 0}, "TCP_STREAM_MULTI": {18, 0}, "UDP_STREAM": {1.5, 0}, "UDP_STREAM_MULTI": {3, 0},
 	"TCP_RR": {30000, 30}, "UDP_RR": {32000, 28}, "TCP_CRR": {9000, 110},
 	"HTTP_RPS_C64": {100000, 600}, "HTTP_RPS_SHORT_C64": {20000, 3000}, "HTTP_QPS_1000": {1000, 90},
+	"FORTIO_RPS_C64": {4100, 15000}, "FORTIO_QPS_1000": {1000, 9000}, "FORTIO_QPS_5000": {4100, 30000}, "DNS_QPS_1000": {1000, 120},
 }
+
+// lossKey in a scenario's factors divides UDP_STREAM's loss (0.1% else):
+// the loss moves on its own, not with the goodput.
+const lossKey = "UDP_STREAM loss"
 
 // factors scale a scenario's rates against the first scenario (latency
 // by the inverse), per test; a test not listed is 1.
@@ -67,7 +72,15 @@ func recordedRun(t *testing.T, profile string, f factors) *results.Run {
 				for _, j := range jitter {
 					rates, lats = append(rates, b.rate*k*(1+j)), append(lats, b.latUs/k*(1-j))
 				}
-				run.Results = append(run.Results, recordedResult(t, sc, test, pl, rates, lats))
+				r := recordedResult(t, sc, test, pl, rates, lats)
+				if lk := f[sc][lossKey]; lk != 0 && test == "UDP_STREAM" {
+					var loss []float64
+					for _, j := range jitter {
+						loss = append(loss, 0.1/lk*(1-j))
+					}
+					r.Samples = streamSamples(rates, loss)
+				}
+				run.Results = append(run.Results, r)
 			}
 		}
 	}
@@ -89,6 +102,8 @@ func recordedResult(t *testing.T, sc, test, placement string, rates, lats []floa
 	r := results.Result{Scenario: sc, Test: test, Placement: p,
 		Options: &engine.Options{Host: p.ServerAddr, RunnerOptions: kinds.RunnerOptions{Duration: engine.Duration(2 * time.Second)}, Streams: 1}}
 	switch {
+	case strings.HasPrefix(test, "FORTIO"), strings.HasPrefix(test, "DNS"):
+		r.Options, r.Samples = loadSamples(t, test, p.ServerAddr, rates, lats)
 	case strings.HasPrefix(test, "HTTP"):
 		qps := 0.0
 		if test == "HTTP_QPS_1000" {
@@ -158,7 +173,7 @@ func checkOriginalLayout(t *testing.T, id string, m *Reproduced, out map[string]
 				line = l
 			}
 		}
-		want := fmtNum(c.Value) + " " + c.Unit
+		want := publishedText(&c)
 		if line == "" || !strings.Contains(line, want) {
 			t.Errorf("%s: %s / %s: published %q not in its line %q", id, c.Row, c.Column, want, line)
 		}

@@ -13,7 +13,7 @@ import (
 // out (they measure the HTTP server again, with another client).
 func TestFortioTestsInCatalogue(t *testing.T) {
 	names := TestNames()
-	fortio := []string{"FORTIO_RPS_C64", "FORTIO_RPS_SHORT_C64", "FORTIO_QPS_1000"}
+	fortio := []string{"FORTIO_RPS_C64", "FORTIO_RPS_SHORT_C64", "FORTIO_QPS_1000", "FORTIO_QPS_5000"}
 	i := slices.Index(names, "HTTP_QPS_5000")
 	if i < 0 || len(names) < i+1+len(fortio) || !slices.Equal(names[i+1:i+1+len(fortio)], fortio) {
 		t.Fatalf("catalogue %v: want %v right after the HTTP tests", names, fortio)

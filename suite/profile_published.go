@@ -231,6 +231,7 @@ func publishedProfiles() []Profile {
 			Questions:  tkeQuestions(),
 			Reproduces: tkeReproduction(),
 		},
+		eksProfile(),
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // The fortio kind: the HTTP kind's max-rate, short-connection and
-// fixed-rate tests, measured by fortio's client against the same server
+// fixed-rate tests (the QPS ladder 1,000 / 5,000 / max of the EKS report), measured by fortio's client against the same server
 // (the agent's, on the http port). Names start FORTIO_ where the HTTP
 // kind's start HTTP_, so every row says which client measured it.
 func init() {
@@ -22,6 +22,7 @@ func init() {
 			{Name: "FORTIO_RPS_C64", Template: &Options{Connections: 64, KeepAlive: true}, About: "HTTP requests/s at max rate, 64 keep-alive connections, fortio's client"},
 			{Name: "FORTIO_RPS_SHORT_C64", Template: &Options{Connections: 64}, About: "HTTP requests/s, a new connection per request, 64 concurrent, fortio's client"},
 			{Name: "FORTIO_QPS_1000", Template: &Options{Connections: 64, KeepAlive: true, QPS: 1000}, About: "HTTP latency at a fixed 1,000 requests/s, fortio's client (not CO corrected)"},
+			{Name: "FORTIO_QPS_5000", Template: &Options{Connections: 64, KeepAlive: true, QPS: 5000}, About: "HTTP latency at a fixed 5,000 requests/s, fortio's client (not CO corrected)"},
 		},
 		// No server of its own: it measures the http kind's.
 		Dials: "http",

@@ -19,6 +19,7 @@ func TestCatalogueAndOptions(t *testing.T) {
 		"FORTIO_RPS_C64":       {Connections: 64, KeepAlive: true},
 		"FORTIO_RPS_SHORT_C64": {Connections: 64},
 		"FORTIO_QPS_1000":      {Connections: 64, KeepAlive: true, QPS: 1000},
+		"FORTIO_QPS_5000":      {Connections: 64, KeepAlive: true, QPS: 5000},
 	}
 	k, ok := kinds.Lookup("fortio")
 	if !ok {

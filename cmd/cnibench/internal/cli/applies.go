@@ -43,28 +43,32 @@ func appliesTo(fs *pflag.FlagSet, key string, values []string, names ...string) 
 func checkApplies(fs *pflag.FlagSet, target, schedule string) error {
 	var err error
 	fs.Visit(func(f *pflag.Flag) {
-		if err != nil {
-			return
-		}
-		if ts := f.Annotations[annTarget]; len(ts) > 0 && !slices.Contains(ts, target) {
-			if why := f.Annotations[annWhy]; len(why) > 0 {
-				err = fmt.Errorf("--%s does not apply to --target %s: %s", f.Name, target, why[0])
-			} else if len(ts) == 1 && ts[0] == defaultTarget {
-				err = fmt.Errorf("--%s is a %s setting: it does not apply to --target %s", f.Name, defaultTarget, target)
-			} else {
-				err = fmt.Errorf("--%s applies to --target %s only", f.Name, strings.Join(ts, " or "))
-			}
-			return
-		}
-		if ss := f.Annotations[annSchedule]; len(ss) > 0 && !slices.Contains(ss, schedule) {
-			if slices.Contains(ss, scheduleRounds) {
-				err = fmt.Errorf("--%s does not apply to %s", f.Name, scheduleNames([]string{schedule}))
-			} else {
-				err = fmt.Errorf("--%s applies to %s only (%s)", f.Name, scheduleNames(ss), scheduleHints(ss))
-			}
+		if err == nil {
+			err = flagApplies(f, target, schedule)
 		}
 	})
 	return err
+}
+
+// flagApplies says why a flag does not apply to the target or schedule;
+// nil when it does.
+func flagApplies(f *pflag.Flag, target, schedule string) error {
+	if ts := f.Annotations[annTarget]; len(ts) > 0 && !slices.Contains(ts, target) {
+		if why := f.Annotations[annWhy]; len(why) > 0 {
+			return fmt.Errorf("--%s does not apply to --target %s: %s", f.Name, target, why[0])
+		}
+		if len(ts) == 1 && ts[0] == defaultTarget {
+			return fmt.Errorf("--%s is a %s setting: it does not apply to --target %s", f.Name, defaultTarget, target)
+		}
+		return fmt.Errorf("--%s applies to --target %s only", f.Name, strings.Join(ts, " or "))
+	}
+	if ss := f.Annotations[annSchedule]; len(ss) > 0 && !slices.Contains(ss, schedule) {
+		if slices.Contains(ss, scheduleRounds) {
+			return fmt.Errorf("--%s does not apply to %s", f.Name, scheduleNames([]string{schedule}))
+		}
+		return fmt.Errorf("--%s applies to %s only (%s)", f.Name, scheduleNames(ss), scheduleHints(ss))
+	}
+	return nil
 }
 
 // flagGroups are the sections of a schedule command's help (run, sweep, churn): flags for

@@ -7,6 +7,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	// The eks profile's FORTIO_* tests: package main links the kind.
+	_ "github.com/cnibench/cnibench/engine/fortioload"
+
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
 	"github.com/cnibench/cnibench/targets/labtarget"

@@ -101,6 +101,10 @@ func (mf *measureFlags) register(f *pflag.FlagSet, own scheduleEntry) {
 	f.DurationVar(&mf.o.Duration, "duration", 0, "measured time per sample (default: the profile's)")
 	f.DurationVar(&mf.o.Warmup, "warmup", 0, "unmeasured time before each sample (default: the profile's)")
 	f.Var(roundsFlag{&mf.o.Rounds, &mf.o.AutoRounds, own.autoRounds}, "rounds", help["rounds"])
+	// cilium connectivity perf's name for its samples per test
+	// (docs/profiles.md): the same setting, so one of the two is given.
+	f.Var(roundsFlag{&mf.o.Rounds, &mf.o.AutoRounds, own.autoRounds}, "samples", "cilium connectivity perf's name for --rounds")
+	f.Lookup("samples").Hidden = true
 	f.StringVar(&mf.mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
 	f.StringVar(&mf.out, "out", "", "results directory (default cnibench-results/<run id>)")
 }
@@ -119,6 +123,17 @@ func (mf *measureFlags) request(cmd *cobra.Command, own scheduleEntry) (*runRequ
 	if own.tests {
 		own = pickSchedule(req.opts.Tests, own)
 	}
+	if flags.Changed("samples") && flags.Changed("rounds") {
+		return nil, errors.New("--samples is cilium connectivity perf's name for --rounds: give one of them")
+	}
+	line, err := applyProfileEnv(flags, strings.ToLower(strings.TrimSpace(mf.o.Profile)), mf.target, own.name, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if line != "" {
+		fmt.Fprintln(req.progress, line)
+	}
+	req.opts.Duration, req.opts.Rounds, req.opts.AutoRounds = mf.o.Duration, mf.o.Rounds, mf.o.AutoRounds
 	if mf.o.AutoRounds > 0 && !own.autoRounds {
 		return nil, fmt.Errorf("--rounds auto: only for interleaved rounds (run), not %s: give a number", own.title)
 	}

@@ -31,6 +31,7 @@ type k8sKind struct {
 	allowClusterChanges bool
 	apiQPS              float64
 	apiBurst            int
+	apiWorkers          int
 }
 
 func (k *k8sKind) register(fs *pflag.FlagSet) {
@@ -39,8 +40,9 @@ func (k *k8sKind) register(fs *pflag.FlagSet) {
 	fs.StringVar(&k.syncVerify, "sync-verify", k8starget.SyncNode, "sweep: node (a privileged probe pod per node reads kube-proxy's or Cilium's state) or api (the API server only)")
 	fs.Float64Var(&k.apiQPS, "api-qps", k8starget.DefaultScaleQPS, "sweep: API writes per second creating and deleting the dummy Services and EndpointSlices")
 	fs.IntVar(&k.apiBurst, "api-burst", 0, "sweep: burst of those writes (default: --api-qps)")
+	fs.IntVar(&k.apiWorkers, "api-workers", 0, fmt.Sprintf("sweep: parallel writers of those writes, 1..256 (default %d; TKE's SVC_CREATE_PARALLEL)", k8starget.DefaultScaleWorkers))
 	fs.BoolVar(&k.allowClusterChanges, "allow-cluster-changes", false, "let the run change Cilium's configuration and restart its agents, put back at the end (or by k8s cleanup): the sweep and the churn raise bpf-lb-map-max when the largest step needs it; --profile security switches Hubble (enable-hubble) for its flows twin")
-	appliesTo(fs, annSchedule, []string{scheduleReprograms}, "sync-timeout", "sync-verify", "api-qps", "api-burst")
+	appliesTo(fs, annSchedule, []string{scheduleReprograms}, "sync-timeout", "sync-verify", "api-qps", "api-burst", "api-workers")
 	fs.BoolVar(&k.kf.networkPolicyCheck, "network-policy-check", false, "apply a NetworkPolicy (only the client may reach the pod servers), verify it with a denied probe before measuring and record enforced, not enforced or broken; the policy stays for the run")
 	appliesTo(fs, annSchedule, []string{scheduleRounds}, "network-policy-check")
 }
@@ -74,7 +76,7 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 			return nil, fmt.Errorf("--api-qps must be in 1..%d, got %g", k8starget.MaxScaleQPS, k.apiQPS)
 		}
 		cfg.Scale = &k8starget.ScaleConfig{SyncVerify: k.syncVerify, SyncTimeout: k.syncTimeout,
-			AllowClusterChanges: k.allowClusterChanges, QPS: k.apiQPS, Burst: k.apiBurst,
+			AllowClusterChanges: k.allowClusterChanges, QPS: k.apiQPS, Burst: k.apiBurst, Workers: k.apiWorkers,
 			Services: rp.Services, Endpoints: rp.Endpoints, Churn: rp.Live}
 		if err := cfg.Validate(); err != nil {
 			return nil, err

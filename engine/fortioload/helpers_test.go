@@ -1,7 +1,6 @@
 package fortioload
 
 import (
-	"context"
 	"io"
 	"net"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/engine/internal/servetest"
 	"github.com/cnibench/cnibench/engine/kinds"
 )
 
@@ -22,15 +22,7 @@ func startServer(t *testing.T) string {
 	if err := s.Listen(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	servetest.Serve(t, s.Serve)
 	<-s.Ready()
 	return s.Addr().String()
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/internal/servetest"
 	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
@@ -30,15 +31,7 @@ func startServer(t *testing.T, s *Server) string {
 	if err := s.Listen(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	servetest.Serve(t, s.Serve)
 	<-s.Ready()
 	return "http://" + s.Addr().String() + "/"
 }

@@ -171,11 +171,8 @@ func (o *Options) Validate() error {
 	if o.Streams < 1 {
 		return fmt.Errorf("%s: streams must be at least 1, got %d", o.Test, o.Streams)
 	}
-	if err := o.RunnerOptions.Validate(string(o.Test)); err != nil {
+	if err := o.RunnerOptions.ValidateWithShare(string(o.Test), o.PortShare); err != nil {
 		return err
-	}
-	if err := o.PortShare.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", o.Test, err)
 	}
 	if o.MessageSize < 0 {
 		return fmt.Errorf("%s: message size must not be negative", o.Test)

@@ -12,7 +12,6 @@ package fortioload
 
 import (
 	"fmt"
-	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -79,28 +78,16 @@ func (o *Options) Validate() error {
 	if o.Path[0] != '/' || strings.ContainsAny(o.Path, " \r\n") {
 		return fmt.Errorf("fortio: path %q must start with / and hold no spaces or line breaks", o.Path)
 	}
-	if err := o.RunnerOptions.Validate("fortio"); err != nil {
+	if err := o.RunnerOptions.ValidateWithShare("fortio", o.PortShare); err != nil {
 		return err
 	}
-	if err := o.PortShare.Validate(); err != nil {
-		return fmt.Errorf("fortio: %w", err)
+	if err := kinds.ValidateCount("fortio", "connections", &o.Connections, DefaultConnections, maxConnections); err != nil {
+		return err
 	}
-	if o.Connections == 0 {
-		o.Connections = DefaultConnections
+	if err := kinds.ValidateRate("fortio", o.QPS); err != nil {
+		return err
 	}
-	if o.Connections < 1 || o.Connections > maxConnections {
-		return fmt.Errorf("fortio: connections must be in 1..%d, got %d", maxConnections, o.Connections)
-	}
-	if o.QPS < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0) {
-		return fmt.Errorf("fortio: qps must be 0 (max rate) or a positive rate, got %v", o.QPS)
-	}
-	if o.Timeout < 0 {
-		return fmt.Errorf("fortio: timeout must not be negative, got %s", time.Duration(o.Timeout))
-	}
-	if o.Timeout == 0 {
-		o.Timeout = kinds.Duration(DefaultTimeout)
-	}
-	return nil
+	return kinds.ValidateTimeout("fortio", &o.Timeout, DefaultTimeout)
 }
 
 // URL is the target as fortio takes it.

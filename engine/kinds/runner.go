@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -35,6 +36,52 @@ func (o *RunnerOptions) Validate(who string) error {
 	}
 	if o.Warmup < 0 {
 		return fmt.Errorf("%s: warmup must not be negative, got %s", who, time.Duration(o.Warmup))
+	}
+	return nil
+}
+
+// ValidateWithShare checks the times, then share (nil: the whole range),
+// for the kinds whose clients open connections on a share of the ports;
+// who names the options in either error.
+func (o *RunnerOptions) ValidateWithShare(who string, share *PortShare) error {
+	if err := o.Validate(who); err != nil {
+		return err
+	}
+	if err := share.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", who, err)
+	}
+	return nil
+}
+
+// ValidateCount sets *n to def when it is 0 and checks that it is in
+// 1..max; what names the count in the error ("connections"), after who.
+func ValidateCount(who, what string, n *int, def, max int) error {
+	if *n == 0 {
+		*n = def
+	}
+	if *n < 1 || *n > max {
+		return fmt.Errorf("%s: %s must be in 1..%d, got %d", who, what, max, *n)
+	}
+	return nil
+}
+
+// ValidateRate checks a load kind's total target rate: 0 runs at max rate
+// (closed loop), else it must be a positive finite rate (open loop).
+func ValidateRate(who string, qps float64) error {
+	if qps < 0 || math.IsNaN(qps) || math.IsInf(qps, 0) {
+		return fmt.Errorf("%s: qps must be 0 (max rate) or a positive rate, got %v", who, qps)
+	}
+	return nil
+}
+
+// ValidateTimeout checks a load kind's timeout of one operation (a
+// request, a query) and sets it to def when it is 0.
+func ValidateTimeout(who string, timeout *Duration, def time.Duration) error {
+	if *timeout < 0 {
+		return fmt.Errorf("%s: timeout must not be negative, got %s", who, time.Duration(*timeout))
+	}
+	if *timeout == 0 {
+		*timeout = Duration(def)
 	}
 	return nil
 }

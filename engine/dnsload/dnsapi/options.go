@@ -8,7 +8,6 @@ package dnsapi
 
 import (
 	"fmt"
-	"math"
 	"net/netip"
 	"strings"
 	"time"
@@ -125,11 +124,8 @@ func (o *Options) ValidateAddr() (netip.AddrPort, error) {
 		if err := CheckNameFormat(o.NameFormat); err != nil {
 			return ap, err
 		}
-		if o.NameCount == 0 {
-			o.NameCount = DefaultNames
-		}
-		if o.NameCount < 1 || o.NameCount > maxNames {
-			return ap, fmt.Errorf("dnsload: name count must be in 1..%d, got %d", maxNames, o.NameCount)
+		if err := kinds.ValidateCount("dnsload", "name count", &o.NameCount, DefaultNames, maxNames); err != nil {
+			return ap, err
 		}
 	} else if len(o.Names) > maxNames {
 		return ap, fmt.Errorf("dnsload: at most %d names, got %d", maxNames, len(o.Names))
@@ -138,8 +134,8 @@ func (o *Options) ValidateAddr() (netip.AddrPort, error) {
 	if err := o.RunnerOptions.Validate("dnsload"); err != nil {
 		return ap, err
 	}
-	if o.QPS < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0) {
-		return ap, fmt.Errorf("dnsload: qps must be 0 (max rate) or a positive rate, got %v", o.QPS)
+	if err := kinds.ValidateRate("dnsload", o.QPS); err != nil {
+		return ap, err
 	}
 	if o.Outstanding == 0 {
 		o.Outstanding = DefaultOutstanding
@@ -150,11 +146,8 @@ func (o *Options) ValidateAddr() (netip.AddrPort, error) {
 	if o.Outstanding < 1 || o.Outstanding > MaxOutstanding {
 		return ap, fmt.Errorf("dnsload: outstanding must be in 1..%d, got %d", MaxOutstanding, o.Outstanding)
 	}
-	if o.Timeout < 0 {
-		return ap, fmt.Errorf("dnsload: timeout must not be negative, got %s", time.Duration(o.Timeout))
-	}
-	if o.Timeout == 0 {
-		o.Timeout = engineapi.Duration(DefaultTimeout)
+	if err := kinds.ValidateTimeout("dnsload", &o.Timeout, DefaultTimeout); err != nil {
+		return ap, err
 	}
 	if o.Threads < 0 || o.Threads > maxThreads {
 		return ap, fmt.Errorf("dnsload: threads must be in 0..%d, got %d", maxThreads, o.Threads)

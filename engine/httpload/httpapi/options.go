@@ -8,7 +8,6 @@ package httpapi
 
 import (
 	"fmt"
-	"math"
 	"net"
 	"net/url"
 	"strconv"
@@ -177,20 +176,14 @@ func (o *Options) target() (Target, error) {
 
 // validateRest checks and defaults every field but the destination.
 func (o *Options) validateRest() error {
-	if err := o.RunnerOptions.Validate("httpload"); err != nil {
+	if err := o.RunnerOptions.ValidateWithShare("httpload", o.PortShare); err != nil {
 		return err
 	}
-	if err := o.PortShare.Validate(); err != nil {
-		return fmt.Errorf("httpload: %w", err)
+	if err := kinds.ValidateCount("httpload", "connections", &o.Connections, DefaultConnections, maxConnections); err != nil {
+		return err
 	}
-	if o.Connections == 0 {
-		o.Connections = DefaultConnections
-	}
-	if o.Connections < 1 || o.Connections > maxConnections {
-		return fmt.Errorf("httpload: connections must be in 1..%d, got %d", maxConnections, o.Connections)
-	}
-	if o.QPS < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0) {
-		return fmt.Errorf("httpload: qps must be 0 (max rate) or a positive rate, got %v", o.QPS)
+	if err := kinds.ValidateRate("httpload", o.QPS); err != nil {
+		return err
 	}
 	if o.RequestSize < 0 || o.RequestSize > MaxBodySize {
 		return fmt.Errorf("httpload: request size must be in 0..%d, got %d", MaxBodySize, o.RequestSize)
@@ -198,11 +191,8 @@ func (o *Options) validateRest() error {
 	if o.Threads < 0 || o.Threads > 1024 {
 		return fmt.Errorf("httpload: threads must be in 0..1024, got %d", o.Threads)
 	}
-	if o.Timeout < 0 {
-		return fmt.Errorf("httpload: timeout must not be negative, got %s", time.Duration(o.Timeout))
-	}
-	if o.Timeout == 0 {
-		o.Timeout = engineapi.Duration(DefaultTimeout)
+	if err := kinds.ValidateTimeout("httpload", &o.Timeout, DefaultTimeout); err != nil {
+		return err
 	}
 	for _, h := range o.Headers {
 		name, _, ok := strings.Cut(h, ":")

@@ -11,10 +11,8 @@ import (
 // (the agent's, on the http port). Names start FORTIO_ where the HTTP
 // kind's start HTTP_, so every row says which client measured it.
 func init() {
-	perReq := kinds.PerWork{Client: kinds.MetricClientCPUReq, Server: kinds.MetricServerCPUReq,
-		Datapath: kinds.MetricDatapathCPUReq, Unit: "µs", Head: "DP CPU µs/req"}
 	kinds.Register(kinds.LoadKind(kinds.Kind{
-		Name: "fortio", Order: 35, PerWork: perReq, Check: checkAnswered,
+		Name: "fortio", Order: 35, PerWork: kinds.PerRequest, Check: checkAnswered,
 		Key: "fortio", OptionsKey: "fortio_options",
 		NewResult: kinds.New[Result](), NewOptions: kinds.New[Options](),
 		Options: options, Run: kinds.RunWith(Run),
@@ -27,7 +25,7 @@ func init() {
 		// No server of its own: it measures the http kind's.
 		Dials: "http",
 		Table: kinds.Table{Order: 25, Columns: kinds.LoadColumns("Req/s", kinds.MetricRPS, "Errors %", kinds.MetricErrors,
-			perReq, "CPU µs/req (cli+srv)")},
+			kinds.PerRequest, "CPU µs/req (cli+srv)")},
 	}, "req/s", load, own))
 }
 

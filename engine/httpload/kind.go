@@ -12,10 +12,8 @@ import (
 // omission). HTTP_QPS_1000, HTTP_QPS_5000 and HTTP_RPS_C64 (max) make the
 // QPS ladder. A test's Template is its *Options.
 func init() {
-	perReq := kinds.PerWork{Client: kinds.MetricClientCPUReq, Server: kinds.MetricServerCPUReq,
-		Datapath: kinds.MetricDatapathCPUReq, Unit: "µs", Head: "DP CPU µs/req"}
 	kinds.Register(kinds.LoadKind(kinds.Kind{
-		Name: "http", Order: 30, PerWork: perReq, Check: checkAnswered,
+		Name: "http", Order: 30, PerWork: kinds.PerRequest, Check: checkAnswered,
 		Key: "http", OptionsKey: "http_options",
 		NewResult: kinds.New[Result](), NewOptions: kinds.New[Options](),
 		Options: options, Run: kinds.RunWith(Run), Merge: kinds.MergeWith(merge),
@@ -28,7 +26,7 @@ func init() {
 		},
 		Ports: []kinds.Port{{Name: "http", Number: DefaultPort, Proto: "tcp", Exposed: true}},
 		Table: kinds.Table{Order: 20, Columns: kinds.LoadColumns("Req/s", kinds.MetricRPS, "Errors %", kinds.MetricErrors,
-			perReq, "CPU µs/req (cli+srv)")},
+			kinds.PerRequest, "CPU µs/req (cli+srv)")},
 	}, "req/s", load, own))
 }
 

@@ -62,6 +62,12 @@ type PerWork struct {
 	Client, Server, Datapath, Unit, Head string
 }
 
+// PerRequest is the PerWork of the kinds that count HTTP requests: the
+// HTTP kind's and the fortio kind's, whose client measures the same
+// server, so that their rows share metrics and read alike.
+var PerRequest = PerWork{Client: MetricClientCPUReq, Server: MetricServerCPUReq,
+	Datapath: MetricDatapathCPUReq, Unit: "µs", Head: "DP CPU µs/req"}
+
 // What the CPUs a run pinned its agents to spent, per unit of work
 // (results.PinnedCPU): all their busy time, the softirq and irq share of
 // it, and the part no endpoint's cgroup was charged for.

@@ -22,7 +22,10 @@ type pairsResults struct {
 		Samples []struct {
 			Error  string     `json:"error"`
 			Engine *rrNumbers `json:"engine"`
-			Pairs  []struct {
+			Nodes  *struct {
+				Nodes []struct{ Node string } `json:"nodes"`
+			} `json:"nodes_cpu"`
+			Pairs []struct {
 				Pair           int
 				Client, Server string
 				Start, End     time.Time
@@ -84,9 +87,12 @@ func TestPairsRunAtOnce(t *testing.T) {
 	if s.Engine.Transactions != sum.Transactions || math.Abs(s.Engine.RatePerSec-sum.RatePerSec) > 1e-6*sum.RatePerSec {
 		t.Errorf("aggregate %+v, sum of pairs %+v", *s.Engine, sum)
 	}
+	if s.Nodes == nil || len(s.Nodes.Nodes) < 2 {
+		t.Errorf("the sample has no CPU of the lab's nodes: %+v", s.Nodes)
+	}
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
-	if err != nil || !strings.Contains(string(md), "\n## Pairs\n") {
-		t.Errorf("report.md has no pairs section (%v)", err)
+	if err != nil || !strings.Contains(string(md), "\n## Pairs\n") || !strings.Contains(string(md), "\n## Queries per core\n") {
+		t.Errorf("report.md has no pairs or queries-per-core section (%v)", err)
 	}
 	if left := l.leftovers(); len(left) > 0 {
 		t.Errorf("run left lab objects behind: %v", left)

@@ -23,11 +23,13 @@ func (r *Runner) samplePairs(ctx, sctx context.Context, tgt Target, keeper Agent
 	}
 	cpu := readPairCPU(tgt, res.Pairs)
 	p0, perr0 := procstat.Read()
+	nodes := startNodes(tgt) // every node's CPU (nodecpu.go): queries per core of the whole load
 	us, mark := r.startUsage(ctx, tgt, res, round)
 	s.Pairs = runPairs(sctx, tgt, res.Kind(), res.Pairs, opts, sampleBound(res)+startLead)
 	usage := r.endUsage(ctx, us, mark, res, round)
 	s.ClientCPUSec, s.ServerCPUSec = cpu.since(tgt, s.Pairs)
 	s.Pinned = pinnedSince(tgt, p0, perr0)
+	s.Nodes = nodes.end()
 	s.End = time.Now().UTC()
 	failed := pairsFailed(s.Pairs)
 	if keeper != nil && ctx.Err() == nil {

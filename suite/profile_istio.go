@@ -86,7 +86,7 @@ func istioProfile() Profile {
 			"enforcing L7 policy), Cilium as ebpf+wireguard+l7-node (eBPF Services, WireGuard, per-node L7 proxy); fortio at 64 keep-alive " +
 			"connections through a Service and pod-to-pod across nodes: total QPS, p99, CPU per request, per-node CPU idle and under load and " +
 			"queries per core with and without the kernel's share; " + istioOnePair + "; the 85–115 replica churn and the relabel are not run " +
-			"(docs/profiles.md); 5 interleaved rounds of 2 s; about 5 min on 2 cores; opens with the report's table",
+			"(docs/profiles.md); 5 interleaved rounds of 2 s; about 2 min on 2 cores; opens with the report's table",
 		Tests:      []string{"FORTIO_RPS_C64"},
 		Placements: []string{PodToServiceOtherNode, PodToPodOtherNode},
 		Duration:   2 * time.Second,

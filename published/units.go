@@ -24,6 +24,9 @@ var units = map[string]unit{
 	"%":         {"percent", 1},
 	"MB":        {"bytes", 1e6},
 	"MiB":       {"bytes", 1 << 20},
+	// The Istio report's queries per core: a rate per core kept busy,
+	// comparable only with another of its kind.
+	"queries/s per core": {"per second per core", 1},
 }
 
 // KnownUnit tells whether a unit is one Convert knows.

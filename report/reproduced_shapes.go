@@ -65,6 +65,10 @@ func shapeLine(rep *Report, run *results.Run, spec *results.Reproduction, pub pu
 	ca, cb := specCell(spec, s.A), specCell(spec, s.B)
 	la, lb := locate(rep, run, ca), locate(rep, run, cb)
 	l.PublishedRatio = Num(pb.Value / pa.Value)
+	if s.Reciprocal {
+		l.note = fmt.Sprintf(" in our metric, the inverse of the published one (published %.4g ÷ %.4g = %.3g×)", pb.Value, pa.Value, pb.Value/pa.Value)
+		l.PublishedRatio = Num(pa.Value / pb.Value)
+	}
 	if la.why == "" && complemented(run, rep.Columns[la.col].Scenario, ca) && pa.Value < 100 {
 		// A loss is judged on the delivered share (results.Metric
 		// Complement), so the published ratio is of the same shares.

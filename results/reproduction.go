@@ -39,6 +39,10 @@ type Shape struct {
 	// EvenWithinPct: a published ratio within ±EvenWithinPct of 1 is the
 	// shape "about even" (one round of the original cannot tell less).
 	EvenWithinPct float64 `json:"even_within_pct"`
+	// Reciprocal: our metric is the inverse of the published one (CPU per
+	// request here, queries per core there), so the published ratio is
+	// judged inverted: the same shape, read in our metric.
+	Reciprocal bool `json:"reciprocal,omitempty"`
 }
 
 // CellRef names one of the original's cells.

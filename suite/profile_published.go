@@ -232,6 +232,7 @@ func publishedProfiles() []Profile {
 			Reproduces: tkeReproduction(),
 		},
 		eksProfile(),
+		istioProfile(),
 	}
 }
 

@@ -31,7 +31,7 @@ func TestEveryProfileResolves(t *testing.T) {
 // printed onto one of its own tests, placements and scenarios, or says
 // why it cannot; its shapes join two mapped cells.
 func TestPublishedProfilesMapTheirReport(t *testing.T) {
-	for _, name := range []string{"connectivity-perf", "cilium-2021", "tke", "eks"} {
+	for _, name := range []string{"connectivity-perf", "cilium-2021", "tke", "eks", "istio-scale"} {
 		prof, err := LookupProfile(name)
 		if err != nil {
 			t.Fatal(err)

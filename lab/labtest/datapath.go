@@ -62,3 +62,28 @@ func CheckScale(t *testing.T, d datapath.Datapath, n int) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+// PartialSync follows a first sync of DummyServices(20, 3), whose stats
+// are first: it syncs the same 20 and 5 more, one with a changed endpoint
+// (a reordering is none: both kube-proxy and the lab sort a Service's
+// endpoints), checks that Verify reads back what Expected says and that
+// the sync sent less than half the first's bytes (it was a partial one),
+// and returns the Services synced.
+func PartialSync(t *testing.T, d datapath.Datapath, first datapath.ProgramStats) []datapath.Service {
+	t.Helper()
+	ctx := context.Background()
+	grown := datapath.DummyServices(25, 3) // the same 20, then 5 more
+	grown[1].Endpoints[0].Port = 9999
+	spec := datapath.Spec{Services: grown}
+	st, err := d.Program(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Verify(ctx); err != nil || got != d.Expected(spec) {
+		t.Fatalf("after the partial sync: %+v, %v (want %+v)", got, err, d.Expected(spec))
+	}
+	if st.Bytes*2 > first.Bytes {
+		t.Errorf("partial sync of 6 new or changed Services sent %d bytes, the full sync of 20 sent %d", st.Bytes, first.Bytes)
+	}
+	return grown
+}

@@ -87,3 +87,17 @@ func PartialSync(t *testing.T, d datapath.Datapath, first datapath.ProgramStats)
 	}
 	return grown
 }
+
+// StaleChains programs 30 Services × 4 into open(), then syncs 20 × 3 (a
+// full sync with fewer Services, and other endpoints, deletes what is
+// gone), then 10 × restartEndpoints from a second open() in the same
+// namespace: a restarted kube-proxy adopts what the first left.
+func StaleChains(t *testing.T, open func() datapath.Datapath, restartEndpoints int) {
+	t.Helper()
+	d := open()
+	if _, err := d.Program(context.Background(), datapath.Spec{Services: datapath.DummyServices(30, 4)}); err != nil {
+		t.Fatal(err)
+	}
+	Sync(t, d, datapath.Spec{Services: datapath.DummyServices(20, 3)}, "after shrinking")
+	Sync(t, open(), datapath.Spec{Services: datapath.DummyServices(10, restartEndpoints)}, "after restart")
+}

@@ -12,11 +12,8 @@ import (
 // endpoints), for both backends; bench/services-program.sh runs it. It is
 // a measurement, skipped unless asked for.
 func TestProgramTimes(t *testing.T) {
-	var names []string
-	for _, b := range backends {
-		names = append(names, b.name)
-	}
-	labtest.BenchPrograms(t, names, func(i int) datapath.Datapath {
+	name := func(i int) string { return backends[i].name }
+	labtest.BenchPrograms(t, len(backends), name, func(i int) datapath.Datapath {
 		return newOrSkip(t, labtest.ScratchNS(t, "ipbench"), backends[i].opts)
 	}, false)
 }

@@ -12,11 +12,8 @@ import (
 // endpoints), for both layouts; bench/services-program.sh runs it. It is
 // a measurement, skipped unless asked for.
 func TestProgramTimes(t *testing.T) {
-	var names []string
-	for _, lay := range layouts {
-		names = append(names, lay.name)
-	}
-	labtest.BenchPrograms(t, names, func(i int) datapath.Datapath {
+	name := func(i int) string { return layouts[i].name }
+	labtest.BenchPrograms(t, len(layouts), name, func(i int) datapath.Datapath {
 		return newOrSkip(t, labtest.ScratchNS(t, "nfbench"), layouts[i].opts)
 	}, true)
 }

@@ -3,6 +3,7 @@ package iptables
 import (
 	"testing"
 
+	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/lab/labtest"
 )
 
@@ -11,17 +12,8 @@ import (
 // endpoints), for both backends; bench/services-program.sh runs it. It is
 // a measurement, skipped unless asked for.
 func TestProgramTimes(t *testing.T) {
-	sizes := labtest.BenchSizes(t)
-	for _, b := range backends {
-		if !labtest.BenchWants(b.name) {
-			continue
-		}
-		for _, n := range sizes {
-			d := newOrSkip(t, labtest.ScratchNS(t, "ipbench"), b.opts)
-			m := labtest.MeasureProgram(t, d, n)
-			t.Logf("PROGRAM datapath=%s services=%d endpoints=%d generate=%.3fs apply=%.3fs bytes=%d verify=%.3fs close=%.3fs rules=%d chains=%d ruleset_bytes=%d",
-				d.Name(), n, m.Spec.Endpoints(), m.Stats.Generate.Seconds(), m.Stats.Apply.Seconds(), m.Stats.Bytes,
-				m.Verify.Seconds(), m.Close.Seconds(), m.Counts.Rules, m.Counts.Chains, m.Memory.RulesetBytes)
-		}
-	}
+	name := func(i int) string { return backends[i].name }
+	labtest.BenchPrograms(t, len(backends), name, func(i int) datapath.Datapath {
+		return newOrSkip(t, labtest.ScratchNS(t, "ipbench"), backends[i].opts)
+	}, false)
 }

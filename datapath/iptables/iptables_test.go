@@ -217,15 +217,7 @@ func TestStaleChainsDeleted(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			ns := labtest.ScratchNS(t, "ipx")
-			d := newOrSkip(t, ns, b.opts)
-			if _, err := d.Program(context.Background(), datapath.Spec{Services: datapath.DummyServices(30, 4)}); err != nil {
-				t.Fatal(err)
-			}
-			// Fewer Services, with other endpoints too.
-			labtest.Sync(t, d, datapath.Spec{Services: datapath.DummyServices(20, 3)}, "after shrinking")
-			// A new Datapath (a restarted kube-proxy) adopts the namespace.
-			d2 := newOrSkip(t, ns, b.opts)
-			labtest.Sync(t, d2, datapath.Spec{Services: datapath.DummyServices(10, 4)}, "after restart")
+			labtest.StaleChains(t, func() datapath.Datapath { return newOrSkip(t, ns, b.opts) }, 4)
 		})
 	}
 }

@@ -26,19 +26,7 @@ func TestPartialSyncWritesChangedServicesOnly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			grown := datapath.DummyServices(25, 3) // the same 20, then 5 more
-			grown[1].Endpoints[0].Port = 9999
-			spec := datapath.Spec{Services: grown}
-			st, err := d.Program(ctx, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, err := d.Verify(ctx); err != nil || got != d.Expected(spec) {
-				t.Fatalf("after the partial sync: %+v, %v (want %+v)", got, err, d.Expected(spec))
-			}
-			if st.Bytes*2 > first.Bytes {
-				t.Errorf("partial sync of 6 new or changed Services sent %d bytes, the full sync of 20 sent %d", st.Bytes, first.Bytes)
-			}
+			grown := labtest.PartialSync(t, d, first)
 			// Shrinking removes what is gone.
 			labtest.Sync(t, d, datapath.Spec{Services: grown[:10]}, "after shrinking")
 

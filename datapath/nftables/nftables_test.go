@@ -195,13 +195,7 @@ func TestStaleChainsDeleted(t *testing.T) {
 	for _, lay := range layouts {
 		t.Run(lay.name, func(t *testing.T) {
 			ns := labtest.ScratchNS(t, "nfx")
-			d := newOrSkip(t, ns, lay.opts)
-			if _, err := d.Program(context.Background(), datapath.Spec{Services: datapath.DummyServices(30, 4)}); err != nil {
-				t.Fatal(err)
-			}
-			labtest.Sync(t, d, datapath.Spec{Services: datapath.DummyServices(20, 3)}, "after shrinking")
-			d2 := newOrSkip(t, ns, lay.opts)
-			labtest.Sync(t, d2, datapath.Spec{Services: datapath.DummyServices(10, 2)}, "after restart")
+			labtest.StaleChains(t, func() datapath.Datapath { return newOrSkip(t, ns, lay.opts) }, 2)
 		})
 	}
 }

@@ -27,21 +27,7 @@ func TestPartialSyncKeepsUnchangedChains(t *testing.T) {
 	kept, changed := serviceChain(&base[0]), serviceChain(&base[1])
 	keptBefore, changedBefore := ruleHandles(t, ns, kept), ruleHandles(t, ns, changed)
 
-	grown := datapath.DummyServices(25, 3) // the same 20, then 5 more
-	// A changed endpoint (a reordering is none: both kube-proxy and the
-	// lab sort a Service's endpoints).
-	grown[1].Endpoints[0].Port = 9999
-	spec := datapath.Spec{Services: grown}
-	st, err := d.Program(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := d.Verify(ctx); err != nil || got != d.Expected(spec) {
-		t.Fatalf("after the partial sync: %+v, %v (want %+v)", got, err, d.Expected(spec))
-	}
-	if st.Bytes*2 > first.Bytes {
-		t.Errorf("partial sync of 6 new or changed Services sent %d bytes, the full sync of 20 sent %d", st.Bytes, first.Bytes)
-	}
+	grown := labtest.PartialSync(t, d, first)
 	if got := ruleHandles(t, ns, kept); got != keptBefore {
 		t.Errorf("unchanged Service's chain was rewritten: handles %s, then %s", keptBefore, got)
 	}

@@ -3,11 +3,9 @@ package ambient
 import (
 	"fmt"
 	"strings"
-)
 
-// maxConn is each proxy's connection limit, as l7proxy's: far above the
-// benchmark's 256 connections, within a container's descriptor limit.
-const maxConn = 4096
+	"github.com/cnibench/cnibench/lab/haproxy"
+)
 
 // files are where a node's proxy finds its things.
 type files struct {
@@ -40,17 +38,11 @@ func config(s Spec, n Node, f files) string {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	w("# cnibench ambient proxy of %s (ztunnel's role)", n.Name)
 	globalSection(w, f.Stats)
-	w("")
-	w("defaults")
-	w("    mode tcp")
-	w("    log global")
-	w("    timeout connect 5s")
-	w("    timeout client 30s")
-	w("    timeout server 30s")
+	haproxy.Defaults(w, false)
 	w("")
 	w("frontend outbound")
 	w("    bind %s:%d", n.IP, PortOutbound)
-	w("    maxconn %d", maxConn)
+	w("    maxconn %d", haproxy.MaxConn)
 	w("    use_backend local if { dst %s }", n.PodCIDR)
 	w("    default_backend tunnel")
 	w("")
@@ -64,7 +56,7 @@ func config(s Spec, n Node, f files) string {
 	for i := range n.Pods {
 		w("    bind %s:%d ssl crt %s ca-file %s verify required", n.IP, PortInbound+i, f.Cert, f.CA)
 	}
-	w("    maxconn %d", maxConn)
+	w("    maxconn %d", haproxy.MaxConn)
 	w("    default_backend deliver")
 	w("")
 	w("backend deliver")
@@ -75,7 +67,7 @@ func config(s Spec, n Node, f files) string {
 		w("")
 		w("frontend to-waypoint")
 		w("    bind %s:%d", n.IP, PortToWaypoint)
-		w("    maxconn %d", maxConn)
+		w("    maxconn %d", haproxy.MaxConn)
 		w("    default_backend waypoint")
 		w("")
 		w("backend waypoint")
@@ -87,12 +79,8 @@ func config(s Spec, n Node, f files) string {
 // globalSection is what every proxy of the mesh (node proxies and the
 // waypoint) shares: one thread, the connection bound, warnings to stderr,
 // its abstract stats socket, and TLS 1.3 only.
-func globalSection(w func(format string, a ...any), stats string) {
-	w("global")
-	w("    nbthread 1")
-	w("    maxconn %d", maxConn)
-	w("    log stderr format raw local0 warning")
-	w("    stats socket abns@%s level operator", stats)
+func globalSection(w haproxy.Writer, stats string) {
+	haproxy.Global(w, stats)
 	w("    ssl-default-bind-options ssl-min-ver TLSv1.3")
 	w("    ssl-default-server-options ssl-min-ver TLSv1.3")
 }

@@ -2,7 +2,6 @@ package ambient
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/nsexec"
+	"github.com/cnibench/cnibench/lab/haproxy"
 	"github.com/cnibench/cnibench/lab/l7proxy"
 )
 
@@ -142,32 +142,25 @@ func (m *Mesh) addRules(ctx context.Context) error {
 	return nil
 }
 
+// owner is how m is saved and taken down: lab/haproxy does it for
+// lab/l7proxy too.
+func (m *Mesh) owner() haproxy.Owner[*proxy] {
+	return haproxy.Owner[*proxy]{
+		Pkg: "ambient", Prefix: m.Opts.Prefix, State: m,
+		StateFile:  stateFile(m.Opts.StateDir, m.Opts.Prefix),
+		FilePrefix: filePrefix(m.Opts.StateDir, m.Opts.Prefix),
+		Namespaces: m.namespaces, Unwire: m.unwire, Proxies: &m.Proxies,
+	}
+}
+
 // save records m in the state file, before each new object, so Cleanup
 // can find everything after a crash.
-func (m *Mesh) save() error {
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(stateFile(m.Opts.StateDir, m.Opts.Prefix), b, 0o644)
-}
+func (m *Mesh) save() error { return m.owner().Save() }
 
 // Close removes the rules (and the nat tables and chains created for
 // them) and routes, stops the proxies, removes their cgroups and every
 // file. Idempotent.
-func (m *Mesh) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var errs []error
-	for _, ns := range m.namespaces() {
-		errs = append(errs, m.unwire(ctx, ns))
-	}
-	for _, p := range m.Proxies {
-		errs = append(errs, p.Stop())
-	}
-	errs = append(errs, removeFiles(m.Opts.StateDir, m.Opts.Prefix, m.Proxies))
-	return errors.Join(errs...)
-}
+func (m *Mesh) Close() error { return m.owner().Close() }
 
 // Unwire removes the capture rules and routes but leaves the proxies
 // running: the pods' traffic then goes straight, which a test uses to

@@ -126,20 +126,11 @@ func waypointConfig(s Spec, wp Node, ws WaypointSpec, f files) string {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	w("# cnibench ambient waypoint on %s (one per namespace, L7 policy)", wp.Name)
 	globalSection(w, f.Stats)
-	w("")
-	w("defaults")
-	w("    mode http")
-	w("    log global")
-	w("    option http-keep-alive")
-	w("    http-reuse always")
-	w("    timeout connect 5s")
-	w("    timeout client 30s")
-	w("    timeout server 30s")
-	w("    timeout http-keep-alive 30s")
+	haproxy.Defaults(w, true)
 	w("")
 	w("frontend in")
 	w("    bind %s:%d ssl crt %s ca-file %s verify required accept-proxy", wp.IP, PortWaypoint, f.Cert, f.CA)
-	w("    maxconn %d", maxConn)
+	w("    maxconn %d", haproxy.MaxConn)
 	for _, r := range ws.Rules {
 		w("    http-request allow if%s", l7proxy.RuleACL(r))
 	}

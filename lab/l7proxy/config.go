@@ -3,12 +3,9 @@ package l7proxy
 import (
 	"fmt"
 	"strings"
-)
 
-// maxConn is each proxy's connection limit: far above the benchmark's 64
-// or 256 connections, and HAProxy needs about two descriptors per
-// connection within the hard RLIMIT_NOFILE (20,000 in some containers).
-const maxConn = 4096
+	"github.com/cnibench/cnibench/lab/haproxy"
+)
 
 // config is the HAProxy configuration of p under spec s.
 //
@@ -33,31 +30,18 @@ func config(s Spec, p proxy, stats string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	w("# cnibench l7proxy %s (%s model)", p.Name, s.Model)
-	w("global")
-	w("    nbthread 1")
-	w("    maxconn %d", maxConn)
-	w("    log stderr format raw local0 warning")
-	w("    stats socket abns@%s level operator", stats)
+	haproxy.Global(w, stats)
 	if p.UID != 0 {
 		w("    uid %d", p.UID)
 		w("    gid %d", p.UID)
 	}
-	w("")
-	w("defaults")
-	w("    mode http")
-	w("    log global")
-	w("    option http-keep-alive")
-	w("    http-reuse always")
-	w("    timeout connect 5s")
-	w("    timeout client 30s")
-	w("    timeout server 30s")
-	w("    timeout http-keep-alive 30s")
+	haproxy.Defaults(w, true)
 	w("")
 	w("frontend in")
 	for _, b := range p.Binds {
 		w("    bind %s", b)
 	}
-	w("    maxconn %d", maxConn)
+	w("    maxconn %d", haproxy.MaxConn)
 	if p.Enforce {
 		for _, r := range s.Rules {
 			w("    http-request allow if%s", conditions(r))

@@ -2,7 +2,6 @@ package l7proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cnibench/cnibench/lab/haproxy"
 )
 
 // Options says where a deployment keeps its things.
@@ -108,31 +109,24 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Deployment, error) {
 	return d, nil
 }
 
+// owner is how d is saved and taken down: lab/haproxy does it for
+// lab/ambient too.
+func (d *Deployment) owner() haproxy.Owner[*running] {
+	return haproxy.Owner[*running]{
+		Pkg: "l7proxy", Prefix: d.Opts.Prefix, State: d,
+		StateFile:  stateFile(d.Opts.StateDir, d.Opts.Prefix),
+		FilePrefix: filepath.Join(d.Opts.StateDir, d.Opts.Prefix+"l7-"),
+		Namespaces: d.ruleNamespaces, Unwire: d.removeRules, Proxies: &d.Proxies,
+	}
+}
+
 // save records d in the state file, before each new object, so Cleanup
 // can find everything after a crash.
-func (d *Deployment) save() error {
-	b, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(stateFile(d.Opts.StateDir, d.Opts.Prefix), b, 0o644)
-}
+func (d *Deployment) save() error { return d.owner().Save() }
 
 // Close removes the rules and the nat tables and chains they needed,
 // stops the proxies, removes their cgroups and files. Idempotent.
-func (d *Deployment) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var errs []error
-	for _, ns := range d.ruleNamespaces() {
-		errs = append(errs, d.removeRules(ctx, ns))
-	}
-	for _, p := range d.Proxies {
-		errs = append(errs, p.Stop())
-	}
-	errs = append(errs, removeFiles(d.Opts.StateDir, d.Opts.Prefix, d.Proxies))
-	return errors.Join(errs...)
-}
+func (d *Deployment) Close() error { return d.owner().Close() }
 
 // removeRules deletes our rules and routes in ns, then what was created
 // for them.

@@ -2,6 +2,7 @@ package labtest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -80,4 +81,31 @@ func MeasureProgram(t *testing.T, d datapath.Datapath, n int) ProgramTimes {
 	}
 	m.Close = time.Since(t0)
 	return m
+}
+
+// BenchPrograms is a datapath package's TestProgramTimes: at each size in
+// CNB_PROGRAM_BENCH it measures a full sync into open(i), a new datapath
+// of the i-th of the package's n backends, named name(i), in a scratch
+// namespace, for every name BenchWants, and logs the PROGRAM line
+// bench/services-program.sh parses; elements adds the set and map
+// elements, for a datapath that has them.
+func BenchPrograms(t *testing.T, n int, name func(i int) string, open func(i int) datapath.Datapath, elements bool) {
+	t.Helper()
+	sizes := BenchSizes(t)
+	for i := range n {
+		if !BenchWants(name(i)) {
+			continue
+		}
+		for _, size := range sizes {
+			d := open(i)
+			m := MeasureProgram(t, d, size)
+			line := fmt.Sprintf("PROGRAM datapath=%s services=%d endpoints=%d generate=%.3fs apply=%.3fs bytes=%d verify=%.3fs close=%.3fs rules=%d chains=%d",
+				d.Name(), size, m.Spec.Endpoints(), m.Stats.Generate.Seconds(), m.Stats.Apply.Seconds(), m.Stats.Bytes,
+				m.Verify.Seconds(), m.Close.Seconds(), m.Counts.Rules, m.Counts.Chains)
+			if elements {
+				line += fmt.Sprintf(" elements=%d", m.Counts.Elements)
+			}
+			t.Logf("%s ruleset_bytes=%d", line, m.Memory.RulesetBytes)
+		}
+	}
 }

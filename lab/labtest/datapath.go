@@ -62,3 +62,42 @@ func CheckScale(t *testing.T, d datapath.Datapath, n int) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+// PartialSync follows a first sync of DummyServices(20, 3), whose stats
+// are first: it syncs the same 20 and 5 more, one with a changed endpoint
+// (a reordering is none: both kube-proxy and the lab sort a Service's
+// endpoints), checks that Verify reads back what Expected says and that
+// the sync sent less than half the first's bytes (it was a partial one),
+// and returns the Services synced.
+func PartialSync(t *testing.T, d datapath.Datapath, first datapath.ProgramStats) []datapath.Service {
+	t.Helper()
+	ctx := context.Background()
+	grown := datapath.DummyServices(25, 3) // the same 20, then 5 more
+	grown[1].Endpoints[0].Port = 9999
+	spec := datapath.Spec{Services: grown}
+	st, err := d.Program(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Verify(ctx); err != nil || got != d.Expected(spec) {
+		t.Fatalf("after the partial sync: %+v, %v (want %+v)", got, err, d.Expected(spec))
+	}
+	if st.Bytes*2 > first.Bytes {
+		t.Errorf("partial sync of 6 new or changed Services sent %d bytes, the full sync of 20 sent %d", st.Bytes, first.Bytes)
+	}
+	return grown
+}
+
+// StaleChains programs 30 Services × 4 into open(), then syncs 20 × 3 (a
+// full sync with fewer Services, and other endpoints, deletes what is
+// gone), then 10 × restartEndpoints from a second open() in the same
+// namespace: a restarted kube-proxy adopts what the first left.
+func StaleChains(t *testing.T, open func() datapath.Datapath, restartEndpoints int) {
+	t.Helper()
+	d := open()
+	if _, err := d.Program(context.Background(), datapath.Spec{Services: datapath.DummyServices(30, 4)}); err != nil {
+		t.Fatal(err)
+	}
+	Sync(t, d, datapath.Spec{Services: datapath.DummyServices(20, 3)}, "after shrinking")
+	Sync(t, open(), datapath.Spec{Services: datapath.DummyServices(10, restartEndpoints)}, "after restart")
+}

@@ -186,21 +186,7 @@ func controlFDR(rep *Report, questions map[string]bool) {
 		}
 	}
 	if ss := rep.ServiceScale; ss != nil {
-		for di := range ss.Datapaths {
-			for si := range ss.Datapaths[di].Steps {
-				for mi := range ss.Datapaths[di].Steps[si].Metrics {
-					addDelta("", ss.Datapaths[di].Steps[si].Metrics[mi].VsStep0)
-				}
-			}
-		}
-		for ci := range ss.Crossovers {
-			c := &ss.Crossovers[ci]
-			for pi := range c.pts {
-				pt := &c.pts[pi]
-				key := crossKey(rep, ss, c, pt.x)
-				pick(key).add(key, pt.p, pt.sign != 0, func(string) { pt.sign = 0 })
-			}
-		}
+		addServiceScale(rep, ss, pick, addDelta)
 	}
 	for _, d := range reproducedDeltas(rep) {
 		addDelta("", d) // a shape between two measurements of one scenario
@@ -217,6 +203,26 @@ func controlFDR(rep *Report, questions map[string]bool) {
 			nc := crossoverText(ss.Datapaths[c.a], ss.Datapaths[c.b], c.pts)
 			nc.pts, nc.a, nc.b = c.pts, c.a, c.b
 			ss.Crossovers[ci] = nc
+		}
+	}
+}
+
+// addServiceScale puts a sweep's tests in their families: each step
+// against step 0, and each crossover point.
+func addServiceScale(rep *Report, ss *ServiceScale, pick func(string) *family, addDelta func(string, *Delta)) {
+	for di := range ss.Datapaths {
+		for si := range ss.Datapaths[di].Steps {
+			for mi := range ss.Datapaths[di].Steps[si].Metrics {
+				addDelta("", ss.Datapaths[di].Steps[si].Metrics[mi].VsStep0)
+			}
+		}
+	}
+	for ci := range ss.Crossovers {
+		c := &ss.Crossovers[ci]
+		for pi := range c.pts {
+			pt := &c.pts[pi]
+			key := crossKey(rep, ss, c, pt.x)
+			pick(key).add(key, pt.p, pt.sign != 0, func(string) { pt.sign = 0 })
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 // part, and E's tunings as the lab's tuning parts that exist.
 
 // eksColumns are the EKS report's columns as lab scenarios.
-var eksColumns = []struct{ column, scenario string }{
+var eksColumns = []reportColumn{
 	{"A: VPC CNI + kube-proxy", "iptables"},
 	{"B: Cilium + kube-proxy", "vxlan+iptables+flows"},
 	{"C: Cilium kube-proxy-free", "vxlan+ebpf-tc+flows"},
@@ -83,14 +83,6 @@ func eksShapes() []results.Shape {
 	return append(out, http, maxQPS)
 }
 
-func eksScenarios() []string {
-	var out []string
-	for _, c := range eksColumns {
-		out = append(out, c.scenario)
-	}
-	return out
-}
-
 // eksProfile runs the EKS report's tests in its five scenarios.
 func eksProfile() Profile {
 	return Profile{
@@ -106,7 +98,7 @@ func eksProfile() Profile {
 		Warmup:     500 * time.Millisecond,
 		Rounds:     5,
 		Streams:    4,
-		Scenarios:  eksScenarios(),
+		Scenarios:  columnScenarios(eksColumns),
 		Ask:        "whether the EKS report's VPC CNI vs Cilium shapes hold here",
 		Reproduces: eksReproduction(),
 	}

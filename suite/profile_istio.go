@@ -19,7 +19,7 @@ import (
 // (docs/profiles.md says why).
 
 // istioColumns are the report's columns as lab scenarios.
-var istioColumns = []struct{ column, scenario string }{
+var istioColumns = []reportColumn{
 	{"Istio ambient", "iptables+ambient+waypoint"},
 	{"Cilium", "ebpf+wireguard+l7-node"},
 }
@@ -87,14 +87,6 @@ func istioQuestions() []results.Question {
 	return qs
 }
 
-func istioScenarios() []string {
-	var out []string
-	for _, c := range istioColumns {
-		out = append(out, c.scenario)
-	}
-	return out
-}
-
 // istioProfile runs fortio at 64 keep-alive connections through a Service
 // and pod to pod in the two mesh models.
 func istioProfile() Profile {
@@ -111,7 +103,7 @@ func istioProfile() Profile {
 		Warmup:     500 * time.Millisecond,
 		Rounds:     5,
 		Streams:    1,
-		Scenarios:  istioScenarios(),
+		Scenarios:  columnScenarios(istioColumns),
 		Ask:        "whether the 2024 Istio ambient vs Cilium scale report's shapes hold here; " + istioOnePair,
 		Questions:  istioQuestions(),
 		Reproduces: istioReproduction(),

@@ -101,9 +101,22 @@ func cilium2021Reproduction() *results.Reproduction {
 	}
 }
 
+// reportColumn is a published report's column and the lab scenario that
+// stands for it.
+type reportColumn struct{ column, scenario string }
+
+// columnScenarios are the scenarios of a report's columns, in its order.
+func columnScenarios(cols []reportColumn) []string {
+	var out []string
+	for _, c := range cols {
+		out = append(out, c.scenario)
+	}
+	return out
+}
+
 // tkeColumns are TKE's columns as lab scenarios: kube-proxy iptables on
 // native routing, Cilium's eBPF Services natively routed and over VXLAN.
-var tkeColumns = []struct{ column, scenario string }{{"iptables", "iptables"}, {"Cilium native", "ebpf"}, {"Cilium overlay", "vxlan+ebpf"}}
+var tkeColumns = []reportColumn{{"iptables", "iptables"}, {"Cilium native", "ebpf"}, {"Cilium overlay", "vxlan+ebpf"}}
 
 // tkeReproduction maps TKE's table: the rows with a test here on every
 // column; the policy, L7, Hubble, map-memory and Service-scale rows are
@@ -226,7 +239,7 @@ func publishedProfiles() []Profile {
 			Warmup:     500 * time.Millisecond,
 			Rounds:     5,
 			Streams:    8,
-			Scenarios:  tkeScenarios(),
+			Scenarios:  columnScenarios(tkeColumns),
 			Ask:        "whether TKE's iptables-vs-eBPF shapes hold here",
 			Questions:  tkeQuestions(),
 			Reproduces: tkeReproduction(),
@@ -234,14 +247,6 @@ func publishedProfiles() []Profile {
 		eksProfile(),
 		istioProfile(),
 	}
-}
-
-func tkeScenarios() []string {
-	var out []string
-	for _, c := range tkeColumns {
-		out = append(out, c.scenario)
-	}
-	return out
 }
 
 // ReproducedReport is the id of the published report the profile

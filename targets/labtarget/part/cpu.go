@@ -3,10 +3,10 @@ package part
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/cnibench/cnibench/internal/nodecpu"
 )
 
 // CgroupCPUSeconds is the CPU time a cgroup v2 dir's processes used
@@ -15,17 +15,7 @@ func CgroupCPUSeconds(dir string) (float64, error) {
 	if dir == "" {
 		return 0, errors.New("cgroup v2 unavailable: no CPU accounting")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
-			us, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return us / 1e6, err
-		}
-	}
-	return 0, errors.New("cpu.stat has no usage_usec")
+	return nodecpu.CgroupSeconds(dir)
 }
 
 // CPUList is cpus as the results write them: "0,1", or "unpinned".

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/nodecpu"
 	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite/nodecpu"
 )
 
 // NodeAccounter is a target whose nodes run on this machine (the lab):

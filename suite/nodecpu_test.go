@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/nodecpu"
 	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite/nodecpu"
 )
 
 // nodeTarget is a loopTarget that accounts two nodes, unpinned, each with

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/netnsx"
-	"github.com/cnibench/cnibench/internal/nodecpu"
 	"github.com/cnibench/cnibench/lab"
+	"github.com/cnibench/cnibench/suite/nodecpu"
 )
 
 // AccountNodes implements suite.NodeAccounter: every node of the lab, on

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/netnsx"
-	"github.com/cnibench/cnibench/internal/nodecpu"
 	"github.com/cnibench/cnibench/lab"
 	"github.com/cnibench/cnibench/lab/labtest"
 	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/suite/nodecpu"
 	"golang.org/x/sys/unix"
 )
 

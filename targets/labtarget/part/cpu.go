@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cnibench/cnibench/internal/nodecpu"
+	"github.com/cnibench/cnibench/suite/nodecpu"
 )
 
 // CgroupCPUSeconds is the CPU time a cgroup v2 dir's processes used

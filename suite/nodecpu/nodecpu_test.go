@@ -31,7 +31,7 @@ func marks(t *testing.T) (before, after Mark) {
 		return s
 	}
 	t0 := time.Date(2026, 12, 2, 18, 0, 0, 0, time.UTC)
-	before = Mark{at: t0, stat: read("../procstat/testdata/stat-2cpu.txt"),
+	before = Mark{at: t0, stat: read("../../internal/procstat/testdata/stat-2cpu.txt"),
 		cgroup: map[string]float64{"/cg/node0": 10, "/cg/node0-pod0": 100, "/cg/node1-pod0": 50, "/cg/wg-node1": 1}}
 	after = Mark{at: t0.Add(12 * time.Second), stat: read("testdata/stat-2cpu-later.txt"),
 		cgroup: map[string]float64{"/cg/node0": 10.5, "/cg/node0-pod0": 103.5, "/cg/node1-pod0": 52, "/cg/wg-node1": 1.5}}

@@ -142,8 +142,13 @@ func TestUDPStreamWarmupExcluded(t *testing.T) {
 	o.MessageSize = 1000
 	o.RateBitsPerSec = 20e6
 	r := run(t, o)
-	if r.PacketsSent < 600 || r.PacketsSent > 900 {
-		t.Errorf("sent %d, want ~750 (measured interval only)", r.PacketsSent)
+	// 750 is the measured interval at the rate; the warm-up's would make
+	// it ~1,500. Only the upper bound is this test's: a sender starved of
+	// CPU for longer than the pacer's burst (a loaded 2-core host: 169
+	// sent, seen in CI) sends less, never more, and the pacer's own
+	// accuracy is TestUDPStreamPaced's.
+	if r.PacketsSent == 0 || r.PacketsSent > 900 {
+		t.Errorf("sent %d, want at most ~750 (the measured interval only, not the warm-up's)", r.PacketsSent)
 	}
 	if r.PacketsReceived > r.PacketsSent || r.PacketsReceived < r.PacketsSent*9/10 {
 		t.Errorf("received %d of %d sent, want about all and never more", r.PacketsReceived, r.PacketsSent)

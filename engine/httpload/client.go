@@ -182,15 +182,7 @@ func (r *run) result(w window.Window) (*Result, error) {
 		for code, n := range w.codes {
 			res.StatusCodes[code] += n
 		}
-		e := &res.Errors
-		e.Connect += w.errs.Connect
-		e.Timeout += w.errs.Timeout
-		e.Status += w.errs.Status
-		e.ShortRead += w.errs.ShortRead
-		e.Protocol += w.errs.Protocol
-		if e.First == "" {
-			e.First = w.errs.First
-		}
+		res.Errors.Add(w.errs)
 		h.Merge(w.hist)
 		if w.histU != nil {
 			hu.Merge(w.histU)

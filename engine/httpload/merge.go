@@ -61,16 +61,7 @@ func addCounts(out, r *Result) {
 		}
 		out.StatusCodes[code] += n
 	}
-	e := &out.Errors
-	e.Connect += r.Errors.Connect
-	e.Timeout += r.Errors.Timeout
-	e.Status += r.Errors.Status
-	e.ShortRead += r.Errors.ShortRead
-	e.Protocol += r.Errors.Protocol
-	e.Total += r.Errors.Total
-	if e.First == "" {
-		e.First = r.Errors.First
-	}
+	out.Errors.Add(r.Errors)
 	out.RPS += r.RPS
 	out.BytesSent += r.BytesSent
 	out.BytesReceived += r.BytesReceived

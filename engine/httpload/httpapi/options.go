@@ -236,6 +236,20 @@ type Errors struct {
 	First string `json:"first,omitempty"`
 }
 
+// Add counts o's errors into e (a worker's into a run's, a pair's into the
+// aggregate), keeping the first message seen.
+func (e *Errors) Add(o Errors) {
+	e.Connect += o.Connect
+	e.Timeout += o.Timeout
+	e.Status += o.Status
+	e.ShortRead += o.ShortRead
+	e.Protocol += o.Protocol
+	e.Total += o.Total
+	if e.First == "" {
+		e.First = o.First
+	}
+}
+
 // Result is what one client run measured. Counters cover the measured
 // interval only (warmup excluded): a request counts when its response (or
 // its failure) comes within the interval.

@@ -137,8 +137,8 @@ func runPair(ctx context.Context, tgt Target, kind string, opts any, bound time.
 		cancel()
 	}
 	p.End = time.Now().UTC()
-	if k, ok := kinds.Of(out); err == nil && ok && k.Check != nil {
-		err = k.Check(out)
+	if err == nil {
+		err = checkResult(out)
 	}
 	if err != nil {
 		p.Error = err.Error()

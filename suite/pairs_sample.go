@@ -40,7 +40,7 @@ func (r *Runner) samplePairs(ctx, sctx context.Context, tgt Target, keeper Agent
 	if failed == "" {
 		s.Result, err = mergePairs(res.Kind(), s.Pairs)
 		if err == nil {
-			err = checkAggregate(s.Result)
+			err = checkResult(s.Result)
 		}
 		if err != nil {
 			failed = err.Error()
@@ -53,10 +53,11 @@ func (r *Runner) samplePairs(ctx, sctx context.Context, tgt Target, keeper Agent
 	return s
 }
 
-// checkAggregate checks the aggregate as a single sample's result is.
-func checkAggregate(agg any) error {
-	if k, ok := kinds.Of(agg); ok && k.Check != nil {
-		return k.Check(agg)
+// checkResult fails a result that measured nothing (its kind's Check):
+// a sample's, a pair's, or the pairs' aggregate.
+func checkResult(out any) error {
+	if k, ok := kinds.Of(out); ok && k.Check != nil {
+		return k.Check(out)
 	}
 	return nil
 }

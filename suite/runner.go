@@ -224,10 +224,8 @@ func (r *Runner) sample(ctx context.Context, tgt Target, round int, res *results
 		return s
 	}
 	s.Result = out
-	if k, ok := kinds.Of(s.Measured()); ok && k.Check != nil {
-		if err := k.Check(s.Measured()); err != nil {
-			return results.Sample{Round: round, Start: s.Start, End: s.End, Error: err.Error()}
-		}
+	if err := checkResult(s.Measured()); err != nil {
+		return results.Sample{Round: round, Start: s.Start, End: s.End, Error: err.Error()}
 	}
 	s.DatapathUsage = usage
 	if cerr0 == nil && cerr1 == nil {

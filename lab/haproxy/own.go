@@ -75,9 +75,9 @@ func RemoveCgroup(dir string) error {
 	}
 }
 
-// RemoveFiles removes the cgroups, then every file matching glob and the
+// removeAll removes the cgroups, then every file matching glob and the
 // state file (a run's configs, logs and certificates).
-func RemoveFiles(glob, state string, cgroups []string) error {
+func removeAll(glob, state string, cgroups []string) error {
 	var errs []error
 	for _, cg := range cgroups {
 		if cg != "" {

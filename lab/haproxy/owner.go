@@ -98,5 +98,5 @@ func (o Owner[P]) removeFiles() error {
 	for _, p := range *o.Proxies {
 		cgroups = append(cgroups, p.proc().Cgroup)
 	}
-	return RemoveFiles(o.FilePrefix+"*", o.StateFile, cgroups)
+	return removeAll(o.FilePrefix+"*", o.StateFile, cgroups)
 }

@@ -28,6 +28,12 @@ func RunMain(m interface{ Run() int }) int {
 	if cfg := os.Getenv(envChild); cfg != "" {
 		return serveChild(cfg)
 	}
+	if InPrivateNetwork() {
+		if err := loopbackUp(); err != nil {
+			fmt.Fprintf(os.Stderr, "private network namespace: %v\n", err)
+			return 1
+		}
+	}
 	unlock := lockLabTests()
 	defer unlock()
 	path, done := openJournal()

@@ -16,40 +16,39 @@ import (
 	"github.com/cnibench/cnibench/lab/labtest"
 )
 
-// kube-proxy's iptables mode on iptables-nft: the probe counts what the
-// lab's writer of kube-proxy's layout programmed, step after step, and
-// sees it go when the layout is removed.
-func TestReadKubeProxyIPTables(t *testing.T) {
-	ns := labtest.ScratchNS(t, "npi")
-	d, err := iptables.New(ns, iptables.Options{ClusterCIDR: "198.19.0.0/16"})
-	d = labtest.OrSkip(t, d, err)
-	program(t, d, scaleSpec(50, 3))
-	checkCounts(t, read(t, ns, ""), KubeProxyIPTables, 51, 152)
-	program(t, d, scaleSpec(80, 3))
-	rep := read(t, ns, "")
-	checkCounts(t, rep, KubeProxyIPTables, 81, 242)
-	checkKeys(t, rep, scaleSpec(80, 3))
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
+// kube-proxy's iptables mode (on iptables-nft) and nftables mode: the
+// probe counts what the lab's writer of that layout programmed (rule and
+// endpoint chains; service-ips elements and endpoint chains), step after
+// step, and sees it go when the layout is removed.
+func TestReadKubeProxy(t *testing.T) {
+	for _, tc := range []struct {
+		name, mode, ns string
+		open           func(ns string) (datapath.Datapath, error)
+		services, eps  int // the second step's layout
+	}{
+		{"iptables", KubeProxyIPTables, "npi", func(ns string) (datapath.Datapath, error) {
+			return iptables.New(ns, iptables.Options{ClusterCIDR: "198.19.0.0/16"})
+		}, 80, 3},
+		{"nftables", KubeProxyNFTables, "npn", func(ns string) (datapath.Datapath, error) {
+			return nftables.New(ns, nftables.Options{ClusterCIDR: "198.19.0.0/16", ServiceCIDR: datapath.ServiceCIDR.String()})
+		}, 20, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := labtest.ScratchNS(t, tc.ns)
+			d, err := tc.open(ns)
+			d = labtest.OrSkip(t, d, err)
+			program(t, d, scaleSpec(50, 3))
+			checkCounts(t, read(t, ns, ""), tc.mode, 51, 152)
+			program(t, d, scaleSpec(tc.services, tc.eps))
+			rep := read(t, ns, "")
+			checkCounts(t, rep, tc.mode, tc.services+1, tc.services*tc.eps+2)
+			checkKeys(t, rep, scaleSpec(tc.services, tc.eps))
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			checkCounts(t, read(t, ns, ""), "", 0, 0)
+		})
 	}
-	checkCounts(t, read(t, ns, ""), "", 0, 0)
-}
-
-// kube-proxy's nftables mode: service-ips elements and endpoint chains.
-func TestReadKubeProxyNFTables(t *testing.T) {
-	ns := labtest.ScratchNS(t, "npn")
-	d, err := nftables.New(ns, nftables.Options{ClusterCIDR: "198.19.0.0/16", ServiceCIDR: datapath.ServiceCIDR.String()})
-	d = labtest.OrSkip(t, d, err)
-	program(t, d, scaleSpec(50, 3))
-	checkCounts(t, read(t, ns, ""), KubeProxyNFTables, 51, 152)
-	program(t, d, scaleSpec(20, 4))
-	rep := read(t, ns, "")
-	checkCounts(t, rep, KubeProxyNFTables, 21, 82)
-	checkKeys(t, rep, scaleSpec(20, 4))
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	checkCounts(t, read(t, ns, ""), "", 0, 0)
 }
 
 // A namespace with no datapath reads as none, and says what was looked

@@ -6,9 +6,7 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 )
 
 // Every API call of a Service-scale sweep (node probes, dummy Services and
@@ -76,19 +74,7 @@ func replayChangeRBAC(t *testing.T, cs *fake.Clientset) (checked, ciliumWrites i
 		if gvr.Resource == "version" {
 			continue
 		}
-		resource := gvr.Resource
-		if a.GetSubresource() != "" {
-			resource += "/" + a.GetSubresource()
-		}
-		name := ""
-		switch x := a.(type) {
-		case k8stesting.GetAction:
-			name = x.GetName()
-		case k8stesting.DeleteAction:
-			name = x.GetName()
-		case k8stesting.UpdateAction:
-			name = x.GetObject().(metav1.Object).GetName()
-		}
+		resource, name := actionTarget(a)
 		rules := cluster
 		switch a.GetNamespace() {
 		case testNS:

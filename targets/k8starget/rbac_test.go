@@ -98,17 +98,7 @@ func checkRBAC(t *testing.T, cs *fake.Clientset, cluster, namespaced []rbacv1.Po
 		if gvr.Group == "" && (gvr.Resource == "version" || gvr.Resource == "resource") {
 			continue
 		}
-		resource := gvr.Resource
-		if a.GetSubresource() != "" {
-			resource += "/" + a.GetSubresource()
-		}
-		name := ""
-		switch x := a.(type) {
-		case k8stesting.GetAction:
-			name = x.GetName()
-		case k8stesting.DeleteAction:
-			name = x.GetName()
-		}
+		resource, name := actionTarget(a)
 		rules := cluster
 		if a.GetNamespace() == testNS {
 			rules = append(slices.Clone(cluster), namespaced...)
@@ -119,6 +109,27 @@ func checkRBAC(t *testing.T, cs *fake.Clientset, cluster, namespaced []rbacv1.Po
 		}
 	}
 	return checked
+}
+
+// actionTarget is the resource ("pods", "pods/exec") and the object's name
+// (when the verb names one) that a fake clientset's action addressed: what
+// an RBAC rule matches.
+func actionTarget(a k8stesting.Action) (resource, name string) {
+	resource = a.GetResource().Resource
+	if a.GetSubresource() != "" {
+		resource += "/" + a.GetSubresource()
+	}
+	switch x := a.(type) {
+	case k8stesting.GetAction:
+		name = x.GetName()
+	case k8stesting.DeleteAction:
+		name = x.GetName()
+	case k8stesting.UpdateAction:
+		if o, ok := x.GetObject().(metav1.Object); ok {
+			name = o.GetName()
+		}
+	}
+	return resource, name
 }
 
 // In the namespace `k8s rbac` prints (labelled privileged), a run on a

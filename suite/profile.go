@@ -14,13 +14,10 @@ type Profile struct {
 	About      string
 	Tests      []string
 	Placements []string
-	Duration   time.Duration
-	Warmup     time.Duration
-	Rounds     int
+	Rhythm
 	// Scenarios are the lab scenarios run side by side when --scenarios
 	// is not given (the lab target; a cluster is its one scenario).
 	Scenarios []string
-	Streams   int
 	// Ask is the profile's question in words (the report's title), and
 	// Questions the comparisons that answer it (results.Plan.Questions).
 	Ask       string
@@ -28,6 +25,21 @@ type Profile struct {
 	// Reproduces lays the report out as a published report's table
 	// (profile_published.go); nil for a profile of our own.
 	Reproduces *results.Reproduction
+}
+
+// Rhythm is how long and how often a profile measures each cell.
+type Rhythm struct {
+	Duration time.Duration
+	Warmup   time.Duration
+	Rounds   int
+	Streams  int
+}
+
+// interleaved is the lab profiles' rhythm: 5 interleaved rounds (the
+// fewest a verdict needs) of 2 s after 0.5 s of warm-up, with streams
+// flows where a test has several.
+func interleaved(streams int) Rhythm {
+	return Rhythm{Duration: 2 * time.Second, Warmup: 500 * time.Millisecond, Rounds: 5, Streams: streams}
 }
 
 // datapathQuestions are the datapaths profile's: what eBPF changes
@@ -111,10 +123,7 @@ var Profiles = append([]Profile{
 		About:      "the TCP, UDP and HTTP tests on every placement once, 4 s each, no DNS; under 3 min",
 		Tests:      []string{"TCP_STREAM", "TCP_STREAM_MULTI", "UDP_STREAM", "TCP_RR", "UDP_RR", "TCP_CRR", "HTTP_RPS_C64", "HTTP_RPS_SHORT_C64"},
 		Placements: AllPlacements,
-		Duration:   4 * time.Second,
-		Warmup:     1 * time.Second,
-		Rounds:     1,
-		Streams:    4,
+		Rhythm:     Rhythm{Duration: 4 * time.Second, Warmup: 1 * time.Second, Rounds: 1, Streams: 4},
 	},
 	{
 		Name: "datapaths",
@@ -123,10 +132,7 @@ var Profiles = append([]Profile{
 			"5 interleaved rounds of 2 s; under 5 min (the quickstart)",
 		Tests:      []string{"TCP_RR", "TCP_CRR", "HTTP_RPS_SHORT_C64"},
 		Placements: []string{PodToServiceOtherNode, PodToPodOtherNode},
-		Duration:   2 * time.Second,
-		Warmup:     500 * time.Millisecond,
-		Rounds:     5,
-		Streams:    4,
+		Rhythm:     interleaved(4),
 		Scenarios:  []string{"iptables", "ebpf"},
 		Ask:        "what the eBPF Service datapath changes against kube-proxy-style iptables",
 		Questions:  datapathQuestions(),
@@ -139,10 +145,7 @@ var Profiles = append([]Profile{
 			"the server node's work and a proxy that shortens the client's path looks free), 5 interleaved rounds of 2 s; about 10 min",
 		Tests:      []string{"HTTP_RPS_C64", "HTTP_RPS_SHORT_C64", "TCP_CRR"},
 		Placements: []string{PodToServiceOtherNode},
-		Duration:   2 * time.Second,
-		Warmup:     500 * time.Millisecond,
-		Rounds:     5,
-		Streams:    4,
+		Rhythm:     interleaved(4),
 		Scenarios:  securityScenarios(),
 		Ask:        "what NetworkPolicy, L7 proxies and flow observability cost each datapath",
 		Questions:  addedPartQuestions(securityScenarios(), securityTest, PodToServiceOtherNode, securityMetric, securityWords),
@@ -155,10 +158,7 @@ var Profiles = append([]Profile{
 			"of 2 s; about 5 min",
 		Tests:      []string{"TCP_STREAM", "TCP_STREAM_MULTI", "TCP_RR", "TCP_CRR"},
 		Placements: []string{PodToPodOtherNode},
-		Duration:   2 * time.Second,
-		Warmup:     500 * time.Millisecond,
-		Rounds:     5,
-		Streams:    4,
+		Rhythm:     interleaved(4),
 		Scenarios:  encryptionScenarios,
 		Ask:        "what WireGuard between the nodes costs, natively routed and under VXLAN",
 		Questions: append(addedPartQuestions(encryptionScenarios, "TCP_STREAM", PodToPodOtherNode, "throughput", "cost on throughput"),
@@ -172,10 +172,7 @@ var Profiles = append([]Profile{
 			"so and measured never), 5 interleaved rounds of 2 s; about 6 min",
 		Tests:      []string{"TCP_STREAM", "TCP_RR", "TCP_CRR"},
 		Placements: []string{PodToServiceOtherNode},
-		Duration:   2 * time.Second,
-		Warmup:     500 * time.Millisecond,
-		Rounds:     5,
-		Streams:    4,
+		Rhythm:     interleaved(4),
 		Scenarios: []string{"ebpf", "ebpf+cc-cubic", "ebpf+cc-bbr", "ebpf+gro-on", "ebpf+gso-off", "ebpf+mtu-9000", "ebpf+notrack",
 			"ebpf+busy-poll", "ebpf+socklb-off"},
 	},
@@ -184,10 +181,7 @@ var Profiles = append([]Profile{
 		About:      "every test on every placement, 10 s each, 5 interleaved rounds (the fewest a verdict needs); fortio's tests by name only",
 		Tests:      StandardTestNames(),
 		Placements: AllPlacements,
-		Duration:   10 * time.Second,
-		Warmup:     2 * time.Second,
-		Rounds:     5,
-		Streams:    4,
+		Rhythm:     Rhythm{Duration: 10 * time.Second, Warmup: 2 * time.Second, Rounds: 5, Streams: 4},
 	},
 }, publishedProfiles()...)
 

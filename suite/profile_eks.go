@@ -1,8 +1,6 @@
 package suite
 
 import (
-	"time"
-
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -94,10 +92,7 @@ func eksProfile() Profile {
 			"opens with the EKS table and its shapes",
 		Tests:      []string{"TCP_STREAM", "UDP_STREAM", "FORTIO_QPS_1000", "FORTIO_QPS_5000", "FORTIO_RPS_C64", "DNS_QPS_1000"},
 		Placements: []string{PodToPodOtherNode, PodToServiceOtherNode},
-		Duration:   2 * time.Second,
-		Warmup:     500 * time.Millisecond,
-		Rounds:     5,
-		Streams:    4,
+		Rhythm:     interleaved(4),
 		Scenarios:  columnScenarios(eksColumns),
 		Ask:        "whether the EKS report's VPC CNI vs Cilium shapes hold here",
 		Reproduces: eksReproduction(),

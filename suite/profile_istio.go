@@ -1,8 +1,6 @@
 package suite
 
 import (
-	"time"
-
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -99,10 +97,7 @@ func istioProfile() Profile {
 			"(docs/profiles.md); 5 interleaved rounds of 2 s; about 2 min on 2 cores; opens with the report's table",
 		Tests:      []string{"FORTIO_RPS_C64"},
 		Placements: []string{PodToServiceOtherNode, PodToPodOtherNode},
-		Duration:   2 * time.Second,
-		Warmup:     500 * time.Millisecond,
-		Rounds:     5,
-		Streams:    1,
+		Rhythm:     interleaved(1),
 		Scenarios:  columnScenarios(istioColumns),
 		Ask:        "whether the 2024 Istio ambient vs Cilium scale report's shapes hold here; " + istioOnePair,
 		Questions:  istioQuestions(),

@@ -119,7 +119,7 @@ func httpSamples(t *testing.T, rps, latUs []float64, qps float64, saturatedRound
 		s := sampleAt(i + 1)
 		lat := histogram(t, latUs[i])
 		h := &httpload.Result{Mode: "max-rate", RunnerResults: kinds.RunnerResults{Seconds: 10}, Conns: 64, Requests: int64(r * 10), OK: int64(r * 10), RPS: r,
-			Latency: lat, LatencyUncorrected: lat, ClientCPUs: 1, ClientCPUUtil: 0.6}
+			Latency: lat, LatencyUncorrected: lat, ClientCPU: kinds.ClientCPU{ClientCPUs: 1, ClientCPUUtil: 0.6}}
 		if qps > 0 {
 			h.Mode, h.TargetQPS, h.AchievedRatio = "fixed-qps", qps, r/qps
 			h.LatencyUncorrected = histogram(t, latUs[i]*0.9)

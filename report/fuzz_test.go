@@ -85,7 +85,7 @@ func fuzzSample(t *testing.T, rng *rand.Rand, test string, v float64) results.Sa
 	lat := func() *stats.Latency { return fuzzHistogram(t, rng, 10+1e6/v) }
 	switch {
 	case strings.HasPrefix(test, "HTTP"):
-		h := &httpload.Result{Mode: "max-rate", RunnerResults: kinds.RunnerResults{Seconds: 1}, Conns: 64, Requests: int64(v), OK: int64(v), RPS: v, Latency: lat(), ClientCPUs: 1, ClientCPUUtil: rng.Float64()}
+		h := &httpload.Result{Mode: "max-rate", RunnerResults: kinds.RunnerResults{Seconds: 1}, Conns: 64, Requests: int64(v), OK: int64(v), RPS: v, Latency: lat(), ClientCPU: kinds.ClientCPU{ClientCPUs: 1, ClientCPUUtil: rng.Float64()}}
 		if strings.Contains(test, "QPS") {
 			h.Mode, h.TargetQPS, h.AchievedRatio = "fixed-qps", 1000, v/1000
 			h.MissedTarget, h.MissedByPercent = v < 990, math.Max(0, 100*(1-v/1000))

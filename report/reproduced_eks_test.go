@@ -24,11 +24,11 @@ func loadSamples(t *testing.T, test, host string, rates, latUs []float64) (any, 
 		lat := histogram(t, latUs[i])
 		if strings.HasPrefix(test, "DNS") {
 			d := &dnsload.Result{Mode: "fixed-qps", RunnerResults: kinds.RunnerResults{Seconds: 10}, Sent: int64(r * 10), Responses: int64(r * 10),
-				OK: int64(r * 10), QPS: r, TargetQPS: qps, AchievedRatio: r / qps, Latency: lat, LatencyUncorrected: lat, ClientCPUs: 1, ClientCPUUtil: 0.2}
+				OK: int64(r * 10), QPS: r, OpenLoop: kinds.OpenLoop{TargetQPS: qps, AchievedRatio: r / qps}, Latency: lat, LatencyUncorrected: lat, ClientCPU: kinds.ClientCPU{ClientCPUs: 1, ClientCPUUtil: 0.2}}
 			s.Result = d
 		} else {
 			f := &fortioload.Result{Mode: "max-rate", RunnerResults: kinds.RunnerResults{Seconds: 10}, Conns: 64, Requests: int64(r * 10), OK: int64(r * 10),
-				RPS: r, Latency: lat, ClientCPUs: 1, ClientCPUUtil: 0.4}
+				RPS: r, Latency: lat, ClientCPU: kinds.ClientCPU{ClientCPUs: 1, ClientCPUUtil: 0.4}}
 			if qps > 0 {
 				f.Mode, f.TargetQPS, f.AchievedRatio = "fixed-qps", qps, r/qps
 			}

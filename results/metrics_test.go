@@ -130,7 +130,7 @@ func TestMetricsRRMergedPercentiles(t *testing.T) {
 func TestMetricsHTTP(t *testing.T) {
 	lat := latencyOf(t, 1000, 100)
 	closed := Result{Test: "HTTP_RPS_C64", Samples: []Sample{
-		{Round: 1, Result: &httpload.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, Requests: 40000, RPS: 10000, Latency: lat, LatencyUncorrected: lat, ClientCPUs: 1, ClientCPUUtil: 0.95, ClientSaturated: true}},
+		{Round: 1, Result: &httpload.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, Requests: 40000, RPS: 10000, Latency: lat, LatencyUncorrected: lat, ClientCPU: kinds.ClientCPU{ClientCPUs: 1, ClientCPUUtil: 0.95, ClientSaturated: true}}},
 		{Round: 2, Result: &httpload.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, Requests: 39990, RPS: 9990, Latency: lat, LatencyUncorrected: lat, Errors: httpload.Errors{Total: 10, Timeout: 10, First: "timeout"}}},
 	}}
 	s, err := Metrics(closed)
@@ -149,7 +149,7 @@ func TestMetricsHTTP(t *testing.T) {
 	}
 
 	open := Result{Test: "HTTP_QPS_1000", Samples: []Sample{
-		{Round: 1, Result: &httpload.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, Requests: 3600, RPS: 900, TargetQPS: 1000, MissedTarget: true, MissedByPercent: 10, Latency: lat, LatencyUncorrected: latencyOf(t, 1000, 50)}},
+		{Round: 1, Result: &httpload.Result{RunnerResults: kinds.RunnerResults{Seconds: 4}, Requests: 3600, RPS: 900, OpenLoop: kinds.OpenLoop{TargetQPS: 1000, MissedTarget: true, MissedByPercent: 10}, Latency: lat, LatencyUncorrected: latencyOf(t, 1000, 50)}},
 	}}
 	s, err = Metrics(open)
 	if err != nil {

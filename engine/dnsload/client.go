@@ -139,17 +139,13 @@ func (r *run) result(w window.Window) (*Result, error) {
 		res.LossPercent = 100 * float64(e.Timeout) / float64(n)
 	}
 	if o.QPS > 0 {
-		sf := window.Achieved(res.QPS, o.QPS, MissedTargetRatio)
-		res.TargetQPS, res.AchievedRatio = o.QPS, sf.Ratio
-		res.MissedTarget, res.MissedByPercent = sf.Missed, sf.MissedByPercent
+		res.OpenLoop = window.Achieved(res.QPS, o.QPS, MissedTargetRatio)
 	}
 	var err error
 	if res.Latency, res.LatencyUncorrected, err = window.Latencies(h, hu, o.QPS > 0); err != nil {
 		return nil, err
 	}
-	c := w.CPU(SaturatedUtil)
-	res.ClientCPUUserSec, res.ClientCPUSysSec = c.User, c.Sys
-	res.ClientCPUs, res.ClientCPUUtil, res.ClientSaturated = c.CPUs, c.Util, c.Saturated
+	res.ClientCPU = w.CPU(SaturatedUtil)
 	return res, nil
 }
 

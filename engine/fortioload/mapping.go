@@ -39,9 +39,7 @@ func (m measured) result(o Options) (*Result, error) {
 	res.Errors.First = m.rec.firstFailure()
 	res.RPS = float64(res.Requests) / res.Seconds
 	if o.QPS > 0 {
-		sf := window.Achieved(res.RPS, o.QPS, MissedTargetRatio)
-		res.Mode, res.TargetQPS, res.AchievedRatio = "fixed-qps", o.QPS, sf.Ratio
-		res.MissedTarget, res.MissedByPercent = sf.Missed, sf.MissedByPercent
+		res.Mode, res.OpenLoop = "fixed-qps", window.Achieved(res.RPS, o.QPS, MissedTargetRatio)
 	}
 	var err error
 	if res.Latency, err = m.rec.latency(); err != nil {
@@ -50,9 +48,7 @@ func (m measured) result(o Options) (*Result, error) {
 	if res.Latency.Count != res.Requests {
 		return nil, fmt.Errorf("fortio %s: %d latencies recorded for %d responses (bug)", res.URL, res.Latency.Count, res.Requests)
 	}
-	c := m.win.CPU(SaturatedUtil)
-	res.ClientCPUUserSec, res.ClientCPUSysSec = c.User, c.Sys
-	res.ClientCPUs, res.ClientCPUUtil, res.ClientSaturated = c.CPUs, c.Util, c.Saturated
+	res.ClientCPU = m.win.CPU(SaturatedUtil)
 	if o.PortShare != nil {
 		res.PortShareNote = fmt.Sprintf("port share %d of %d not applied: fortio's client dials with its own dialer, from all of ip_local_port_range",
 			o.PortShare.Index, o.PortShare.Count)

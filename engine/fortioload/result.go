@@ -32,12 +32,8 @@ type Result struct {
 	// RPS is Requests / Seconds: responses per second, as the HTTP kind's.
 	RPS float64 `json:"rps"`
 
-	// Open loop only (QPS > 0), as the HTTP kind's: the target, the
-	// achieved share, and the miss when below MissedTargetRatio.
-	TargetQPS       float64 `json:"target_qps,omitempty"`
-	AchievedRatio   float64 `json:"achieved_ratio,omitempty"`
-	MissedTarget    bool    `json:"missed_target"`
-	MissedByPercent float64 `json:"missed_by_percent,omitempty"`
+	// Open loop only (QPS > 0), as the HTTP kind's.
+	kinds.OpenLoop
 
 	// Latency is every complete response's duration as fortio's runner
 	// measured it (from the call's actual start, its connect included
@@ -49,11 +45,7 @@ type Result struct {
 
 	// CPU the process used around the run (fortio's client setup and its
 	// warm-up request per connection included), as the HTTP kind's.
-	ClientCPUUserSec float64 `json:"client_cpu_user_sec"`
-	ClientCPUSysSec  float64 `json:"client_cpu_sys_sec"`
-	ClientCPUs       int     `json:"client_cpus"`
-	ClientCPUUtil    float64 `json:"client_cpu_util"`
-	ClientSaturated  bool    `json:"client_saturated"`
+	kinds.ClientCPU
 
 	// PortShareNote says the placement's port share was not applied
 	// (fortio dials with its own dialer); empty when none was asked.

@@ -192,9 +192,7 @@ func (r *run) result(w window.Window) (*Result, error) {
 	e.Total = e.Connect + e.Timeout + e.Status + e.ShortRead + e.Protocol
 	res.RPS = float64(res.Requests) / res.Seconds
 	if o.QPS > 0 {
-		sf := window.Achieved(res.RPS, o.QPS, MissedTargetRatio)
-		res.TargetQPS, res.AchievedRatio = o.QPS, sf.Ratio
-		res.MissedTarget, res.MissedByPercent = sf.Missed, sf.MissedByPercent
+		res.OpenLoop = window.Achieved(res.RPS, o.QPS, MissedTargetRatio)
 	}
 	var err error
 	if res.Latency, res.LatencyUncorrected, err = window.Latencies(h, hu, o.QPS > 0); err != nil {
@@ -205,9 +203,7 @@ func (r *run) result(w window.Window) (*Result, error) {
 		tls = append(tls, l.tl)
 	}
 	res.Timeline = mergeTimelines(tls)
-	c := w.CPU(SaturatedUtil)
-	res.ClientCPUUserSec, res.ClientCPUSysSec = c.User, c.Sys
-	res.ClientCPUs, res.ClientCPUUtil, res.ClientSaturated = c.CPUs, c.Util, c.Saturated
+	res.ClientCPU = w.CPU(SaturatedUtil)
 	return res, nil
 }
 

@@ -28,8 +28,7 @@ func merge(rs []*Result) (*Result, error) {
 	}
 	out.RunnerResults = kinds.Span(spans)
 	if out.TargetQPS > 0 {
-		sf := window.Achieved(out.RPS, out.TargetQPS, MissedTargetRatio)
-		out.AchievedRatio, out.MissedTarget, out.MissedByPercent = sf.Ratio, sf.Missed, sf.MissedByPercent
+		out.OpenLoop = window.Achieved(out.RPS, out.TargetQPS, MissedTargetRatio)
 	}
 	var err error
 	if out.Latency, err = mergeLatency(lat); err != nil {

@@ -22,9 +22,9 @@ func latency(t *testing.T, us, n int) *stats.Latency {
 }
 
 func TestMergeHTTP(t *testing.T) {
-	a := &Result{Requests: 900, OK: 900, RPS: 900, TargetQPS: 1000, Latency: latency(t, 100, 900), LatencyUncorrected: latency(t, 90, 900)}
-	b := &Result{Requests: 1000, OK: 999, RPS: 1000, TargetQPS: 1000, Latency: latency(t, 300, 1000), LatencyUncorrected: latency(t, 250, 1000),
-		Errors: Errors{Status: 1, Total: 1, First: "503"}, StatusCodes: map[int]int64{200: 999, 503: 1}, ClientSaturated: true}
+	a := &Result{Requests: 900, OK: 900, RPS: 900, OpenLoop: kinds.OpenLoop{TargetQPS: 1000}, Latency: latency(t, 100, 900), LatencyUncorrected: latency(t, 90, 900)}
+	b := &Result{Requests: 1000, OK: 999, RPS: 1000, OpenLoop: kinds.OpenLoop{TargetQPS: 1000}, Latency: latency(t, 300, 1000), LatencyUncorrected: latency(t, 250, 1000),
+		Errors: Errors{Status: 1, Total: 1, First: "503"}, StatusCodes: map[int]int64{200: 999, 503: 1}, ClientCPU: kinds.ClientCPU{ClientSaturated: true}}
 	k, _ := kinds.Lookup("http")
 	got, err := k.Merge([]any{a, b})
 	if err != nil {

@@ -277,15 +277,9 @@ type Result struct {
 	BytesSent     int64   `json:"bytes_sent"`     // request bytes written
 	BytesReceived int64   `json:"bytes_received"` // response bytes read (headers and body)
 
-	// Open loop only (QPS > 0). TargetQPS is Options.QPS; AchievedRatio is
-	// RPS / TargetQPS. MissedTarget is set when AchievedRatio is below
-	// MissedTargetRatio (0.98): the client, the server or the path could
-	// not keep up, and MissedByPercent says by how much,
-	// 100 × (1 − AchievedRatio).
-	TargetQPS       float64 `json:"target_qps,omitempty"`
-	AchievedRatio   float64 `json:"achieved_ratio,omitempty"`
-	MissedTarget    bool    `json:"missed_target"`
-	MissedByPercent float64 `json:"missed_by_percent,omitempty"`
+	// Open loop only (QPS > 0): TargetQPS is Options.QPS, the achieved
+	// rate is RPS.
+	kinds.OpenLoop
 
 	// Latency is the request latency corrected for coordinated omission:
 	// in an open loop, from the request's intended send time on the
@@ -299,20 +293,7 @@ type Result struct {
 	// start) to the end of the response, as a closed-loop tool would.
 	LatencyUncorrected *stats.Latency `json:"latency_uncorrected"`
 
-	// CPU the client process used during the measured interval
-	// (getrusage(RUSAGE_SELF): with a Server in the same process, the
-	// server's CPU is included).
-	ClientCPUUserSec float64 `json:"client_cpu_user_sec"`
-	ClientCPUSysSec  float64 `json:"client_cpu_sys_sec"`
-	// ClientCPUs is the number of CPUs the client could use: the CPUs in
-	// its affinity mask (sched_getaffinity), capped at GOMAXPROCS.
-	ClientCPUs int `json:"client_cpus"`
-	// ClientCPUUtil is (user + sys) / (Seconds × ClientCPUs).
-	ClientCPUUtil float64 `json:"client_cpu_util"`
-	// ClientSaturated is ClientCPUUtil ≥ SaturatedUtil (0.90): the client
-	// used (nearly) all the CPU it had, so the rate may be the client's
-	// limit rather than the server's or the datapath's.
-	ClientSaturated bool `json:"client_saturated"`
+	kinds.ClientCPU
 
 	// Timeline is the measured interval in buckets, to plot against what
 	// happened meanwhile (a churn's changes and syncs).

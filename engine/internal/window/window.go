@@ -16,6 +16,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/cnibench/cnibench/engine/internal/cpuuse"
+	"github.com/cnibench/cnibench/engine/kinds"
 	"github.com/cnibench/cnibench/stats"
 )
 
@@ -123,21 +124,14 @@ func Measure(ctx context.Context, base time.Time, warmup, duration time.Duration
 	return w, halt()
 }
 
-// Shortfall is an open-loop run's achieved rate against its target.
-type Shortfall struct {
-	Ratio           float64 // achieved / target
-	Missed          bool    // Ratio below the engine's threshold
-	MissedByPercent float64 // 100 × (1 − Ratio) when Missed
-}
-
 // Achieved compares rate with target; below threshold × target the run
 // missed it (the client, the server or the path could not keep up).
-func Achieved(rate, target, threshold float64) Shortfall {
-	s := Shortfall{Ratio: rate / target}
-	if s.Ratio < threshold {
-		s.Missed, s.MissedByPercent = true, 100*(1-s.Ratio)
+func Achieved(rate, target, threshold float64) kinds.OpenLoop {
+	l := kinds.OpenLoop{TargetQPS: target, AchievedRatio: rate / target}
+	if l.AchievedRatio < threshold {
+		l.MissedTarget, l.MissedByPercent = true, 100*(1-l.AchievedRatio)
 	}
-	return s
+	return l
 }
 
 // Latencies summarizes a load run's histograms: h is corrected for
@@ -156,20 +150,11 @@ func Latencies(h, hu *hdr.Histogram, openLoop bool) (corrected, uncorrected *sta
 	return corrected, uncorrected, nil
 }
 
-// ClientCPU is the process CPU over the measured interval and how much of
-// the CPUs it may use that was.
-type ClientCPU struct {
-	User, Sys float64 // seconds
-	CPUs      int     // CPUs in the affinity mask, capped at GOMAXPROCS
-	Util      float64 // (User + Sys) / (interval × CPUs)
-	Saturated bool    // Util ≥ the engine's threshold: the rate may be the client's limit
-}
-
 // CPU reads the window's client CPU; saturated is the utilisation from
-// which the client counts as the bottleneck.
-func (w Window) CPU(saturated float64) ClientCPU {
-	c := ClientCPU{User: (w.CPU1.User - w.CPU0.User).Seconds(), Sys: (w.CPU1.Sys - w.CPU0.Sys).Seconds(), CPUs: cpuuse.Usable()}
-	c.Util = (c.User + c.Sys) / (w.End.Sub(w.Start).Seconds() * float64(c.CPUs))
-	c.Saturated = c.Util >= saturated
+// which the client counts as the bottleneck (the rate may be its limit).
+func (w Window) CPU(saturated float64) kinds.ClientCPU {
+	c := kinds.ClientCPU{ClientCPUUserSec: (w.CPU1.User - w.CPU0.User).Seconds(), ClientCPUSysSec: (w.CPU1.Sys - w.CPU0.Sys).Seconds(), ClientCPUs: cpuuse.Usable()}
+	c.ClientCPUUtil = (c.ClientCPUUserSec + c.ClientCPUSysSec) / (w.End.Sub(w.Start).Seconds() * float64(c.ClientCPUs))
+	c.ClientSaturated = c.ClientCPUUtil >= saturated
 	return c
 }

@@ -13,10 +13,10 @@ func asLoad(s Sample) (kinds.Load, bool) {
 	switch r := s.Result.(type) {
 	case *httpapi.Result:
 		return kinds.Load{Rate: r.RPS, Latency: r.Latency, Ops: r.Requests, Seconds: r.Seconds,
-			Saturated: r.ClientSaturated, Missed: r.MissedTarget, MissedBy: r.MissedByPercent}, true
+			OpenLoop: r.OpenLoop, ClientCPU: r.ClientCPU}, true
 	case *dnsapi.Result:
 		return kinds.Load{Rate: r.QPS, Latency: r.Latency, Ops: r.Responses, Seconds: r.Seconds,
-			Saturated: r.ClientSaturated, Missed: r.MissedTarget, MissedBy: r.MissedByPercent}, true
+			OpenLoop: r.OpenLoop, ClientCPU: r.ClientCPU}, true
 	}
 	return kinds.Load{}, false
 }

@@ -52,12 +52,12 @@ func Summarize(r Result) (Summary, error) {
 			f := measuredShare(smp, ld.Seconds)
 			ccpu += smp.ClientCPUSec * f
 			scpu += smp.ServerCPUSec * f
-			if ld.Saturated {
+			if ld.ClientSaturated {
 				s.ClientSaturated++
 			}
-			if ld.Missed {
+			if ld.MissedTarget {
 				s.MissedTarget++
-				missed = append(missed, ld.MissedBy)
+				missed = append(missed, ld.MissedByPercent)
 			}
 			continue
 		}

@@ -47,8 +47,8 @@ func checkAnswered(r any) error {
 
 func load(d *Result) kinds.Load {
 	return kinds.Load{Rate: d.QPS, RateName: kinds.MetricQPS, RateUnit: "queries/s", Latency: d.Latency, Uncorrected: d.LatencyUncorrected,
-		Ops: d.Responses, Seconds: d.Seconds, TargetQPS: d.TargetQPS, CPUs: d.ClientCPUs, Util: d.ClientCPUUtil,
-		Saturated: d.ClientSaturated, Missed: d.MissedTarget, MissedBy: d.MissedByPercent, Errors: d.Errors.Total, FirstError: d.Errors.First}
+		Ops: d.Responses, Seconds: d.Seconds, OpenLoop: d.OpenLoop, ClientCPU: d.ClientCPU,
+		Errors: d.Errors.Total, FirstError: d.Errors.First}
 }
 
 // own is the share of lost queries (timeouts), judged on the answered

@@ -39,21 +39,16 @@ func options(t kinds.Test, host string, p kinds.Plan) any {
 
 // checkAnswered fails a sample without a single response.
 func checkAnswered(r any) error {
-	f := r.(*Result)
-	if f.Requests > 0 {
-		return nil
+	if f := r.(*Result); f.Requests == 0 {
+		return kinds.NoAnswer("HTTP response to fortio", f.Seconds, f.Errors.Total, f.Errors.First)
 	}
-	first := ""
-	if f.Errors.First != "" {
-		first = ", first: " + f.Errors.First
-	}
-	return fmt.Errorf("no HTTP response to fortio in the %.2fs measured interval (%d errors%s)", f.Seconds, f.Errors.Total, first)
+	return nil
 }
 
 func load(f *Result) kinds.Load {
 	return kinds.Load{Rate: f.RPS, RateName: kinds.MetricRPS, RateUnit: "req/s", Latency: f.Latency,
-		Ops: f.Requests, Seconds: f.Seconds, TargetQPS: f.TargetQPS, CPUs: f.ClientCPUs, Util: f.ClientCPUUtil,
-		Saturated: f.ClientSaturated, Missed: f.MissedTarget, MissedBy: f.MissedByPercent, Errors: f.Errors.Total, FirstError: f.Errors.First}
+		Ops: f.Requests, Seconds: f.Seconds, OpenLoop: f.OpenLoop, ClientCPU: f.ClientCPU,
+		Errors: f.Errors.Total, FirstError: f.Errors.First}
 }
 
 // own is the share of failed requests, judged on the successful share, as

@@ -40,21 +40,16 @@ func options(t kinds.Test, host string, p kinds.Plan) any {
 
 // checkAnswered fails a sample without a single response.
 func checkAnswered(r any) error {
-	h := r.(*Result)
-	if h.Requests > 0 {
-		return nil
+	if h := r.(*Result); h.Requests == 0 {
+		return kinds.NoAnswer("HTTP response", h.Seconds, h.Errors.Total, h.Errors.First)
 	}
-	first := ""
-	if h.Errors.First != "" {
-		first = ", first: " + h.Errors.First
-	}
-	return fmt.Errorf("no HTTP response in the %.2fs measured interval (%d errors%s)", h.Seconds, h.Errors.Total, first)
+	return nil
 }
 
 func load(h *Result) kinds.Load {
 	return kinds.Load{Rate: h.RPS, RateName: kinds.MetricRPS, RateUnit: "req/s", Latency: h.Latency, Uncorrected: h.LatencyUncorrected,
-		Ops: h.Requests, Seconds: h.Seconds, TargetQPS: h.TargetQPS, CPUs: h.ClientCPUs, Util: h.ClientCPUUtil,
-		Saturated: h.ClientSaturated, Missed: h.MissedTarget, MissedBy: h.MissedByPercent, Errors: h.Errors.Total, FirstError: h.Errors.First}
+		Ops: h.Requests, Seconds: h.Seconds, OpenLoop: h.OpenLoop, ClientCPU: h.ClientCPU,
+		Errors: h.Errors.Total, FirstError: h.Errors.First}
 }
 
 // own is the share of failed requests, judged on the successful share.

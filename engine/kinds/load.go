@@ -17,13 +17,19 @@ type Load struct {
 	Uncorrected        *stats.Latency
 	Ops                int64   // complete answers
 	Seconds            float64 // measured interval
-	TargetQPS          float64 // > 0: open loop
-	CPUs               int     // CPUs the client could use
-	Util               float64 // client CPU use, fraction of CPUs
-	Saturated, Missed  bool
-	MissedBy           float64
+	OpenLoop                   // TargetQPS > 0: open loop
+	ClientCPU                  // the client's CPU over the interval
 	Errors             int64
 	FirstError         string
+}
+
+// NoAnswer is a load sample's failure when not one request was answered
+// in the measured interval: a stall to report, not a rate of 0.
+func NoAnswer(what string, seconds float64, errors int64, first string) error {
+	if first != "" {
+		first = ", first: " + first
+	}
+	return fmt.Errorf("no %s in the %.2fs measured interval (%d errors%s)", what, seconds, errors, first)
 }
 
 // Reading is a load sample's reading: at a fixed rate the rate is set by
@@ -32,17 +38,17 @@ type Load struct {
 func (l Load) Reading() Reading {
 	openLoop := l.TargetQPS > 0
 	rd := Reading{Latency: l.Latency, Seconds: l.Seconds, Work: float64(l.Ops), Scale: 1e6,
-		Errors: l.Errors, FirstError: l.FirstError, Saturated: l.Saturated, Missed: l.Missed, MissedBy: l.MissedBy}
+		Errors: l.Errors, FirstError: l.FirstError, Saturated: l.ClientSaturated, Missed: l.MissedTarget, MissedBy: l.MissedByPercent}
 	rd.Values = append(rd.Values, Value{Name: l.RateName, Unit: l.RateUnit, Better: HigherIsBetter, Headline: !openLoop, V: l.Rate})
 	if openLoop {
-		rd.Values = append(rd.Values, Value{Name: MetricMissedBy, Unit: "%", Better: LowerIsBetter, V: l.MissedBy, Complement: "achieved share of the target rate"})
+		rd.Values = append(rd.Values, Value{Name: MetricMissedBy, Unit: "%", Better: LowerIsBetter, V: l.MissedByPercent, Complement: "achieved share of the target rate"})
 		if u := l.Uncorrected; u != nil {
 			rd.Uncorrected = u
 			rd.Values = append(rd.Values, Value{Name: MetricP99Uncorr, Unit: "µs", Better: Info, V: P99(u)})
 		}
 	}
-	if l.CPUs > 0 {
-		rd.Values = append(rd.Values, Value{Name: MetricClientUtil, Unit: "%", Better: Info, V: 100 * l.Util})
+	if l.ClientCPUs > 0 {
+		rd.Values = append(rd.Values, Value{Name: MetricClientUtil, Unit: "%", Better: Info, V: 100 * l.ClientCPUUtil})
 	}
 	return rd
 }
@@ -55,10 +61,10 @@ func (l Load) Line(unit, extra string) string {
 		line += fmt.Sprintf("  p50 %7.1f µs  p99 %7.1f µs", l.Latency.P50Us, l.Latency.P99Us)
 	}
 	line += extra
-	if l.Missed {
-		line += fmt.Sprintf("  MISSED target by %.1f%%", l.MissedBy)
+	if l.MissedTarget {
+		line += fmt.Sprintf("  MISSED target by %.1f%%", l.MissedByPercent)
 	}
-	if l.Saturated {
+	if l.ClientSaturated {
 		line += "  (client CPU saturated)"
 	}
 	return line

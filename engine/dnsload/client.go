@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cnibench/cnibench/engine/dnsload/dnsapi"
 	"github.com/cnibench/cnibench/engine/internal/cpuuse"
 	"github.com/cnibench/cnibench/engine/internal/window"
 	"github.com/cnibench/cnibench/engine/kinds"
@@ -139,13 +140,13 @@ func (r *run) result(w window.Window) (*Result, error) {
 		res.LossPercent = 100 * float64(e.Timeout) / float64(n)
 	}
 	if o.QPS > 0 {
-		res.OpenLoop = window.Achieved(res.QPS, o.QPS, MissedTargetRatio)
+		res.OpenLoop = window.Achieved(res.QPS, o.QPS, dnsapi.MissedTargetRatio)
 	}
 	var err error
 	if res.Latency, res.LatencyUncorrected, err = window.Latencies(h, hu, o.QPS > 0); err != nil {
 		return nil, err
 	}
-	res.ClientCPU = w.CPU(SaturatedUtil)
+	res.ClientCPU = w.CPU(dnsapi.SaturatedUtil)
 	return res, nil
 }
 

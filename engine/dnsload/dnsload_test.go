@@ -80,7 +80,7 @@ func checkSane(t *testing.T, r *Result) {
 	if r.ClientCPUs < 1 || r.ClientCPUUtil <= 0 || r.ClientCPUUserSec+r.ClientCPUSysSec <= 0 {
 		t.Errorf("client CPU not measured: cpus %d util %v", r.ClientCPUs, r.ClientCPUUtil)
 	}
-	if r.ClientSaturated != (r.ClientCPUUtil >= SaturatedUtil) {
+	if r.ClientSaturated != (r.ClientCPUUtil >= dnsapi.SaturatedUtil) {
 		t.Errorf("saturated flag %v inconsistent with util %v", r.ClientSaturated, r.ClientCPUUtil)
 	}
 	if r.Threads < 1 || r.Threads > r.Outstanding {
@@ -132,7 +132,7 @@ func TestFixedQPS(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSane(t, r)
-	if r.Mode != "fixed-qps" || r.TargetQPS != 2000 || r.Outstanding != DefaultOpenOutstanding {
+	if r.Mode != "fixed-qps" || r.TargetQPS != 2000 || r.Outstanding != dnsapi.DefaultOpenOutstanding {
 		t.Errorf("mode %q target %v outstanding %d", r.Mode, r.TargetQPS, r.Outstanding)
 	}
 	// Sent and Responses count by the clock, and a loop that waits for a
@@ -154,7 +154,7 @@ func TestFixedQPS(t *testing.T) {
 	if r.Sent != c.sentIn || r.Responses != c.answeredIn {
 		t.Errorf("sent %d, responses %d; the window saw %d sends and %d answers", r.Sent, r.Responses, c.sentIn, c.answeredIn)
 	}
-	if missed := float64(r.Responses) < MissedTargetRatio*2000; r.MissedTarget != missed || r.AchievedRatio != r.QPS/2000 {
+	if missed := float64(r.Responses) < dnsapi.MissedTargetRatio*2000; r.MissedTarget != missed || r.AchievedRatio != r.QPS/2000 {
 		t.Errorf("%d responses: missed %v (ratio %.3f), want %v", r.Responses, r.MissedTarget, r.AchievedRatio, missed)
 	}
 	// Nothing queues at 2000 q/s: the corrected latency stays small, and
@@ -315,7 +315,7 @@ func TestOptionErrors(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.Port != 53 || o.Outstanding != DefaultOutstanding || time.Duration(o.Timeout) != time.Second || o.NameCount != DefaultNames || o.NameFormat != DefaultNameFormat {
+	if o.Port != 53 || o.Outstanding != dnsapi.DefaultOutstanding || time.Duration(o.Timeout) != time.Second || o.NameCount != DefaultNames || o.NameFormat != dnsapi.DefaultNameFormat {
 		t.Errorf("defaults: %+v", o)
 	}
 	b, _ := json.Marshal(o)

@@ -27,14 +27,10 @@ type (
 	Result = dnsapi.Result
 )
 
-// Defaults.
+// Defaults the bench command reads through this package; the others are
+// dnsapi's.
 const (
-	DefaultPort            = dnsapi.DefaultPort
-	DefaultNameFormat      = dnsapi.DefaultNameFormat
-	DefaultNames           = dnsapi.DefaultNames
-	DefaultOutstanding     = dnsapi.DefaultOutstanding
-	DefaultOpenOutstanding = dnsapi.DefaultOpenOutstanding
-	DefaultTimeout         = dnsapi.DefaultTimeout
-	MissedTargetRatio      = dnsapi.MissedTargetRatio
-	SaturatedUtil          = dnsapi.SaturatedUtil
+	DefaultPort    = dnsapi.DefaultPort
+	DefaultNames   = dnsapi.DefaultNames
+	DefaultTimeout = dnsapi.DefaultTimeout
 )

@@ -50,7 +50,7 @@ type ServerSpec struct {
 	// 0..Names-1 resolves to Address(i). 0: DefaultNames (1000).
 	Names int `json:"names,omitempty"`
 	// NameFormat has exactly one %d and ends in Zone. "":
-	// DefaultNameFormat, svc-%d.default.svc.cluster.local.
+	// dnsapi.DefaultNameFormat, svc-%d.default.svc.cluster.local.
 	NameFormat string `json:"name_format,omitempty"`
 	// Zone is answered locally: a name under it that is not one of the
 	// names gets NXDOMAIN, never a forward. "": DefaultZone
@@ -96,7 +96,7 @@ func (s *ServerSpec) Validate() error {
 		return fmt.Errorf("dnsload: bad server zone %q", s.Zone)
 	}
 	if s.NameFormat == "" {
-		s.NameFormat = DefaultNameFormat
+		s.NameFormat = dnsapi.DefaultNameFormat
 	}
 	if err := dnsapi.CheckNameFormat(s.NameFormat); err != nil {
 		return err

@@ -69,9 +69,13 @@ type Config struct {
 	ServerNode   string            `json:"server_node,omitempty"`
 	NodeSelector map[string]string `json:"node_selector,omitempty"` // candidates must have these labels
 	Placements   []string          `json:"placements"`
-	RunID        string            `json:"run_id"`
-	Access       string            `json:"access"`  // AccessPortForward (default) or AccessDirect
-	Timeout      time.Duration     `json:"timeout"` // for agents to become ready, and for cleanup
+	// Pairs is how many client→server pairs of each placement measure at
+	// once (run --pairs; 0 is 1): suite.PairEndpoints, a Service per
+	// pod-to-service pair.
+	Pairs   int           `json:"pairs,omitempty"`
+	RunID   string        `json:"run_id"`
+	Access  string        `json:"access"`  // AccessPortForward (default) or AccessDirect
+	Timeout time.Duration `json:"timeout"` // for agents to become ready, and for cleanup
 	// Force removes a previous run's objects instead of refusing to start.
 	Force     bool      `json:"force,omitempty"`
 	Resources Resources `json:"resources"`
@@ -109,7 +113,7 @@ func (c *Config) podSysctls() []corev1.Sysctl {
 // naming the flag at fault.
 func (c *Config) Validate() error {
 	for _, check := range []func() error{c.validateImage, c.validateNodes, c.validatePlacements, c.validateAccess,
-		c.Scale.validate, c.validateNetPol, c.validateSecurity, c.validateResources} {
+		c.Scale.validate, c.validateNetPol, c.validateSecurity, c.validatePairs, c.validateResources} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -201,6 +205,40 @@ func (c *Config) validatePlacements() error {
 	return nil
 }
 
+// validatePairs fills and checks the pair count against what a cluster run
+// places per pair: the NetworkPolicy check and the security profile's
+// policies allow pair 0's client alone, and a sweep measures one client.
+func (c *Config) validatePairs() error {
+	if c.Pairs == 0 {
+		c.Pairs = 1
+	}
+	if c.Pairs < 1 || c.Pairs > suite.MaxPairs {
+		return fmt.Errorf("--pairs must be 1 to %d, got %d", suite.MaxPairs, c.Pairs)
+	}
+	switch {
+	case c.Pairs == 1:
+	case c.Scale != nil:
+		return fmt.Errorf("--pairs %d does not apply to the Service-scale sweep", c.Pairs)
+	case c.NetworkPolicyCheck:
+		return fmt.Errorf("--pairs %d: --network-policy-check allows pair 0's client (%s) alone; run it without --pairs", c.Pairs, netPolClient)
+	case c.Security != nil:
+		return fmt.Errorf("--pairs %d: the security profile's policies allow pair 0's client (%s) alone; run it without --pairs", c.Pairs, netPolClient)
+	}
+	return nil
+}
+
+// pairCPURequest is each agent's default CPU request with that many pairs:
+// the pairs' agents of a node ask together what one pair's do, so that N
+// pairs fit wherever one pair does (requests only keep the agents out of
+// BestEffort; there is no CPU limit).
+func pairCPURequest(pairs int) string {
+	if pairs <= 1 {
+		return DefaultResources.CPURequest
+	}
+	one := resource.MustParse(DefaultResources.CPURequest)
+	return resource.NewMilliQuantity(one.MilliValue()/int64(pairs), resource.DecimalSI).String()
+}
+
 // validateResources fills and checks the agents' resource requests and
 // limits.
 func (c *Config) validateResources() error {
@@ -209,7 +247,7 @@ func (c *Config) validateResources() error {
 		v   *string
 		def string
 		sel string
-	}{{&r.CPURequest, DefaultResources.CPURequest, "cpu request"}, {&r.MemoryRequest, DefaultResources.MemoryRequest, "memory request"}, {&r.MemoryLimit, DefaultResources.MemoryLimit, "memory limit"}} {
+	}{{&r.CPURequest, pairCPURequest(c.Pairs), "cpu request"}, {&r.MemoryRequest, DefaultResources.MemoryRequest, "memory request"}, {&r.MemoryLimit, DefaultResources.MemoryLimit, "memory limit"}} {
 		if *f.v == "" {
 			*f.v = f.def
 		}
@@ -227,22 +265,57 @@ type endpointSpec struct {
 	Host bool   // hostNetwork
 }
 
-// endpointSpecs are every agent the k8s target can run, in creation order.
-var endpointSpecs = []endpointSpec{
-	{"node0-pod0", 0, false},
-	{"node0-pod1", 0, false},
-	{"node1-pod0", 1, false},
-	{"node0", 0, true},
-	{"node1", 1, true},
+// endpointSpecs are every agent the k8s target can run with that many
+// pairs (suite.PairEndpoints), in creation order: node0's 2N pods,
+// node1's N pods, then the two hosts. One pair's are node0-pod0,
+// node0-pod1, node1-pod0, node0, node1.
+func endpointSpecs(pairs int) []endpointSpec {
+	pairs = max(1, pairs)
+	var out []endpointSpec
+	for i := range 2 * pairs {
+		out = append(out, endpointSpec{Name: fmt.Sprintf("node0-pod%d", i)})
+	}
+	for i := range pairs {
+		out = append(out, endpointSpec{Name: fmt.Sprintf("node1-pod%d", i), Node: 1})
+	}
+	return append(out, endpointSpec{"node0", 0, true}, endpointSpec{"node1", 1, true})
 }
 
+// lookupEndpoint reads an endpoint's name: node<0|1> (its host network) or
+// node<0|1>-pod<i> with i below what suite.MaxPairs pairs take.
 func lookupEndpoint(name string) (endpointSpec, bool) {
-	for _, e := range endpointSpecs {
-		if e.Name == name {
-			return e, true
-		}
+	var node, pod int
+	if n, _ := fmt.Sscanf(name, "node%d-pod%d", &node, &pod); n == 2 && name == fmt.Sprintf("node%d-pod%d", node, pod) &&
+		node >= 0 && node <= 1 && pod >= 0 && pod < 2*suite.MaxPairs {
+		return endpointSpec{Name: name, Node: node}, true
+	}
+	if n, _ := fmt.Sscanf(name, "node%d", &node); n == 1 && name == fmt.Sprintf("node%d", node) && node >= 0 && node <= 1 {
+		return endpointSpec{Name: name, Node: node, Host: true}, true
 	}
 	return endpointSpec{}, false
+}
+
+// isClientEndpoint says whether an endpoint is a client in every placement
+// it serves: node0's host and node0's even pods (suite.PairClient).
+func isClientEndpoint(name string) bool {
+	spec, ok := lookupEndpoint(name)
+	if !ok || spec.Node != 0 {
+		return false
+	}
+	var pod int
+	_, err := fmt.Sscanf(name, "node0-pod%d", &pod)
+	return spec.Host || (err == nil && pod%2 == 0)
+}
+
+// pairEndpoints are pair k's (client, server) of a placement: pair 0's are
+// placementEndpoints', pair k's suite.PairEndpoints (a pod-to-service pair
+// dials a Service of its own in front of its server pod).
+func pairEndpoints(name string, k int) ([2]string, error) {
+	eps, ok := placementEndpoints[name]
+	if !ok {
+		return eps, fmt.Errorf("%w: placement %s is not available on the k8s target", suite.ErrUnsupported, name)
+	}
+	return suite.PairEndpoints(name, k, eps)
 }
 
 // placementEndpoints maps each placement onto endpoints (client, server),

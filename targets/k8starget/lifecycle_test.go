@@ -44,7 +44,8 @@ func healthy(p *corev1.Pod) *corev1.PodStatus {
 	if p.Spec.HostNetwork {
 		return running("10.0.0." + map[string]string{"worker-a": "1", "worker-b": "2"}[node])
 	}
-	last := map[string]string{"node0-pod0": "10", "node0-pod1": "11", "node1-pod0": "10", NetPolDeniedEndpoint: "12"}[p.Labels[LabelEndpoint]]
+	last := map[string]string{"node0-pod0": "10", "node0-pod1": "11", "node1-pod0": "10", NetPolDeniedEndpoint: "12",
+		"node0-pod2": "20", "node0-pod3": "21", "node1-pod1": "20"}[p.Labels[LabelEndpoint]]
 	return running("10.244." + map[string]string{"worker-a": "1", "worker-b": "2"}[node] + "." + last)
 }
 

@@ -159,10 +159,8 @@ func agentPod(l Layout, spec endpointSpec, node string, res corev1.ResourceRequi
 	lbl := baseLabels(l.RunID, NameAgent)
 	lbl[LabelEndpoint] = spec.Name
 	lbl[LabelRole] = "server"
-	for _, eps := range placementEndpoints {
-		if eps[0] == spec.Name {
-			lbl[LabelRole] = "client"
-		}
+	if isClientEndpoint(spec.Name) {
+		lbl[LabelRole] = "client"
 	}
 	nobody := int64(65534)
 	yes, no := true, false
@@ -292,25 +290,31 @@ func OfflineLayout(cfg Config, token string) (Layout, error) {
 	if cfg.Scale != nil && len(placements) > 1 {
 		placements = placements[:1] // a sweep's first choice: both nodes are assumed
 	}
-	l.Endpoints, l.Services = endpointsFor(placements)
+	l.Endpoints, l.Services = endpointsFor(placements, cfg.Pairs)
 	l.Probes = cfg.Scale.probes()
 	l.Sysctls = cfg.podSysctls()
 	l.NetPolCheck = cfg.deniedProber()
 	return l, nil
 }
 
-// endpointsFor lists the agents and Services the placements need, in
-// endpointSpecs order.
-func endpointsFor(placements []string) (endpoints, services []string) {
+// endpointsFor lists the agents and Services the placements' pairs need,
+// in endpointSpecs order: a Service in front of each pod-to-service pair's
+// server.
+func endpointsFor(placements []string, pairs int) (endpoints, services []string) {
 	eps, svcs := map[string]bool{}, map[string]bool{}
 	for _, pl := range placements {
-		e := placementEndpoints[pl]
-		eps[e[0]], eps[e[1]] = true, true
-		if isServicePlacement(pl) {
-			svcs[e[1]] = true
+		for k := range max(1, pairs) {
+			e, err := pairEndpoints(pl, k)
+			if err != nil {
+				continue // host-to-host has pair 0 only; an unknown placement is refused by Validate
+			}
+			eps[e[0]], eps[e[1]] = true, true
+			if isServicePlacement(pl) {
+				svcs[e[1]] = true
+			}
 		}
 	}
-	for _, e := range endpointSpecs {
+	for _, e := range endpointSpecs(pairs) {
 		if eps[e.Name] {
 			endpoints = append(endpoints, e.Name)
 		}

@@ -96,7 +96,7 @@ func (c *Config) validateNetPol() error {
 	if c.Scale != nil {
 		return errors.New("--network-policy-check does not apply to the Service-scale sweep")
 	}
-	if eps, _ := endpointsFor(c.Placements); len(netPolServers(Layout{Endpoints: eps})) == 0 {
+	if eps, _ := endpointsFor(c.Placements, c.Pairs); len(netPolServers(Layout{Endpoints: eps})) == 0 {
 		return errors.New("--network-policy-check needs a placement with a server on the pod network (pod-to-pod or pod-to-service)")
 	}
 	return nil

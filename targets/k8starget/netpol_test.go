@@ -32,7 +32,7 @@ func init() { netPolWait, netPolInterval = 300*time.Millisecond, 5*time.Millisec
 func netPolLayout() Layout {
 	l := Layout{Namespace: testNS, RunID: "np1", Image: "x:y", PullPolicy: corev1.PullIfNotPresent,
 		Nodes: [2]string{"worker-a", "worker-b"}, Resources: DefaultResources, NetPolCheck: true}
-	l.Endpoints, l.Services = endpointsFor(allPlacements)
+	l.Endpoints, l.Services = endpointsFor(allPlacements, 1)
 	return l
 }
 

@@ -34,7 +34,7 @@ func (c *Config) validateSecurity() error {
 	case c.NetworkPolicyCheck:
 		return errors.New("--network-policy-check keeps its policy for the whole run, but --profile security measures the cluster with and without it: drop the flag (the policy twin runs the same check)")
 	}
-	if eps, _ := endpointsFor(c.Placements); len(netPolServers(Layout{Endpoints: eps})) == 0 {
+	if eps, _ := endpointsFor(c.Placements, c.Pairs); len(netPolServers(Layout{Endpoints: eps})) == 0 {
 		return errors.New("--profile security needs a placement with a server on the pod network (pod-to-pod or pod-to-service)")
 	}
 	return nil

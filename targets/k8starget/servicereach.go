@@ -26,27 +26,29 @@ type serviceRoute struct {
 	client, server, clusterIP string
 }
 
-// serviceRoutes are the (client, Service) pairs of the run's placements
-// that go through a Service and are not skipped, each once.
+// serviceRoutes are the (client, Service) routes of the run's placements'
+// pairs that go through a Service and are not skipped, each once.
 func (t *Target) serviceRoutes() []serviceRoute {
 	var out []serviceRoute
 	seen := map[serviceRoute]bool{}
 	for _, name := range t.cfg.Placements {
-		eps, ok := placementEndpoints[name]
-		if !ok || !isServicePlacement(name) {
+		if _, skip := t.skipped[name]; skip || !isServicePlacement(name) {
 			continue
 		}
-		if _, skip := t.skipped[name]; skip {
-			continue
-		}
-		ip, ok := t.services[eps[1]]
-		if !ok {
-			continue
-		}
-		r := serviceRoute{client: eps[0], server: eps[1], clusterIP: ip}
-		if _, ok := t.agents[r.client]; ok && !seen[r] {
-			seen[r] = true
-			out = append(out, r)
+		for k := range max(1, t.cfg.Pairs) {
+			eps, err := pairEndpoints(name, k)
+			if err != nil {
+				continue
+			}
+			ip, ok := t.services[eps[1]]
+			if !ok {
+				continue
+			}
+			r := serviceRoute{client: eps[0], server: eps[1], clusterIP: ip}
+			if _, ok := t.agents[r.client]; ok && !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
 		}
 	}
 	return out

@@ -237,7 +237,7 @@ func Prepare(ctx context.Context, cfg Config, cs kubernetes.Interface) (*Plan, e
 		Image: cfg.Image, PullPolicy: cfg.PullPolicy, Nodes: choice.Nodes, Resources: cfg.Resources,
 		Probes: cfg.Scale.probes(), Sysctls: cfg.podSysctls(), NetPolCheck: cfg.deniedProber(),
 	}
-	p.Layout.Endpoints, p.Layout.Services = endpointsFor(runnable(cfg, choice, p.Skipped))
+	p.Layout.Endpoints, p.Layout.Services = endpointsFor(runnable(cfg, choice, p.Skipped), cfg.Pairs)
 	if len(p.Layout.Endpoints) == 0 {
 		return nil, fmt.Errorf("no placement can run on this cluster: %s", describeSkipped(p.Skipped))
 	}
@@ -354,10 +354,22 @@ func (t *Target) Details() map[string]any {
 
 // Placement implements suite.Target. A placement the cluster cannot host
 // (other-node with one usable node) wraps suite.ErrUnsupported.
-func (t *Target) Placement(name string) (results.Placement, error) {
-	eps, ok := placementEndpoints[name]
-	if !ok {
-		return results.Placement{}, fmt.Errorf("%w: placement %s is not available on the k8s target", suite.ErrUnsupported, name)
+func (t *Target) Placement(name string) (results.Placement, error) { return t.placement(name, 0) }
+
+// PairPlacement implements suite.PairPlacer: pair k's endpoints
+// (suite.PairEndpoints), a pod-to-service pair through its own Service.
+func (t *Target) PairPlacement(name string, k int) (results.Placement, error) {
+	if k >= t.cfg.Pairs {
+		return results.Placement{}, fmt.Errorf("pair %d of a run of %d pairs", k, t.cfg.Pairs)
+	}
+	return t.placement(name, k)
+}
+
+// placement is pair k's endpoints of a placement and its server's address.
+func (t *Target) placement(name string, k int) (results.Placement, error) {
+	eps, err := pairEndpoints(name, k)
+	if err != nil {
+		return results.Placement{}, err
 	}
 	if why, skip := t.skipped[name]; skip {
 		return results.Placement{}, fmt.Errorf("%w: %s", suite.ErrUnsupported, why)

@@ -8,23 +8,11 @@ import (
 	"github.com/cnibench/cnibench/suite"
 )
 
-// The lab's pairs (run --pairs N, docs/pairs.md). Pair 0 is each
-// placement's usual endpoints; pair k > 0 takes its own pods, so that no
-// endpoint is a client in one pair and a server in another (the agents
-// are pinned per role: clients on CPU 0, servers on CPU 1):
-//
-//	pod-to-pod/same-node     node0-pod<2k> → node0-pod<2k+1>
-//	pod-to-pod/other-node    node0-pod<2k> → node1-pod<k>
-//	pod-to-service/*         node0-pod<2k> → the placement's test Service
-//	host-to-host/other-node  pair 0 only: one host per node
-//
-// Every client is an even pod of node0, so N pairs need 2N pods per node
-// (PodsNeeded). The pod-to-service pairs share the one test Service and
-// its backends (a Service per pair would add N ClusterIPs to every
-// datapath's programming and proof for nothing the pairs measure).
-
-// pairClient is pair k's client pod.
-func pairClient(k int) string { return fmt.Sprintf("node0-pod%d", 2*k) }
+// The lab's pairs (run --pairs N, docs/pairs.md) are suite.PairEndpoints,
+// but for pod-to-service: the pairs share the one test Service and its
+// backends (a Service per pair would add N ClusterIPs to every datapath's
+// programming and proof for nothing the pairs measure). The agents are
+// pinned per role: clients on CPU 0, servers on CPU 1.
 
 // PodsNeeded is the pods per node that n pairs need.
 func PodsNeeded(pairs int) int { return 2 * max(1, pairs) }
@@ -36,18 +24,11 @@ func pairEndpoints(name string, k int) ([2]string, error) {
 	if !ok {
 		return eps, fmt.Errorf("placement %s is not available on the lab target", name)
 	}
-	if k == 0 {
-		return eps, nil
+	pair, err := suite.PairEndpoints(name, k, eps)
+	if err == nil && suite.IsServicePlacement(name) {
+		pair[1] = eps[1]
 	}
-	switch name {
-	case suite.HostToHostOtherNod:
-		return eps, fmt.Errorf("%s has one host per node, no second pair: %w", name, suite.ErrUnsupported)
-	case suite.PodToPodSameNode:
-		return [2]string{pairClient(k), fmt.Sprintf("node0-pod%d", 2*k+1)}, nil
-	case suite.PodToPodOtherNode:
-		return [2]string{pairClient(k), fmt.Sprintf("node1-pod%d", k)}, nil
-	}
-	return [2]string{pairClient(k), eps[1]}, nil
+	return pair, err
 }
 
 // pairs is the run's pair count (at least 1).

@@ -45,7 +45,7 @@ var testServices = map[string]testService{
 func serviceBackends(l *lab.Lab, group string, pairs int) ([]lab.Pod, error) {
 	clients := map[string]bool{}
 	for k := range max(1, pairs) {
-		clients[pairClient(k)] = true
+		clients[suite.PairClient(k)] = true
 	}
 	switch group {
 	case "node1-pods":

@@ -16,17 +16,7 @@ import (
 const (
 	annTarget   = "cnibench/target"   // targets the flag applies to; none: all
 	annSchedule = "cnibench/schedule" // schedules it applies to; none: all
-	annWhy      = "cnibench/why"      // why a target flag is not (yet) another target's
 )
-
-// labOnlyFlags declares the flags of every target's list (a schedule's)
-// that only the lab runs for now, each with why: --pairs needs a
-// placement of N client and server pods, which the cluster target does
-// not have yet.
-func labOnlyFlags(fs *pflag.FlagSet) {
-	appliesTo(fs, annTarget, []string{defaultTarget}, "pairs")
-	appliesTo(fs, annWhy, []string{"lab-only until the cluster placement of pairs lands"}, "pairs")
-}
 
 // appliesTo annotates flags (already registered) with the targets or
 // schedules they apply to.
@@ -54,9 +44,6 @@ func checkApplies(fs *pflag.FlagSet, target, schedule string) error {
 // nil when it does.
 func flagApplies(f *pflag.Flag, target, schedule string) error {
 	if ts := f.Annotations[annTarget]; len(ts) > 0 && !slices.Contains(ts, target) {
-		if why := f.Annotations[annWhy]; len(why) > 0 {
-			return fmt.Errorf("--%s does not apply to --target %s: %s", f.Name, target, why[0])
-		}
 		if len(ts) == 1 && ts[0] == defaultTarget {
 			return fmt.Errorf("--%s is a %s setting: it does not apply to --target %s", f.Name, defaultTarget, target)
 		}

@@ -18,7 +18,8 @@ func TestPairsFlag(t *testing.T) {
 		{[]string{"run", "--pairs", "17"}, "--pairs must be 1 to 16, got 17"},
 		{[]string{"run", "--pairs", "2", "--tests", "DNS_QPS_MAX"}, "--pairs 2: test DNS_QPS_MAX (kind dns) cannot aggregate pairs"},
 		{[]string{"run", "--pairs", "2", "--pods-per-node", "3", "--tests", "TCP_RR"}, "--pairs 2 needs --pods-per-node 4 or more, got 3"},
-		{[]string{"run", "--target", "k8s", "--dry-run", "--pairs", "2"}, "--pairs does not apply to --target k8s: lab-only until the cluster placement of pairs lands"},
+		{[]string{"run", "--target", "k8s", "--dry-run", "--pairs", "2", "--network-policy-check"}, "--pairs 2: --network-policy-check allows pair 0's client (node0-pod0) alone"},
+		{[]string{"run", "--target", "k8s", "--dry-run", "--pairs", "2", "--profile", "security"}, "--pairs 2: the security profile's policies allow pair 0's client (node0-pod0) alone"},
 		{[]string{"sweep", "--pairs", "2"}, "--pairs does not apply to the Service-scale sweep"},
 	} {
 		_, _, err := cnibench(t, c.args...)

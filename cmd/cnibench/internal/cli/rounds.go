@@ -51,7 +51,7 @@ type roundsFlags struct {
 
 func (f *roundsFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.streams, "streams", 0, "flows of the *_MULTI tests (default 4)")
-	fs.IntVar(&f.pairs, "pairs", 1, fmt.Sprintf("client→server pairs each sample runs at once, 1 to %d: pair k on its own client and server pods, the sample's numbers the pairs' aggregate, each pair's kept (lab; docs/pairs.md)", suite.MaxPairs))
+	fs.IntVar(&f.pairs, "pairs", 1, fmt.Sprintf("client→server pairs each sample runs at once, 1 to %d: pair k on its own client and server pods, the sample's numbers the pairs' aggregate, each pair's kept (docs/pairs.md)", suite.MaxPairs))
 	fs.StringVar(&f.flameGraph, "flame-graph", "", "a test of the run whose kernel and user CPU stacks are sampled on the client's and server's CPUs (perf) in one extra, unmeasured sample per scenario and placement after the rounds; flame graphs in the HTML report, folded stacks in DIR/flamegraphs (lab)")
 }
 

@@ -70,7 +70,6 @@ func newMeasureCmd(g *globals, own scheduleEntry) *cobra.Command {
 		annotateNew(f, before, annTarget, name)
 	}
 	reprogramsSchedules(f)
-	labOnlyFlags(f)
 	// A flag of another schedule is hidden from --help; run still takes
 	// them all (run --tests churn churns).
 	f.VisitAll(func(fl *pflag.Flag) {

@@ -71,6 +71,7 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	w := progressOut(req.progress)
 	req.progress = w
 	cfg := f.config(plan.Placements, req.runID, w)
+	cfg.Pairs = plan.PairCount()
 	if rp != nil {
 		if k.apiQPS <= 0 { // 0 would mean the default to ScaleConfig
 			return nil, fmt.Errorf("--api-qps must be in 1..%d, got %g", k8starget.MaxScaleQPS, k.apiQPS)
@@ -155,7 +156,11 @@ func (k *k8sKind) header(req *runRequest, context string, cfg k8starget.Config) 
 		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: profile %s as twins on this cluster (the policy and flows parts switched between samples, the L7 parts not measured: see the results), %s on %s, %d rounds\n",
 			req.runID, context, plan.Profile, strings.Join(plan.Tests, ", "), strings.Join(plan.Placements, ", "), plan.Rounds)
 	default:
-		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: profile %s\n", req.runID, context, plan.Profile)
+		pairs := ""
+		if n := plan.PairCount(); n > 1 {
+			pairs = fmt.Sprintf(", %d pairs at once per sample", n)
+		}
+		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: profile %s%s\n", req.runID, context, plan.Profile, pairs)
 	}
 }
 

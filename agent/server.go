@@ -220,6 +220,7 @@ func (h *handler) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathHealth, h.health)
 	mux.HandleFunc("GET "+PathSysctls, h.sysctls)
+	mux.HandleFunc("GET "+PathNodeStat, h.nodeStat)
 	mux.HandleFunc("POST "+PathKind+"{kind}", h.kindRun)
 	mux.HandleFunc("GET "+PathResult+"{id}", h.result)
 	return h.authenticate(mux)

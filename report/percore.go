@@ -11,7 +11,7 @@ import (
 )
 
 // Queries per core (issue 32): per scenario, test and placement of a lab
-// run, the work done per second of a core the lab's nodes kept busy, the
+// or cluster run, the work done per second of a core the nodes kept busy, the
 // kernel's cores counted (results.WorkPerCore), and what each node's CPUs
 // spent idle and under load. The Istio report could only count the
 // processes' CPU; on the lab, whose nodes share this machine's kernel, the
@@ -41,11 +41,16 @@ type PerCoreNode struct {
 	Idle   Num    `json:"idle"`   // before the scenario's first sample; null if not read
 	Loaded Num    `json:"loaded"` // median over the rounds
 	Cgroup Num    `json:"cgroup"` // the node's cgroups, median over the rounds
+	// Kernel is a cluster node's boot id (results.NodeCPU.Kernel); Shares
+	// names the earlier node of the row with the same kernel, counted
+	// once.
+	Kernel string `json:"kernel,omitempty"`
+	Shares string `json:"shares,omitempty"`
 }
 
 const perCoreKey, perCoreHeading = "queries_per_core", "Queries per core"
 
-const perCoreAbout = "Work per second of a core the lab's nodes kept busy: the nodes' CPUs from /proc/stat, so the kernel's work (system, softirq, irq) counts whoever it was charged to, each CPU set once; and the same without the kernel's share, as a count of the processes' user time alone would say. Medians over rounds. Per node: cores busy idle (before the scenario's first sample) and under load, and the part of the load charged to the node's cgroups (its pods, daemons and proxies). See docs/queries-per-core.md."
+const perCoreAbout = "Work per second of a core the nodes kept busy: the nodes' CPUs from /proc/stat (the lab's pinned CPUs; a cluster node's whole kernel, read through an agent on it), so the kernel's work (system, softirq, irq) counts whoever it was charged to, each CPU set of each kernel once; and the same without the kernel's share, as a count of the processes' user time alone would say. Medians over rounds. Per node: cores busy idle (before the scenario's first sample) and under load, and the part of the load charged to the node's cgroups (its pods, daemons and proxies). See docs/queries-per-core.md."
 
 // perCoreSection is the section; nothing shows without lab samples that
 // recorded their nodes.
@@ -102,8 +107,17 @@ func perCoreRow(run *results.Run, res results.Result) (PerCoreRow, bool) {
 	row.Rounds = len(per)
 	row.PerCore, row.PerUserCore, row.KernelPct = medianNum(per), medianNum(user), medianNum(kernel)
 	idle := scenarioIdle(run, res.Scenario)
+	first := map[string]string{} // kernel → its first node
 	for _, e := range last.Nodes {
-		row.Nodes = append(row.Nodes, perCoreNode(e, idle, loaded[e.Node], cgroup[e.Node]))
+		n := perCoreNode(e, idle, loaded[e.Node], cgroup[e.Node])
+		if e.Kernel != "" {
+			if f, ok := first[e.Kernel]; ok {
+				n.Shares = f
+			} else {
+				first[e.Kernel] = e.Node
+			}
+		}
+		row.Nodes = append(row.Nodes, n)
 	}
 	return row, true
 }
@@ -113,7 +127,7 @@ func perCoreRow(run *results.Run, res results.Result) (PerCoreRow, bool) {
 // "all"'s), and "all" no cgroups (null).
 func perCoreNode(e results.NodeCPU, idle *results.NodesCPU, loaded, cgroup []float64) PerCoreNode {
 	nan := Num(math.NaN())
-	n := PerCoreNode{Node: e.Node, CPUs: e.CPUs, Idle: nan, Loaded: medianNum(loaded), Cgroup: medianNum(cgroup)}
+	n := PerCoreNode{Node: e.Node, CPUs: e.CPUs, Idle: nan, Loaded: medianNum(loaded), Cgroup: medianNum(cgroup), Kernel: e.Kernel}
 	if ie, ok := idle.Node(e.Node); ok && e.CPUs != "" {
 		n.Idle = Num(idle.Cores(ie))
 	}
@@ -169,17 +183,25 @@ func (m *PerCore) lines() (heads []string, bodies [][]string) {
 func (n PerCoreNode) lines() []string {
 	cpu := fmt.Sprintf("%s cores busy idle, %s under load", fmtNum(float64(n.Idle)), fmtNum(float64(n.Loaded)))
 	var out []string
-	switch n.CPUs {
-	case "":
+	switch {
+	case n.Kernel != "" && n.Shares != "":
+		out = append(out, fmt.Sprintf("%s: its kernel is %s's (one machine), counted once: %s", n.Node, n.Shares, cpu))
+	case n.Kernel != "":
+		out = append(out, fmt.Sprintf("%s (its own kernel, all its CPUs): %s", n.Node, cpu))
+	case n.CPUs == "":
 		out = append(out, fmt.Sprintf("%s (unpinned: its CPU is in the machine's): its cgroups %s cores", n.Node, fmtNum(float64(n.Cgroup))))
-	case "all":
+	case n.CPUs == "all":
 		out = append(out, fmt.Sprintf("the machine's CPUs (nothing pinned): %s", cpu))
 	default:
 		out = append(out, fmt.Sprintf("%s (CPUs %s): %s; its cgroups %s cores", n.Node, n.CPUs, cpu, fmtNum(float64(n.Cgroup))))
 	}
-	if n.Idle > busyIdle {
-		out = append(out, fmt.Sprintf("CPUs %s were busy idle: other work shares them and counts as the nodes' here, so the figures per core are low by up to %s cores' worth",
-			n.CPUs, fmtNum(float64(n.Idle))))
+	what := "CPUs " + n.CPUs
+	if n.Kernel != "" {
+		what = n.Node + "'s CPUs"
+	}
+	if n.Idle > busyIdle && n.Shares == "" {
+		out = append(out, fmt.Sprintf("%s were busy idle: other work shares them and counts as the nodes' here, so the figures per core are low by up to %s cores' worth",
+			what, fmtNum(float64(n.Idle))))
 	}
 	return out
 }

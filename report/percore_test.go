@@ -117,3 +117,38 @@ func TestPerCoreSectionUnpinned(t *testing.T) {
 		}
 	}
 }
+
+// A cluster run's nodes are machines of their own (each its kernel's
+// CPUs, "all"): a node that shows the same kernel as an earlier one (the
+// local test cluster's nodes, namespaces of one machine) is said to be
+// counted once, and the figures count that kernel once: 30,000 op/s ÷ 1
+// busy core.
+func TestPerCoreClusterNodes(t *testing.T) {
+	run := fixtureRun(t)
+	run.Results = run.Results[:0]
+	samples := rrSamples(t, engine.TCPRR, []float64{30000, 30000, 30000}, []float64{30, 31, 29}, 0)
+	for i := range samples {
+		cpu := results.CPUTimes{UserSec: 4, SystemSec: 5, SoftirqSec: 3}
+		samples[i].Nodes = &results.NodesCPU{Seconds: 12, Pinned: true, Nodes: []results.NodeCPU{
+			{Node: "node0", CPUs: "all", Kernel: "boot-a", CPUTimes: cpu}, {Node: "node1", CPUs: "all", Kernel: "boot-a", CPUTimes: cpu}}}
+	}
+	pl := results.Placement{Path: "pod-to-pod", Node: "other-node", Client: "node0-pod0", Server: "node1-pod0"}
+	run.Results = append(run.Results, results.Result{Scenario: run.Scenarios[0].Name, Test: "TCP_RR", Placement: pl, Samples: samples})
+	rep, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := Markdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range [][]string{
+		{"TCP_RR pod-to-pod", "30,000 op per core-second", "90,000 per user core-second"},
+		{"node0 (its own kernel, all its CPUs): – cores busy idle, 1.00 under load"},
+		{"node1: its kernel is node0's (one machine), counted once"},
+	} {
+		if !lineWith(md.String(), want...) {
+			t.Errorf("no report.md line with %q:\n%s", want, md.String())
+		}
+	}
+}

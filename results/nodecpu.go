@@ -32,6 +32,11 @@ type NodeCPU struct {
 	// names them.
 	CgroupSec float64  `json:"cgroup_sec"`
 	Cgroups   []string `json:"cgroups,omitempty"`
+	// Kernel is the boot id of the node's own kernel, for a node that is a
+	// machine of its own (a cluster's; its CPUs are then "all", read
+	// through an agent on it). Nodes that show one kernel share their
+	// CPUs (a test cluster or kind on one machine) and count once.
+	Kernel string `json:"kernel,omitempty"`
 }
 
 // CPUTimes is busy CPU time by state, in seconds (10 ms ticks).
@@ -53,18 +58,18 @@ func (t CPUTimes) Add(u CPUTimes) CPUTimes {
 	return CPUTimes{t.UserSec + u.UserSec, t.SystemSec + u.SystemSec, t.SoftirqSec + u.SoftirqSec, t.IRQSec + u.IRQSec}
 }
 
-// CPUTotal is the busy time of the nodes' CPUs, each CPU set counted once
-// (server nodes share theirs; an unpinned run has only "all"): the cores
-// the nodes kept busy, by state.
+// CPUTotal is the busy time of the nodes' CPUs, each CPU set of each
+// kernel counted once (the lab's server nodes share theirs; an unpinned
+// run has only "all"; a cluster's nodes count once per kernel): the
+// cores the nodes kept busy, by state.
 func (n *NodesCPU) CPUTotal() CPUTimes {
 	var t CPUTimes
 	seen := map[string]bool{}
 	for _, e := range n.Nodes {
-		if e.CPUs == "" || seen[e.CPUs] {
-			continue
+		if key := e.Kernel + "/" + e.CPUs; e.CPUs != "" && !seen[key] {
+			seen[key] = true
+			t = t.Add(e.CPUTimes)
 		}
-		seen[e.CPUs] = true
-		t = t.Add(e.CPUTimes)
 	}
 	return t
 }

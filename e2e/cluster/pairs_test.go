@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,9 +50,33 @@ func TestPairsOnCluster(t *testing.T) {
 		}
 		for _, s := range rr.Samples {
 			checkPairsSample(t, name, s)
+			checkClusterNodes(t, name, s.Nodes)
 		}
 	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !strings.Contains(string(md), "\n## Pairs\n") || !strings.Contains(string(md), "\n## Queries per core\n") ||
+		!strings.Contains(string(md), "node1: its kernel is node0's (one machine), counted once") {
+		t.Errorf("report.md has no pairs or queries-per-core section with the nodes' one kernel (%v)", err)
+	}
 	e.waitGone(t, "cnibench", false)
+}
+
+// checkClusterNodes: the sample recorded both nodes' CPU, each read
+// through an agent on it; the test cluster's nodes are namespaces of this
+// machine, so both name this machine's kernel and kept its cores busy.
+func checkClusterNodes(t *testing.T, name string, n *results.NodesCPU) {
+	t.Helper()
+	id, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	boot := strings.TrimSpace(string(id))
+	if n == nil || len(n.Nodes) != 2 || n.Seconds <= 0 {
+		t.Errorf("%s: nodes' CPU %+v", name, n)
+		return
+	}
+	for i, e := range n.Nodes {
+		if e.Node != fmt.Sprintf("node%d", i) || e.CPUs != "all" || e.Kernel != boot || e.BusySec() <= 0 {
+			t.Errorf("%s: node entry %+v, want node%d on all CPUs of this machine's kernel %s, busy", name, e, i, boot)
+		}
+	}
 }
 
 // checkPairsSample: every pair measured, over intervals that overlap by

@@ -96,3 +96,49 @@ func TestWorkPerCoreOnReadings(t *testing.T) {
 		t.Errorf("%+v %v, want 12000 per core, 36000 per user core, 66.7%% kernel", pc, ok)
 	}
 }
+
+// A cluster's nodes are machines of their own, each read through its Stat:
+// a node's entry is its kernel's whole CPU time ("all", the kernel named),
+// the total counts each kernel once (node2 shares node0's, as the local
+// test cluster's nodes share this machine's), and a node that cannot be
+// read fails the reading, named.
+func TestClusterNodesOwnKernels(t *testing.T) {
+	before, after := marks(t)
+	readings := map[string][]procstat.Stat{
+		"a": {before.stat, after.stat},                                                                            // 6 + 6 s busy over 12 s
+		"b": {{All: procstat.Times{User: 10, System: 5}}, {All: procstat.Times{User: 11, System: 5, SoftIRQ: 1}}}, // 2 s
+	}
+	calls := map[string]int{}
+	node := func(name, kernel string) Node {
+		return Node{Name: name, Kernel: kernel, Stat: func() (procstat.Stat, error) {
+			i := calls[name]
+			calls[name]++
+			return readings[kernel][i], nil
+		}}
+	}
+	nodes := []Node{node("node0", "a"), node("node1", "b"), node("node2", "a")}
+	m0, err := Read(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, err := Read(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := Since(nodes, m0, m1)
+	if !n.Pinned || len(n.Nodes) != 3 {
+		t.Fatalf("%+v", n)
+	}
+	for i, want := range []float64{12, 2, 12} {
+		if e := n.Nodes[i]; e.CPUs != "all" || e.Kernel != nodes[i].Kernel || !near(e.BusySec(), want) {
+			t.Errorf("%s: %+v, want %g s busy on all CPUs of kernel %s", e.Node, e, want, nodes[i].Kernel)
+		}
+	}
+	if tot := n.CPUTotal(); !near(tot.BusySec(), 14) || !near(tot.SoftirqSec, 4) {
+		t.Errorf("total %+v, want 14 s busy (kernel a once, b once), 4 s softirq", tot)
+	}
+	bad := []Node{{Name: "node3", Kernel: "c", Stat: func() (procstat.Stat, error) { return procstat.Stat{}, os.ErrNotExist }}}
+	if _, err := Read(bad); err == nil || err.Error() != "node3: file does not exist" {
+		t.Errorf("unreadable node: %v", err)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/cnibench/cnibench/agent"
+	"github.com/cnibench/cnibench/internal/procstat"
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
@@ -207,6 +208,8 @@ type healthAgent struct {
 	// test Services); the first refuse of them fail as an unprogrammed
 	// Service does.
 	runs, refuse int
+	// stats counts the node stat readings.
+	stats int
 	// httpStatus answers an HTTP probe of path (nil: 404, no HTTP
 	// client): the test plays the proxy on the path.
 	httpStatus func(path string) int
@@ -233,6 +236,11 @@ func startHealthAgent(t *testing.T, cs *fake.Clientset, ns string) *healthAgent 
 			answer = agent.Health{OK: true, Version: "test", PID: 1}
 		case agent.PathSysctls:
 			answer = testSysctls
+		case agent.PathNodeStat: // one machine's kernel, a second of user time more at every reading
+			h.mu.Lock()
+			h.stats++
+			answer = agent.NodeStat{Kernel: "fake-boot-id", All: procstat.Times{User: float64(h.stats)}, CPUs: 2}
+			h.mu.Unlock()
 		case agent.PathKind + results.KindRR:
 			var o engine.Options
 			_ = json.NewDecoder(r.Body).Decode(&o)

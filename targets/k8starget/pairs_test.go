@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cnibench/cnibench/suite"
+	"github.com/cnibench/cnibench/suite/nodecpu"
 )
 
 // Two pairs of every placement: node0 runs the four client and same-node
@@ -130,8 +131,31 @@ func TestLifecyclePairs(t *testing.T) {
 	if _, err := tgt.PairPlacement(suite.PodToPodSameNode, 2); err == nil {
 		t.Error("pair 2 of a run of 2 pairs")
 	}
+	checkAccountNodes(t, tgt)
 	if err := tgt.Close(); err != nil {
 		t.Fatal(err)
 	}
 	assertClean(t, cs)
+}
+
+// checkAccountNodes: both nodes, each read through an agent on it, named
+// by their kernel; two readings a window apart give each node's CPU.
+func checkAccountNodes(t *testing.T, tgt *Target) {
+	t.Helper()
+	nodes, err := tgt.AccountNodes()
+	if err != nil || len(nodes) != 2 || nodes[0].Name != "node0" || nodes[1].Name != "node1" || nodes[0].Kernel != "fake-boot-id" {
+		t.Fatalf("nodes %+v: %v", nodes, err)
+	}
+	before, err := nodecpu.Read(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := nodecpu.Read(nodes)
+	n := nodecpu.Since(nodes, before, after)
+	if e := n.Nodes[1]; e.CPUs != "all" || e.Kernel != "fake-boot-id" || e.UserSec != 2 { // two readings of two nodes between
+		t.Errorf("node1 %+v", e)
+	}
+	if tot := n.CPUTotal(); tot.UserSec != 2 {
+		t.Errorf("total %+v: one kernel counts once", tot)
+	}
 }

@@ -47,6 +47,7 @@ type Target struct {
 	restored       string            // what Close put back in the cluster's configuration, for the run's notes
 	deaths         *deathWatch       // the agents' pods while the run measures (deathwatch.go)
 	lost           map[string]error  // endpoint → why no pod replaces its dead agent (replace.go)
+	kernels        kernels           // the nodes' boot ids, for their CPU (nodecpu.go)
 
 	closeOnce sync.Once
 	closeErr  error

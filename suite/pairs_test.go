@@ -94,9 +94,13 @@ func TestRunnerPairs(t *testing.T) {
 // A kind that cannot aggregate pairs is refused before the run, and a
 // placement a target cannot pair is skipped with why.
 func TestPairsRefusedAndSkipped(t *testing.T) {
-	_, err := Options{Tests: []string{"DNS_QPS_MAX"}, Pairs: 2}.Resolve()
-	if err == nil || !strings.Contains(err.Error(), "DNS_QPS_MAX") || strings.Contains(err.Error(), "\n") {
-		t.Errorf("DNS with pairs: %v", err)
+	registerPing() // the toy kind has no merge; every built-in kind has one
+	_, err := Options{Tests: []string{"TOY_UDP_PING"}, Pairs: 2}.Resolve()
+	if err == nil || !strings.Contains(err.Error(), "--pairs 2: test TOY_UDP_PING (kind ping) cannot aggregate pairs") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("a kind without merge with pairs: %v", err)
+	}
+	if _, err := (Options{Tests: []string{"DNS_QPS_MAX", "FORTIO_RPS_C64"}, Pairs: 2}).Resolve(); err != nil {
+		t.Errorf("DNS and fortio with pairs: %v", err)
 	}
 	if _, err := (Options{Pairs: 17}).Resolve(); err == nil || err.Error() != "--pairs must be 1 to 16, got 17" {
 		t.Errorf("17 pairs: %v", err)

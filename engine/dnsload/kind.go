@@ -17,7 +17,7 @@ func init() {
 		Name: "dns", Order: 40, PerWork: perQuery, Check: checkAnswered,
 		Key: "dns", OptionsKey: "dns_options",
 		NewResult: kinds.New[Result](), NewOptions: kinds.New[Options](),
-		Options: options, Run: kinds.RunWith(Run),
+		Options: options, Run: kinds.RunWith(Run), Merge: kinds.MergeWith(merge),
 		Tests: []kinds.Test{
 			{Name: "DNS_QPS_MAX", Template: &Options{}, About: "DNS queries/s a dnsmasq server answers (closed loop, 100 in flight)"},
 			{Name: "DNS_QPS_1000", Template: &Options{QPS: 1000}, About: "DNS latency at a fixed 1,000 queries/s (open loop, CO corrected)"},

@@ -15,7 +15,7 @@ func init() {
 		Name: "fortio", Order: 35, PerWork: kinds.PerRequest, Check: checkAnswered,
 		Key: "fortio", OptionsKey: "fortio_options",
 		NewResult: kinds.New[Result](), NewOptions: kinds.New[Options](),
-		Options: options, Run: kinds.RunWith(Run),
+		Options: options, Run: kinds.RunWith(Run), Merge: kinds.MergeWith(merge),
 		Tests: []kinds.Test{
 			{Name: "FORTIO_RPS_C64", Template: &Options{Connections: 64, KeepAlive: true}, About: "HTTP requests/s at max rate, 64 keep-alive connections, fortio's client"},
 			{Name: "FORTIO_RPS_SHORT_C64", Template: &Options{Connections: 64}, About: "HTTP requests/s, a new connection per request, 64 concurrent, fortio's client"},

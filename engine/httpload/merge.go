@@ -65,9 +65,5 @@ func addCounts(out, r *Result) {
 	out.BytesSent += r.BytesSent
 	out.BytesReceived += r.BytesReceived
 	out.TargetQPS += r.TargetQPS
-	out.ClientCPUUserSec += r.ClientCPUUserSec
-	out.ClientCPUSysSec += r.ClientCPUSysSec
-	out.ClientCPUs += r.ClientCPUs
-	out.ClientCPUUtil = max(out.ClientCPUUtil, r.ClientCPUUtil)
-	out.ClientSaturated = out.ClientSaturated || r.ClientSaturated
+	out.ClientCPU.Add(r.ClientCPU)
 }

@@ -29,3 +29,14 @@ type ClientCPU struct {
 	// client's limit rather than the server's or the datapath's.
 	ClientSaturated bool `json:"client_saturated"`
 }
+
+// Add adds a pair's client CPU to an aggregate of pairs (a kind's Merge):
+// times and CPUs summed, the highest utilisation, saturated if any pair's
+// client was.
+func (c *ClientCPU) Add(o ClientCPU) {
+	c.ClientCPUUserSec += o.ClientCPUUserSec
+	c.ClientCPUSysSec += o.ClientCPUSysSec
+	c.ClientCPUs += o.ClientCPUs
+	c.ClientCPUUtil = max(c.ClientCPUUtil, o.ClientCPUUtil)
+	c.ClientSaturated = c.ClientSaturated || o.ClientSaturated
+}

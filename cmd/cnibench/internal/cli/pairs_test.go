@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// --pairs is checked before anything is opened: its range, the tests that
-// cannot aggregate pairs, the schedules and the target that do not run
-// them (no root, no cluster needed).
+// --pairs is checked before anything is opened: its range, the lab's pods,
+// the schedules and the cluster checks that do not run them (no root, no
+// cluster needed; a kind that cannot aggregate pairs is suite's test).
 func TestPairsFlag(t *testing.T) {
 	t.Setenv("KUBECONFIG", "/nonexistent")
 	for _, c := range []struct {
@@ -16,7 +16,6 @@ func TestPairsFlag(t *testing.T) {
 	}{
 		{[]string{"run", "--pairs", "0"}, "--pairs must be 1 to 16, got 0"},
 		{[]string{"run", "--pairs", "17"}, "--pairs must be 1 to 16, got 17"},
-		{[]string{"run", "--pairs", "2", "--tests", "DNS_QPS_MAX"}, "--pairs 2: test DNS_QPS_MAX (kind dns) cannot aggregate pairs"},
 		{[]string{"run", "--pairs", "2", "--pods-per-node", "3", "--tests", "TCP_RR"}, "--pairs 2 needs --pods-per-node 4 or more, got 3"},
 		{[]string{"run", "--target", "k8s", "--dry-run", "--pairs", "2", "--network-policy-check"}, "--pairs 2: --network-policy-check allows pair 0's client (node0-pod0) alone"},
 		{[]string{"run", "--target", "k8s", "--dry-run", "--pairs", "2", "--profile", "security"}, "--pairs 2: the security profile's policies allow pair 0's client (node0-pod0) alone"},

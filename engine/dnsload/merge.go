@@ -1,0 +1,76 @@
+package dnsload
+
+import (
+	"github.com/cnibench/cnibench/engine/dnsload/dnsapi"
+	"github.com/cnibench/cnibench/engine/internal/window"
+	"github.com/cnibench/cnibench/engine/kinds"
+	"github.com/cnibench/cnibench/stats"
+)
+
+// merge is the aggregate of DNS results measured at once by several pairs
+// (kinds.Kind.Merge), as the HTTP kind's: queries, responses, errors,
+// bytes, rates and target rates summed, the loss recomputed from the
+// summed timeouts and responses, both latencies from the merged
+// histograms, the shortfall against the summed target recomputed, the
+// client saturated if any pair's was.
+func merge(rs []*Result) (*Result, error) {
+	first := rs[0]
+	out := &Result{Options: first.Options, Address: first.Address, Mode: first.Mode, Names: first.Names}
+	spans := make([]*kinds.RunnerResults, len(rs))
+	var lat, unc []*stats.Latency
+	for i, r := range rs {
+		spans[i] = &r.RunnerResults
+		add(out, r)
+		if r.Latency != nil {
+			lat = append(lat, r.Latency)
+		}
+		if r.LatencyUncorrected != nil {
+			unc = append(unc, r.LatencyUncorrected)
+		}
+	}
+	out.RunnerResults = kinds.Span(spans)
+	if n := out.Responses + out.Errors.Timeout; n > 0 {
+		out.LossPercent = 100 * float64(out.Errors.Timeout) / float64(n)
+	}
+	if out.TargetQPS > 0 {
+		out.OpenLoop = window.Achieved(out.QPS, out.TargetQPS, dnsapi.MissedTargetRatio)
+	}
+	var err error
+	for _, m := range []struct {
+		to   **stats.Latency
+		from []*stats.Latency
+	}{{&out.Latency, lat}, {&out.LatencyUncorrected, unc}} {
+		if len(m.from) > 0 {
+			if *m.to, err = stats.Merge(m.from...); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// add adds r's counts, rates and client CPU to the aggregate out.
+func add(out, r *Result) {
+	out.Outstanding += r.Outstanding
+	out.Threads += r.Threads
+	out.Sent += r.Sent
+	out.Responses += r.Responses
+	out.OK += r.OK
+	for code, n := range r.Rcodes {
+		if out.Rcodes == nil {
+			out.Rcodes = map[string]int64{}
+		}
+		out.Rcodes[code] += n
+	}
+	e, o := &out.Errors, r.Errors
+	e.Timeout, e.Rcode, e.NoAnswer, e.Send, e.Total = e.Timeout+o.Timeout, e.Rcode+o.Rcode, e.NoAnswer+o.NoAnswer, e.Send+o.Send, e.Total+o.Total
+	e.Late, e.Stray, e.Malformed, e.ICMP = e.Late+o.Late, e.Stray+o.Stray, e.Malformed+o.Malformed, e.ICMP+o.ICMP
+	if e.First == "" {
+		e.First = o.First
+	}
+	out.QPS += r.QPS
+	out.BytesSent += r.BytesSent
+	out.BytesReceived += r.BytesReceived
+	out.TargetQPS += r.TargetQPS
+	out.ClientCPU.Add(r.ClientCPU)
+}

@@ -51,7 +51,8 @@ func TestQuickEveryPlacement(t *testing.T) {
 // kube-proxy in its mode on the bridge cluster; on Flannel its DaemonSet,
 // version and backend beside kube-proxy; on Cilium its DaemonSet, version
 // and the mode-defining keys of cilium-config, and no kube-proxy; on all,
-// encryption off and what the nodes' kernels say of it.
+// encryption off and what the nodes' kernels say of it, and no mesh in the
+// path.
 func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
 	t.Helper()
 	var details struct {
@@ -72,12 +73,22 @@ func (e *env) checkCNIProvenance(t *testing.T, res *results.Run) {
 			} `json:"node_config"`
 			NodeKernel []nodeKernel `json:"node_kernel"`
 		} `json:"cni"`
+		Mesh *struct{ Summary string } `json:"mesh"`
 	}
 	raw, _ := json.Marshal(res.Target.Details)
 	if err := json.Unmarshal(raw, &details); err != nil {
 		t.Fatalf("target.details: %v", err)
 	}
 	c := details.CNI
+	// No mesh on the test cluster: nothing in the path but the CNI (and
+	// Cilium's own proxy, which its config turns off).
+	wantMesh := "no sidecar, ztunnel capture or waypoint in the path"
+	if e.cilium() {
+		wantMesh += "; Cilium's L7 proxy: off (enable-l7-proxy=false)"
+	}
+	if details.Mesh == nil || details.Mesh.Summary != wantMesh {
+		t.Errorf("mesh %+v, want %q", details.Mesh, wantMesh)
+	}
 	if e.cni == "flannel" {
 		if kp := c.KubeProxy; kp == nil || kp.Mode != e.proxyMode {
 			t.Errorf("provenance does not name kube-proxy in %s mode: %s", e.proxyMode, raw)

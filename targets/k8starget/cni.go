@@ -92,7 +92,7 @@ var ciliumKeys = []string{
 	"routing-mode", "tunnel", "tunnel-protocol", "kube-proxy-replacement", "bpf-lb-map-max",
 	"enable-hubble", "bpf-lb-algorithm", "bpf-lb-mode", "bpf-lb-acceleration", "datapath-mode",
 	"enable-bpf-masquerade", "enable-ipv4-masquerade", "ipam", "enable-wireguard", "enable-ipsec",
-	"enable-bandwidth-manager", "enable-bbr", "enable-host-legacy-routing", "enable-l7-proxy",
+	"enable-bandwidth-manager", "enable-bbr", "enable-host-legacy-routing", "enable-l7-proxy", "external-envoy-proxy",
 }
 
 // KubeProxy is kube-proxy's proxy mode.

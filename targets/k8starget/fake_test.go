@@ -23,9 +23,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/cnibench/cnibench/agent"
-	"github.com/cnibench/cnibench/internal/procstat"
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/httpload"
+	"github.com/cnibench/cnibench/internal/procstat"
 	"github.com/cnibench/cnibench/results"
 )
 

@@ -132,6 +132,9 @@ func TestLifecycle(t *testing.T) {
 	if cni["plugin"] != "cilium" || cni["cilium"].(map[string]any)["routing_mode"] != "native" {
 		t.Errorf("cni details: %v", cni)
 	}
+	if mesh, _ := d["mesh"].(map[string]any); mesh == nil || mesh["summary"] != "no sidecar, ztunnel capture or waypoint in the path; Cilium's L7 proxy: Envoy inside cilium-agent, used by L7 policy only" {
+		t.Errorf("mesh: %v", d["mesh"])
+	}
 	eps := d["endpoints"].(map[string]any)
 	if n0 := eps["node0"].(map[string]any); n0["host_network"] != true || n0["node"] != "worker-a" {
 		t.Errorf("endpoint node0: %v", n0)

@@ -40,18 +40,20 @@ type EndpointInfo struct {
 
 // Provenance is the k8s target's Details in the results document.
 type Provenance struct {
-	Context           string                  `json:"context,omitempty"`
-	KubernetesVersion string                  `json:"kubernetes_version"`
-	Platform          string                  `json:"platform,omitempty"`
-	Namespace         string                  `json:"namespace"`
-	Image             string                  `json:"image"`
-	Access            string                  `json:"access"`
-	Nodes             []NodeInfo              `json:"nodes"`
-	RefusedNodes      map[string]string       `json:"refused_nodes,omitempty"`
-	CNI               *CNI                    `json:"cni"`
-	Endpoints         map[string]EndpointInfo `json:"endpoints"`
-	Services          map[string]string       `json:"services,omitempty"` // endpoint → ClusterIP
-	Skipped           map[string]string       `json:"skipped,omitempty"`  // placement → reason
+	Context           string            `json:"context,omitempty"`
+	KubernetesVersion string            `json:"kubernetes_version"`
+	Platform          string            `json:"platform,omitempty"`
+	Namespace         string            `json:"namespace"`
+	Image             string            `json:"image"`
+	Access            string            `json:"access"`
+	Nodes             []NodeInfo        `json:"nodes"`
+	RefusedNodes      map[string]string `json:"refused_nodes,omitempty"`
+	CNI               *CNI              `json:"cni"`
+	// Mesh is what of a service mesh is in the path (mesh.go).
+	Mesh      *Mesh                   `json:"mesh,omitempty"`
+	Endpoints map[string]EndpointInfo `json:"endpoints"`
+	Services  map[string]string       `json:"services,omitempty"` // endpoint → ClusterIP
+	Skipped   map[string]string       `json:"skipped,omitempty"`  // placement → reason
 	// EndpointSysctls are the effective sysctls each agent read in its own
 	// network namespace (the node's for hostNetwork agents).
 	EndpointSysctls map[string]agent.Sysctls `json:"endpoint_sysctls,omitempty"`

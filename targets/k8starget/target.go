@@ -130,6 +130,7 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 		return t, err
 	}
 	t.recordEndpoints()
+	t.readMesh(ctx)
 	agents := map[string]*corev1.Pod{}
 	for _, ep := range t.layout.Endpoints {
 		agents[ep] = t.pods[ep]

@@ -113,3 +113,19 @@ func TestPairsRefusedAndSkipped(t *testing.T) {
 		t.Error("a target without pairs ran them")
 	}
 }
+
+// A profile's pairs are the default: istio-scale runs 4 unless --pairs
+// says otherwise, and --pairs 1 is one pair (nothing new in results.json).
+func TestProfilePairs(t *testing.T) {
+	for _, c := range []struct {
+		pairs, want int
+	}{{0, istioPairs}, {1, 0}, {2, 2}} {
+		p, err := Options{Profile: "istio-scale", Pairs: c.pairs}.Resolve()
+		if err != nil || p.Pairs != c.want {
+			t.Errorf("istio-scale with --pairs %d: %d pairs (%v), want %d", c.pairs, p.Pairs, err, c.want)
+		}
+	}
+	if p, err := (Options{Profile: "quick"}).Resolve(); err != nil || p.Pairs != 0 {
+		t.Errorf("quick: %d pairs (%v)", p.Pairs, err)
+	}
+}

@@ -58,6 +58,7 @@ func (o Options) Resolve() (*Plan, error) {
 		Duration: engine.Duration(prof.Duration),
 		Warmup:   engine.Duration(prof.Warmup),
 		Streams:  prof.Streams,
+		Pairs:    onePairIsZero(prof.Pairs),
 		Mode:     engine.Blocking,
 		Ask:      prof.Ask,
 		// Every question of the profile: the report asks those whose
@@ -127,8 +128,8 @@ func (o Options) resolveNumbers(p *Plan) error {
 	switch {
 	case o.Pairs < 0 || o.Pairs > MaxPairs:
 		return fmt.Errorf("--pairs must be 1 to %d, got %d", MaxPairs, o.Pairs)
-	case o.Pairs > 1:
-		p.Pairs = o.Pairs // one pair stays 0: nothing new in results.json
+	case o.Pairs > 0: // 0: the profile's
+		p.Pairs = onePairIsZero(o.Pairs)
 	}
 	switch o.Mode {
 	case "":
@@ -184,4 +185,13 @@ func (p *Plan) Samples() int { return p.Rounds * len(p.Specs) * len(p.Placements
 // Estimate is the plan's expected measuring time, without setup.
 func (p *Plan) Estimate() time.Duration {
 	return time.Duration(p.Samples()) * time.Duration(p.Duration+p.Warmup)
+}
+
+// onePairIsZero: one pair is written as none, so that a run without pairs
+// has nothing new in results.json.
+func onePairIsZero(pairs int) int {
+	if pairs <= 1 {
+		return 0
+	}
+	return pairs
 }

@@ -33,6 +33,9 @@ type Rhythm struct {
 	Warmup   time.Duration
 	Rounds   int
 	Streams  int
+	// Pairs is the client→server pairs each sample runs at once unless
+	// --pairs says otherwise (0: one).
+	Pairs int
 }
 
 // interleaved is the lab profiles' rhythm: 5 interleaved rounds (the

@@ -2,6 +2,7 @@ package labtarget
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/cnibench/cnibench/datapath"
 	"github.com/cnibench/cnibench/lab"
@@ -26,9 +27,18 @@ func (t *Target) ServiceVIP(placement string) (string, bool) {
 	return datapath.TestVIP(ts.vip).String(), true
 }
 
-// PlacementServer implements part.Env: the endpoint a placement's client
-// dials ("" for an unknown placement).
-func (t *Target) PlacementServer(placement string) string { return placementEndpoints[placement][1] }
+// PlacementServers implements part.Env: the endpoints a placement's pairs'
+// clients dial, pair 0's first (none for an unknown placement; host-to-host
+// has pair 0 only).
+func (t *Target) PlacementServers(placement string) []string {
+	var out []string
+	for k := range t.pairs() {
+		if eps, err := pairEndpoints(placement, k); err == nil && !slices.Contains(out, eps[1]) {
+			out = append(out, eps[1])
+		}
+	}
+	return out
+}
 
 // ClientCPUs implements part.Env.
 func (t *Target) ClientCPUs() []int { return t.clientCPUs }

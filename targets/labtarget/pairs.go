@@ -2,7 +2,6 @@ package labtarget
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/cnibench/cnibench/results"
 	"github.com/cnibench/cnibench/suite"
@@ -52,17 +51,19 @@ func (t *Target) checkPairPods() error {
 	return nil
 }
 
-// checkPairParts refuses pairs with a scenario part that sets itself up
-// around each placement's one server (part.Env.PlacementServer: the L7
-// proxies, the waypoint): the other pairs' servers would run without it,
-// and their numbers would pass for the part's.
+// checkPairParts refuses pairs with a scenario part whose client side is
+// set up for one client pod (the l7-sidecar model's client sidecar, the
+// l7-egress model's capture of the client's address): the other pairs'
+// clients would bypass it, and their numbers would pass for the part's.
+// The server-side parts (l7-node, waypoint, ambient, policy) cover every
+// pair's servers (part.Env.PlacementServers, RunPods).
 func checkPairParts(cfg Config) error {
 	if cfg.Pairs < 2 {
 		return nil
 	}
 	for _, p := range cfg.Parts {
-		if n := p.Name(); strings.HasPrefix(n, "l7-") || n == "waypoint" {
-			return fmt.Errorf("--pairs %d: scenario part %s guards each placement's one server, not every pair's; run it without --pairs", cfg.Pairs, n)
+		if n := p.Name(); n == "l7-sidecar" || n == "l7-egress" {
+			return fmt.Errorf("--pairs %d: scenario part %s proxies pair 0's client alone (its client side is one pod's), not every pair's; run it without --pairs", cfg.Pairs, n)
 		}
 	}
 	return nil

@@ -63,8 +63,8 @@ func TestServiceBackendsLeaveOutPairClients(t *testing.T) {
 	}
 }
 
-// A part set up around each placement's one server is refused with pairs;
-// the others are not.
+// A part whose client side is one pod's is refused with pairs; the
+// server-side ones are not.
 func TestPairPartsRefused(t *testing.T) {
 	parts := func(names ...string) Config {
 		c := Config{Pairs: 2}
@@ -73,16 +73,18 @@ func TestPairPartsRefused(t *testing.T) {
 		}
 		return c
 	}
-	if err := checkPairParts(parts("iptables", "l7-node")); err == nil || !strings.Contains(err.Error(), "l7-node") {
+	for _, n := range []string{"l7-sidecar", "l7-egress"} {
+		if err := checkPairParts(parts("iptables", n)); err == nil || !strings.Contains(err.Error(), n) {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	if err := checkPairParts(parts("iptables", "policy", "ambient", "waypoint")); err != nil {
+		t.Errorf("policy, ambient, waypoint: %v", err)
+	}
+	if err := checkPairParts(parts("ebpf", "wireguard", "l7-node")); err != nil {
 		t.Errorf("l7-node: %v", err)
 	}
-	if err := checkPairParts(parts("ambient", "waypoint")); err == nil {
-		t.Error("waypoint with pairs")
-	}
-	if err := checkPairParts(parts("iptables", "policy", "ambient")); err != nil {
-		t.Errorf("policy, ambient: %v", err)
-	}
-	c := parts("l7-node")
+	c := parts("l7-sidecar")
 	c.Pairs = 1
 	if err := checkPairParts(c); err != nil {
 		t.Errorf("one pair: %v", err)
@@ -98,3 +100,20 @@ func (namedPart) Phase() part.Phase                                   { return 0
 func (namedPart) Configure(*lab.Config)                               {}
 func (namedPart) Conflicts(part.Scenario) error                       { return nil }
 func (namedPart) Open(context.Context, part.Env) (part.Opened, error) { return nil, nil }
+
+// The servers a part must cover are every pair's: three pairs of
+// pod-to-pod have three servers, pod-to-service one backend group,
+// host-to-host one host.
+func TestPlacementServers(t *testing.T) {
+	tgt := &Target{cfg: Config{Pairs: 3}}
+	for pl, want := range map[string][]string{
+		suite.PodToPodOtherNode:     {"node1-pod0", "node1-pod1", "node1-pod2"},
+		suite.PodToPodSameNode:      {"node0-pod1", "node0-pod3", "node0-pod5"},
+		suite.PodToServiceOtherNode: {"node1-pods"},
+		suite.HostToHostOtherNod:    {"node1"},
+	} {
+		if got := tgt.PlacementServers(pl); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", pl, got, want)
+		}
+	}
+}

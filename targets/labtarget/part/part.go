@@ -104,10 +104,11 @@ type Env interface {
 	// RunPods are the run's client and server pods (no host endpoints).
 	RunPods() (clients, servers []string, err error)
 	// ServiceVIP is the test Service address of a pod-to-service
-	// placement, ok false for any other; PlacementServer the endpoint
-	// another placement's client dials.
+	// placement, ok false for any other; PlacementServers the endpoints
+	// another placement's clients dial, one per pair of the run (--pairs;
+	// a part that guards or proves the path must cover each).
 	ServiceVIP(placement string) (vip string, ok bool)
-	PlacementServer(placement string) string
+	PlacementServers(placement string) []string
 	// NodeCPUs are the CPUs node i's work runs on (nil: unpinned);
 	// ClientCPUs and ServerCPUs the agents'.
 	NodeCPUs(i int) []int

@@ -51,7 +51,7 @@ type roundsFlags struct {
 
 func (f *roundsFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.streams, "streams", 0, "flows of the *_MULTI tests (default 4)")
-	fs.IntVar(&f.pairs, "pairs", 1, fmt.Sprintf("client→server pairs each sample runs at once, 1 to %d: pair k on its own client and server pods, the sample's numbers the pairs' aggregate, each pair's kept (docs/pairs.md)", suite.MaxPairs))
+	fs.IntVar(&f.pairs, "pairs", 1, fmt.Sprintf("client→server pairs each sample runs at once, 1 to %d (default 1, or the profile's): pair k on its own client and server pods, the sample's numbers the pairs' aggregate, each pair's kept (docs/pairs.md)", suite.MaxPairs))
 	fs.StringVar(&f.flameGraph, "flame-graph", "", "a test of the run whose kernel and user CPU stacks are sampled on the client's and server's CPUs (perf) in one extra, unmeasured sample per scenario and placement after the rounds; flame graphs in the HTML report, folded stacks in DIR/flamegraphs (lab)")
 }
 
@@ -63,7 +63,10 @@ func (f *roundsFlags) resolve(fs *pflag.FlagSet, o suite.Options) (suite.Schedul
 	if f.pairs < 1 || f.pairs > suite.MaxPairs {
 		return nil, nil, fmt.Errorf("--pairs must be 1 to %d, got %d", suite.MaxPairs, f.pairs)
 	}
-	o.Streams, o.FlameGraph, o.Pairs = f.streams, f.flameGraph, f.pairs
+	o.Streams, o.FlameGraph = f.streams, f.flameGraph
+	if fs.Changed("pairs") {
+		o.Pairs = f.pairs // else the profile's
+	}
 	plan, err := o.Resolve()
 	return &suite.Rounds{}, plan, err
 }

@@ -76,8 +76,8 @@ func (p waypoint) Open(ctx context.Context, env part.Env) (part.Opened, error) {
 	return o, nil
 }
 
-// waypointDests are the HTTP addresses the run's placements dial: the
-// server pods' and the other-node ClusterIP (the same-node one is
+// waypointDests are the HTTP addresses the run's placements dial: every
+// pair's server pod's and the other-node ClusterIP (the same-node one is
 // skipped by the mesh).
 func waypointDests(env part.Env) ([]string, error) {
 	l := env.Lab()
@@ -95,8 +95,10 @@ func waypointDests(env part.Env) ([]string, error) {
 			}
 			continue
 		}
-		if e, err := l.Endpoint(env.PlacementServer(pl)); err == nil && e.Kind == "pod" {
-			add(e.IP)
+		for _, s := range env.PlacementServers(pl) {
+			if e, err := l.Endpoint(s); err == nil && e.Kind == "pod" {
+				add(e.IP)
+			}
 		}
 	}
 	if len(out) == 0 {

@@ -229,9 +229,10 @@ func (p l7Part) addresses(env part.Env, servers []string) (out []string, note st
 			add(vip)
 			continue
 		}
-		s := env.PlacementServer(pl)
-		if e, err := l.Endpoint(s); err == nil && e.Kind == "pod" && slices.Contains(servers, s) {
-			add(e.IP)
+		for _, s := range env.PlacementServers(pl) {
+			if e, err := l.Endpoint(s); err == nil && e.Kind == "pod" && slices.Contains(servers, s) {
+				add(e.IP)
+			}
 		}
 	}
 	return out, note

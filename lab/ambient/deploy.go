@@ -228,6 +228,20 @@ func (m *Mesh) Names() []string {
 	return out
 }
 
+// Memory is what each proxy holds now, in bytes, by name
+// (haproxy.Proc.Memory).
+func (m *Mesh) Memory() (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for _, p := range m.Proxies {
+		b, err := p.Memory()
+		if err != nil {
+			return nil, fmt.Errorf("ambient: memory of %s: %w", p.Name, err)
+		}
+		out[p.Name] = b
+	}
+	return out, nil
+}
+
 // CPU is each proxy's CPU time so far, by name (Names): its cgroup's
 // usage (kept after exit), else its process's; a run takes it before and
 // after a sample and subtracts.

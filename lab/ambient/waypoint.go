@@ -250,6 +250,9 @@ func httpGet(ctx context.Context, p Pod, addr, path string) (int, string, error)
 // CPU is the waypoint's CPU time so far.
 func (w *Waypoint) CPU() (time.Duration, error) { return w.Proxy.CPU() }
 
+// Memory is what the waypoint holds now, in bytes.
+func (w *Waypoint) Memory() (uint64, error) { return w.Proxy.Memory() }
+
 // Close removes the waypoint's rules, stops it, removes its cgroup and
 // files (the certificate stays the mesh's). Idempotent.
 func (w *Waypoint) Close() error {

@@ -176,6 +176,19 @@ func (d *Deployment) CPU() (Usage, error) {
 	return u, nil
 }
 
+// Memory is what each proxy holds now, in bytes (haproxy.Proc.Memory).
+func (d *Deployment) Memory() (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for _, p := range d.Proxies {
+		m, err := p.Memory()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Name, err)
+		}
+		out[p.Name] = m
+	}
+	return out, nil
+}
+
 // Counters reads each proxy's request and denied counters.
 func (d *Deployment) Counters() (map[string]Counters, error) {
 	out := map[string]Counters{}

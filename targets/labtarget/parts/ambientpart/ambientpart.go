@@ -215,10 +215,15 @@ func (o *opened) Unsupported(placement string) error {
 // StartUsage implements part.Meter: the proxies' CPU so far.
 func (o *opened) StartUsage(context.Context) (any, error) { return o.m.CPU() }
 
-// EndUsage implements part.Meter: each proxy's CPU since mark.
+// EndUsage implements part.Meter: each proxy's CPU since mark and its
+// memory now.
 func (o *opened) EndUsage(_ context.Context, mark any, u *results.DatapathUsage) error {
 	before, _ := mark.(map[string]time.Duration)
 	now, err := o.m.CPU()
+	if err != nil {
+		return err
+	}
+	mem, err := o.m.Memory()
 	if err != nil {
 		return err
 	}
@@ -226,7 +231,7 @@ func (o *opened) EndUsage(_ context.Context, mark any, u *results.DatapathUsage)
 	slices.Sort(names)
 	for _, name := range names {
 		u.Components = append(u.Components, results.ComponentUsage{Plugin: "haproxy-ambient", Node: strings.TrimPrefix(name, "ztunnel-"), Pod: name,
-			CPUSec: (now[name] - before[name]).Seconds()})
+			CPUSec: (now[name] - before[name]).Seconds(), MemoryBytes: mem[name]})
 	}
 	return nil
 }

@@ -139,13 +139,18 @@ func (o *waypointOpened) Close() error {
 // StartUsage implements part.Meter: the waypoint's CPU so far.
 func (o *waypointOpened) StartUsage(context.Context) (any, error) { return o.w.CPU() }
 
-// EndUsage implements part.Meter: its CPU since mark.
+// EndUsage implements part.Meter: its CPU since mark and its memory now.
 func (o *waypointOpened) EndUsage(_ context.Context, mark any, u *results.DatapathUsage) error {
 	before, _ := mark.(time.Duration)
 	now, err := o.w.CPU()
 	if err != nil {
 		return err
 	}
-	u.Components = append(u.Components, results.ComponentUsage{Plugin: "haproxy-waypoint", Node: o.w.Proxy.Node, Pod: "waypoint", CPUSec: (now - before).Seconds()})
+	mem, err := o.w.Memory()
+	if err != nil {
+		return err
+	}
+	u.Components = append(u.Components, results.ComponentUsage{Plugin: "haproxy-waypoint", Node: o.w.Proxy.Node, Pod: "waypoint",
+		CPUSec: (now - before).Seconds(), MemoryBytes: mem})
 	return nil
 }

@@ -168,16 +168,21 @@ func (o *opened) Unsupported(placement string) error {
 // StartUsage implements part.Meter: the proxies' CPU so far.
 func (o *opened) StartUsage(context.Context) (any, error) { return o.d.CPU() }
 
-// EndUsage implements part.Meter: each proxy's CPU since mark.
+// EndUsage implements part.Meter: each proxy's CPU since mark and its
+// memory now.
 func (o *opened) EndUsage(_ context.Context, mark any, u *results.DatapathUsage) error {
 	before, _ := mark.(l7proxy.Usage)
 	now, err := o.d.CPU()
 	if err != nil {
 		return err
 	}
+	mem, err := o.d.Memory()
+	if err != nil {
+		return err
+	}
 	for _, name := range o.d.Names() {
 		u.Components = append(u.Components, results.ComponentUsage{Plugin: "haproxy-" + o.check.Model, Pod: name,
-			CPUSec: (now.ByProxy[name] - before.ByProxy[name]).Seconds()})
+			CPUSec: (now.ByProxy[name] - before.ByProxy[name]).Seconds(), MemoryBytes: mem[name]})
 	}
 	return nil
 }

@@ -113,6 +113,13 @@ func questionAnswers(rep *Report, qs []question, auto *results.AutoRounds) []Ans
 		a := Answer{Question: q.q.Ask, Test: q.q.Test, Placement: q.q.Placement, Metric: q.q.Metric,
 			A: rep.Columns[q.a].Label, B: rep.Columns[q.b].Label, Primary: true}
 		d, flipped := orientedDelta(rep, row, q.a, q.b)
+		if d == nil && row.Better == string(results.Info) {
+			a.Verdict = VerdictNA
+			a.Text = fmt.Sprintf("%s (%s %s, %s), %s vs %s: %s against %s %s; an informational metric (no better direction), shown, not judged",
+				a.Question, a.Test, a.Metric, a.Placement, a.B, a.A, medianText(row.Values[q.b]), medianText(row.Values[q.a]), row.Unit)
+			out = append(out, a)
+			continue
+		}
 		if d == nil {
 			a.Verdict = VerdictNA
 			a.Text = fmt.Sprintf("%s (%s %s, %s), %s vs %s: not compared in this report (%s is compared with %s)",
@@ -301,4 +308,13 @@ func orientWinners(rep *Report, qs []question) {
 			w.Text = an.B + " vs " + an.A + ": " + answerBody(an, d)
 		}
 	}
+}
+
+// medianText is a column's median as the answer prints it ("–" without a
+// value).
+func medianText(v *Value) string {
+	if v == nil || v.N == 0 {
+		return "–"
+	}
+	return fmtNum(float64(v.Median))
 }

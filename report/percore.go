@@ -32,6 +32,18 @@ type PerCoreRow struct {
 	PerUserCore Num           `json:"per_user_core"` // the same, the kernel's share left out
 	KernelPct   Num           `json:"kernel_pct"`
 	Nodes       []PerCoreNode `json:"nodes"`
+	// Datapath is its components' (proxies, daemons, the CNI agent) CPU
+	// and memory idle and under load; nil without their usage.
+	Datapath *PerCoreDatapath `json:"datapath,omitempty"`
+}
+
+// PerCoreDatapath is the datapath's components idle (the scenario's idle
+// reading) and under load (medians over the rounds): cores and MiB.
+type PerCoreDatapath struct {
+	IdleCores   Num `json:"idle_cores"`
+	IdleMiB     Num `json:"idle_mib"`
+	LoadedCores Num `json:"loaded_cores"`
+	LoadedMiB   Num `json:"loaded_mib"`
 }
 
 // PerCoreNode is one node's CPU, in cores (busy seconds per second).
@@ -50,7 +62,7 @@ type PerCoreNode struct {
 
 const perCoreKey, perCoreHeading = "queries_per_core", "Queries per core"
 
-const perCoreAbout = "Work per second of a core the nodes kept busy: the nodes' CPUs from /proc/stat (the lab's pinned CPUs; a cluster node's whole kernel, read through an agent on it), so the kernel's work (system, softirq, irq) counts whoever it was charged to, each CPU set of each kernel once; and the same without the kernel's share, as a count of the processes' user time alone would say. Medians over rounds. Per node: cores busy idle (before the scenario's first sample) and under load, and the part of the load charged to the node's cgroups (its pods, daemons and proxies). See docs/queries-per-core.md."
+const perCoreAbout = "Work per second of a core the nodes kept busy: the nodes' CPUs from /proc/stat (the lab's pinned CPUs; a cluster node's whole kernel, read through an agent on it), so the kernel's work (system, softirq, irq) counts whoever it was charged to, each CPU set of each kernel once; and the same without the kernel's share, as a count of the processes' user time alone would say. Medians over rounds. Per node: cores busy idle (before the scenario's first sample) and under load, and the part of the load charged to the node's cgroups (its pods, daemons and proxies); the datapath's components' CPU and memory idle and under load. See docs/queries-per-core.md."
 
 // perCoreSection is the section; nothing shows without lab samples that
 // recorded their nodes.
@@ -83,6 +95,7 @@ func perCoreRow(run *results.Run, res results.Result) (PerCoreRow, bool) {
 	var per, user, kernel []float64
 	loaded, cgroup := map[string][]float64{}, map[string][]float64{}
 	var last *results.NodesCPU
+	var dpCores, dpMiB []float64
 	for _, s := range res.Samples {
 		k, ok := kinds.Of(s.Measured())
 		if s.Error != "" || !ok || k.PerWork.Client == "" {
@@ -100,13 +113,22 @@ func perCoreRow(run *results.Run, res results.Result) (PerCoreRow, bool) {
 			cgroup[e.Node] = append(cgroup[e.Node], e.CgroupSec/s.Nodes.Seconds)
 		}
 		last = s.Nodes
+		if u := s.DatapathUsage; u != nil && len(u.Components) > 0 {
+			dpCores, dpMiB = append(dpCores, u.Cores), append(dpMiB, mib(u.MemoryBytes))
+		}
 	}
 	if len(per) == 0 {
 		return row, false
 	}
 	row.Rounds = len(per)
 	row.PerCore, row.PerUserCore, row.KernelPct = medianNum(per), medianNum(user), medianNum(kernel)
-	idle := scenarioIdle(run, res.Scenario)
+	idle, idleUsage := scenarioIdle(run, res.Scenario)
+	if len(dpCores) > 0 {
+		row.Datapath = &PerCoreDatapath{IdleCores: Num(math.NaN()), IdleMiB: Num(math.NaN()), LoadedCores: medianNum(dpCores), LoadedMiB: medianNum(dpMiB)}
+		if idleUsage != nil {
+			row.Datapath.IdleCores, row.Datapath.IdleMiB = Num(idleUsage.Cores), Num(mib(idleUsage.MemoryBytes))
+		}
+	}
 	first := map[string]string{} // kernel → its first node
 	for _, e := range last.Nodes {
 		n := perCoreNode(e, idle, loaded[e.Node], cgroup[e.Node])
@@ -140,14 +162,22 @@ func perCoreNode(e results.NodeCPU, idle *results.NodesCPU, loaded, cgroup []flo
 	return n
 }
 
-// scenarioIdle is the idle reading of the run's scenario name, or nil.
-func scenarioIdle(run *results.Run, name string) *results.NodesCPU {
+// scenarioIdle is the idle readings of the run's scenario name, or nil.
+func scenarioIdle(run *results.Run, name string) (*results.NodesCPU, *results.DatapathUsage) {
 	for _, sc := range run.Scenarios {
 		if sc.Name == name {
-			return sc.IdleNodes
+			return sc.IdleNodes, sc.IdleUsage
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// mib is bytes in MiB; NaN for none read (0).
+func mib(b uint64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return float64(b) / (1 << 20)
 }
 
 func medianNum(xs []float64) Num { return Num(stats.Quantile(xs, 0.5)) }
@@ -172,6 +202,10 @@ func (m *PerCore) lines() (heads []string, bodies [][]string) {
 		var body []string
 		for _, n := range r.Nodes {
 			body = append(body, n.lines()...)
+		}
+		if d := r.Datapath; d != nil {
+			body = append(body, fmt.Sprintf("the datapath's components (proxies, daemons, agents): %s cores and %s MiB idle, %s cores and %s MiB under load",
+				fmtNum(float64(d.IdleCores)), fmtNum(float64(d.IdleMiB)), fmtNum(float64(d.LoadedCores)), fmtNum(float64(d.LoadedMiB))))
 		}
 		bodies = append(bodies, body)
 	}

@@ -122,7 +122,7 @@ func TestPerCoreSectionUnpinned(t *testing.T) {
 // CPUs, "all"): a node that shows the same kernel as an earlier one (the
 // local test cluster's nodes, namespaces of one machine) is said to be
 // counted once, and the figures count that kernel once: 30,000 op/s ÷ 1
-// busy core.
+// busy core; the datapath's components idle and under load beside.
 func TestPerCoreClusterNodes(t *testing.T) {
 	run := fixtureRun(t)
 	run.Results = run.Results[:0]
@@ -131,9 +131,13 @@ func TestPerCoreClusterNodes(t *testing.T) {
 		cpu := results.CPUTimes{UserSec: 4, SystemSec: 5, SoftirqSec: 3}
 		samples[i].Nodes = &results.NodesCPU{Seconds: 12, Pinned: true, Nodes: []results.NodeCPU{
 			{Node: "node0", CPUs: "all", Kernel: "boot-a", CPUTimes: cpu}, {Node: "node1", CPUs: "all", Kernel: "boot-a", CPUTimes: cpu}}}
+		samples[i].DatapathUsage = results.NewDatapathUsage(results.UsageSourceKubelet, 12, []results.ComponentUsage{
+			{Plugin: "cilium", Node: "node1", Pod: "cilium-x", CPUSec: 6, MemoryBytes: 200 << 20}})
 	}
 	pl := results.Placement{Path: "pod-to-pod", Node: "other-node", Client: "node0-pod0", Server: "node1-pod0"}
 	run.Results = append(run.Results, results.Result{Scenario: run.Scenarios[0].Name, Test: "TCP_RR", Placement: pl, Samples: samples})
+	run.Scenarios[0].IdleUsage = results.NewDatapathUsage(results.UsageSourceKubelet, 1.5, []results.ComponentUsage{
+		{Plugin: "cilium", Node: "node1", Pod: "cilium-x", CPUSec: 0.03, MemoryBytes: 150 << 20}})
 	rep, err := Build([]Input{{Run: run}}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +150,7 @@ func TestPerCoreClusterNodes(t *testing.T) {
 		{"TCP_RR pod-to-pod", "30,000 op per core-second", "90,000 per user core-second"},
 		{"node0 (its own kernel, all its CPUs): – cores busy idle, 1.00 under load"},
 		{"node1: its kernel is node0's (one machine), counted once"},
+		{"the datapath's components (proxies, daemons, agents): 0.0200 cores and 150 MiB idle, 0.500 cores and 200 MiB under load"},
 	} {
 		if !lineWith(md.String(), want...) {
 			t.Errorf("no report.md line with %q:\n%s", want, md.String())

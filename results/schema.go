@@ -139,8 +139,11 @@ type Scenario struct {
 	// Checks are how each part proved itself on before measuring, the
 	// lines the report shows beside the scenario (checks.go).
 	Checks []Check `json:"checks,omitempty"`
-	// IdleNodes is the lab's nodes idle before its first sample (nodecpu.go).
+	// IdleNodes is the nodes idle before its first sample (nodecpu.go).
 	IdleNodes *NodesCPU `json:"idle_nodes_cpu,omitempty"`
+	// IdleUsage is what the datapath's components (proxies, daemons, the
+	// CNI agent) used and held over the same idle window.
+	IdleUsage *DatapathUsage `json:"idle_datapath_usage,omitempty"`
 }
 
 // Plan is what was asked for, after defaults were filled in.

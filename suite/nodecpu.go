@@ -60,32 +60,101 @@ func (m *nodesMark) end() *results.NodesCPU {
 	return nodecpu.Since(m.nodes, m.mark, after)
 }
 
-// idleNodes reads sc's nodes idle, once per scenario, before its first
-// sample: nothing of the run's traffic runs then, the agents wait. A
-// failure is a note, and the scenario goes without.
+// idleNodes reads sc's nodes and its datapath's components idle, once
+// per scenario, before its first sample: nothing of the run's traffic
+// runs then, the agents wait. A failure is a note, and the scenario goes
+// without that reading.
 func (r *Runner) idleNodes(ctx context.Context, sc Scenario) {
-	a, ok := sc.Target.(NodeAccounter)
-	if !ok || r.idled[sc.Name] {
+	a, accounts := sc.Target.(NodeAccounter)
+	us, samples := sc.Target.(UsageSampler)
+	if (!accounts && !samples) || r.idled[sc.Name] {
 		return
 	}
 	if r.idled == nil {
 		r.idled = map[string]bool{}
 	}
 	r.idled[sc.Name] = true
-	nodes, err := a.AccountNodes()
-	var idle *results.NodesCPU
-	if err == nil {
-		idle, err = nodecpu.Idle(ctx, nodes, idleWindow)
+	var w idleWindowReading
+	if accounts {
+		w.startNodes(a)
 	}
-	if err != nil {
-		if ctx.Err() == nil {
-			r.run.Notes = append(r.run.Notes, fmt.Sprintf("scenario %s: the nodes' idle CPU not read: %v", sc.Name, err))
-		}
+	if samples && !r.usage.off[sc.Name] {
+		w.startUsage(ctx, us)
+	}
+	select {
+	case <-ctx.Done():
 		return
+	case <-time.After(idleWindow):
+	}
+	idle, usage := w.end(ctx, us)
+	for _, err := range w.errs {
+		if ctx.Err() == nil {
+			r.run.Notes = append(r.run.Notes, fmt.Sprintf("scenario %s: %v", sc.Name, err))
+		}
+	}
+	if w.usageErr != nil && ctx.Err() == nil {
+		r.idleUsageFailed(sc.Name, w.usageErr)
 	}
 	for i := range r.run.Scenarios {
 		if r.run.Scenarios[i].Name == sc.Name {
-			r.run.Scenarios[i].IdleNodes = idle
+			r.run.Scenarios[i].IdleNodes, r.run.Scenarios[i].IdleUsage = idle, usage
 		}
 	}
+}
+
+// idleWindowReading is the idle window's first readings.
+type idleWindowReading struct {
+	nodes []nodecpu.Node
+	mark  *nodecpu.Mark
+	usage UsageMark
+	errs  []error
+	// usageErr is the datapath usage's failure: like a sample's, it turns
+	// the scenario's usage reading off with one note (Runner.usageFailed).
+	usageErr error
+}
+
+func (w *idleWindowReading) startNodes(a NodeAccounter) {
+	nodes, err := a.AccountNodes()
+	var m nodecpu.Mark
+	if err == nil {
+		m, err = nodecpu.Read(nodes)
+	}
+	if err != nil {
+		w.errs = append(w.errs, fmt.Errorf("the nodes' idle CPU not read: %w", err))
+		return
+	}
+	w.nodes, w.mark = nodes, &m
+}
+
+func (w *idleWindowReading) startUsage(ctx context.Context, us UsageSampler) {
+	mark, err := us.StartUsage(ctx)
+	if err != nil {
+		w.usageErr = err
+		return
+	}
+	w.usage = mark
+}
+
+// end reads again: the nodes' idle CPU and the datapath's idle usage,
+// each nil where its first reading failed or is off.
+func (w *idleWindowReading) end(ctx context.Context, us UsageSampler) (*results.NodesCPU, *results.DatapathUsage) {
+	var idle *results.NodesCPU
+	if w.mark != nil {
+		after, err := nodecpu.Read(w.nodes)
+		if err != nil {
+			w.errs = append(w.errs, fmt.Errorf("the nodes' idle CPU not read: %w", err))
+		} else {
+			idle = nodecpu.Since(w.nodes, *w.mark, after)
+		}
+	}
+	var usage *results.DatapathUsage
+	if w.usage != nil {
+		u, err := us.EndUsage(ctx, w.usage)
+		if err != nil {
+			w.usageErr = err
+		} else {
+			usage = u
+		}
+	}
+	return idle, usage
 }

@@ -82,6 +82,16 @@ func (r *Runner) usageFailed(res *results.Result, round int, err error) {
 		who, round, res.Test, res.Placement.Name(), err))
 }
 
+// idleUsageFailed is usageFailed for the scenario's idle reading, before
+// its first sample.
+func (r *Runner) idleUsageFailed(scenario string, err error) {
+	if r.usage.off == nil {
+		r.usage.off = map[string]bool{}
+	}
+	r.usage.off[scenario] = true
+	r.usage.notes = append(r.usage.notes, fmt.Sprintf("scenario %s: datapath CPU and memory not recorded from the idle reading before its first sample on (not read again this run): %v", scenario, err))
+}
+
 // takeUsageNotes returns the notes gathered since the last call.
 func (r *Runner) takeUsageNotes() []string {
 	n := r.usage.notes

@@ -72,13 +72,17 @@ func runUsage(t *testing.T, tgt *usageTarget, tests ...string) *results.Run {
 }
 
 // Every sample gets the datapath usage read around its measurement, and
-// the metrics turn it into CPU per transaction, cores and memory.
+// the metrics turn it into CPU per transaction, cores and memory; the
+// scenario gets one reading more, idle, before its first sample.
 func TestRunnerRecordsDatapathUsage(t *testing.T) {
 	var calls []string
 	tgt := &usageTarget{loopTarget: loopTarget{startAgent(t), &calls, "k8s"}}
 	run := runUsage(t, tgt, "TCP_RR")
-	if tgt.starts != 3 || tgt.ends != 3 || len(run.Notes) != 0 {
-		t.Fatalf("%d starts, %d ends, notes %q", tgt.starts, tgt.ends, run.Notes)
+	if tgt.starts != 4 || tgt.ends != 4 || len(run.Notes) != 0 {
+		t.Fatalf("%d starts, %d ends (3 samples and the idle reading), notes %q", tgt.starts, tgt.ends, run.Notes)
+	}
+	if u := run.Scenarios[0].IdleUsage; u == nil || u.Seconds < 1 || u.MemoryBytes != 120<<20 {
+		t.Errorf("idle usage %+v, want the idle window's (1.5 s) with the components' memory", u)
 	}
 	res := run.Results[0]
 	for _, s := range res.Samples {
@@ -106,8 +110,9 @@ func TestRunnerRecordsDatapathUsage(t *testing.T) {
 	}
 }
 
-// A read that fails (at the start or at the end of a sample) becomes one
-// note for the run, is not tried again, and the samples are still taken.
+// A read that fails (at the start or at the end of the scenario's idle
+// reading, its first) becomes one note for the run, is not tried again,
+// and the samples are still taken.
 func TestRunnerUsageFailureOneNote(t *testing.T) {
 	agent := startAgent(t) // one: its engine ports are fixed
 	for _, c := range []struct {
@@ -124,7 +129,7 @@ func TestRunnerUsageFailureOneNote(t *testing.T) {
 		if tgt.starts != 1 || tgt.ends != c.ends {
 			t.Errorf("%s: %d starts, %d ends after the first failure, want 1 and %d", c.name, tgt.starts, tgt.ends, c.ends)
 		}
-		if len(run.Notes) != 1 || !strings.Contains(run.Notes[0], "round 1 of TCP_RR pod-to-pod/same-node") || !strings.Contains(run.Notes[0], "scenario k8s") {
+		if len(run.Notes) != 1 || !strings.Contains(run.Notes[0], "from the idle reading before its first sample on (not read again this run)") || !strings.Contains(run.Notes[0], "scenario k8s") {
 			t.Errorf("%s: notes %q, want exactly one", c.name, run.Notes)
 		}
 		for _, res := range run.Results {

@@ -15,26 +15,18 @@ import (
 func merge(rs []*Result) (*Result, error) {
 	out := &Result{Test: rs[0].Test, Options: rs[0].Options, Mode: rs[0].Mode, LocalPorts: rs[0].LocalPorts, PortShareNote: rs[0].PortShareNote}
 	spans := make([]*kinds.RunnerResults, len(rs))
-	var lats []*stats.Latency
+	lats := make([]*stats.Latency, len(rs))
 	for i, r := range rs {
-		spans[i] = &r.RunnerResults
+		spans[i], lats[i] = &r.RunnerResults, r.Latency
 		addCounts(out, r)
-		if r.Latency != nil {
-			lats = append(lats, r.Latency)
-		}
 	}
 	out.RunnerResults = kinds.Span(spans)
 	if out.PacketsSent > 0 {
 		out.LossPercent = lossPercent(out.PacketsSent, out.PacketsReceived)
 	}
-	if len(lats) > 0 {
-		l, err := stats.Merge(lats...)
-		if err != nil {
-			return nil, err
-		}
-		out.Latency = l
-	}
-	return out, nil
+	var err error
+	out.Latency, err = stats.MergePresent(lats...)
+	return out, err
 }
 
 // addCounts adds r's counts, rates and flags to the aggregate out.

@@ -82,6 +82,22 @@ func (l *Latency) Decode() (*hdr.Histogram, error) {
 	return h, nil
 }
 
+// MergePresent merges the distributions that are there, skipping nil
+// ones, and is nil when none is: the pairs' aggregate of a kind whose
+// results may lack a latency (a failed or empty side).
+func MergePresent(ls ...*Latency) (*Latency, error) {
+	var have []*Latency
+	for _, l := range ls {
+		if l != nil {
+			have = append(have, l)
+		}
+	}
+	if len(have) == 0 {
+		return nil, nil
+	}
+	return Merge(have...)
+}
+
 // Merge combines latency distributions exactly, by merging their histograms.
 func Merge(ls ...*Latency) (*Latency, error) {
 	total := NewHistogram()

@@ -66,3 +66,19 @@ func TestRecordClampsOutliers(t *testing.T) {
 		t.Fatalf("count = %d, want 2 (outliers must be kept, clamped)", h.TotalCount())
 	}
 }
+
+// MergePresent skips the missing distributions (a pair without latency)
+// and is nil when none is there.
+func TestMergePresent(t *testing.T) {
+	h := NewHistogram()
+	for range 10 {
+		Record(h, 50*time.Microsecond)
+	}
+	a, _ := Summarize(h)
+	if got, err := MergePresent(nil, a, nil, a); err != nil || got == nil || got.Count != 20 {
+		t.Errorf("with gaps: %+v %v", got, err)
+	}
+	if got, err := MergePresent(nil, nil); got != nil || err != nil {
+		t.Errorf("none: %+v %v", got, err)
+	}
+}

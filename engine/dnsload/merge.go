@@ -17,16 +17,10 @@ func merge(rs []*Result) (*Result, error) {
 	first := rs[0]
 	out := &Result{Options: first.Options, Address: first.Address, Mode: first.Mode, Names: first.Names}
 	spans := make([]*kinds.RunnerResults, len(rs))
-	var lat, unc []*stats.Latency
+	lat, unc := make([]*stats.Latency, len(rs)), make([]*stats.Latency, len(rs))
 	for i, r := range rs {
-		spans[i] = &r.RunnerResults
+		spans[i], lat[i], unc[i] = &r.RunnerResults, r.Latency, r.LatencyUncorrected
 		add(out, r)
-		if r.Latency != nil {
-			lat = append(lat, r.Latency)
-		}
-		if r.LatencyUncorrected != nil {
-			unc = append(unc, r.LatencyUncorrected)
-		}
 	}
 	out.RunnerResults = kinds.Span(spans)
 	if n := out.Responses + out.Errors.Timeout; n > 0 {
@@ -36,17 +30,11 @@ func merge(rs []*Result) (*Result, error) {
 		out.OpenLoop = window.Achieved(out.QPS, out.TargetQPS, dnsapi.MissedTargetRatio)
 	}
 	var err error
-	for _, m := range []struct {
-		to   **stats.Latency
-		from []*stats.Latency
-	}{{&out.Latency, lat}, {&out.LatencyUncorrected, unc}} {
-		if len(m.from) > 0 {
-			if *m.to, err = stats.Merge(m.from...); err != nil {
-				return nil, err
-			}
-		}
+	if out.Latency, err = stats.MergePresent(lat...); err != nil {
+		return nil, err
 	}
-	return out, nil
+	out.LatencyUncorrected, err = stats.MergePresent(unc...)
+	return out, err
 }
 
 // add adds r's counts, rates and client CPU to the aggregate out.

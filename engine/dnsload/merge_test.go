@@ -2,34 +2,20 @@ package dnsload
 
 import (
 	"testing"
-	"time"
 
+	"github.com/cnibench/cnibench/engine/internal/latencytest"
 	"github.com/cnibench/cnibench/engine/kinds"
-	"github.com/cnibench/cnibench/stats"
 )
-
-func latency(t *testing.T, us, n int) *stats.Latency {
-	t.Helper()
-	h := stats.NewHistogram()
-	for range n {
-		stats.Record(h, time.Duration(us)*time.Microsecond)
-	}
-	l, err := stats.Summarize(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
 
 // Two pairs' DNS results: counts, rates and targets summed, the loss from
 // the summed timeouts (not the mean of the pairs' losses), the shortfall
 // against the summed target, both latencies merged, the first error kept.
 func TestMergeDNS(t *testing.T) {
 	a := &Result{Sent: 1000, Responses: 990, OK: 990, QPS: 990, Threads: 2, OpenLoop: kinds.OpenLoop{TargetQPS: 1000},
-		Errors: Errors{Timeout: 10, Total: 10, First: "timeout"}, Latency: latency(t, 100, 990), LatencyUncorrected: latency(t, 90, 990)}
+		Errors: Errors{Timeout: 10, Total: 10, First: "timeout"}, Latency: latencytest.Equal(t, 100, 990), LatencyUncorrected: latencytest.Equal(t, 90, 990)}
 	b := &Result{Sent: 3000, Responses: 3000, OK: 2999, QPS: 3000, Threads: 2, OpenLoop: kinds.OpenLoop{TargetQPS: 3000},
 		Errors: Errors{Rcode: 1, Total: 1}, Rcodes: map[string]int64{"NOERROR": 2999, "SERVFAIL": 1},
-		Latency: latency(t, 300, 3000), LatencyUncorrected: latency(t, 250, 3000), ClientCPU: kinds.ClientCPU{ClientSaturated: true}}
+		Latency: latencytest.Equal(t, 300, 3000), LatencyUncorrected: latencytest.Equal(t, 250, 3000), ClientCPU: kinds.ClientCPU{ClientSaturated: true}}
 	k, _ := kinds.Lookup("dns")
 	got, err := k.Merge([]any{a, b})
 	if err != nil {

@@ -21,26 +21,19 @@ func merge(rs []*Result) (*Result, error) {
 	out := &Result{Options: first.Options, URL: first.URL, Engine: first.Engine, Mode: first.Mode,
 		PortShareNote: first.PortShareNote, Fortio: Summary{RequestedQPS: first.Fortio.RequestedQPS}}
 	spans := make([]*kinds.RunnerResults, len(rs))
-	var lat []*stats.Latency
+	lat := make([]*stats.Latency, len(rs))
 	for i, r := range rs {
-		spans[i] = &r.RunnerResults
+		spans[i], lat[i] = &r.RunnerResults, r.Latency
 		out.add(r)
-		if r.Latency != nil {
-			lat = append(lat, r.Latency)
-		}
 	}
 	out.RunnerResults = kinds.Span(spans)
 	if out.TargetQPS > 0 {
 		out.OpenLoop = window.Achieved(out.RPS, out.TargetQPS, MissedTargetRatio)
 		out.Fortio.RequestedQPS = strconv.FormatFloat(out.TargetQPS, 'f', -1, 64) // the pairs' together
 	}
-	if len(lat) > 0 {
-		var err error
-		if out.Latency, err = stats.Merge(lat...); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	var err error
+	out.Latency, err = stats.MergePresent(lat...)
+	return out, err
 }
 
 // add adds r's counts, rates and client CPU to the aggregate.

@@ -2,33 +2,19 @@ package fortioload
 
 import (
 	"testing"
-	"time"
 
+	"github.com/cnibench/cnibench/engine/internal/latencytest"
 	"github.com/cnibench/cnibench/engine/kinds"
-	"github.com/cnibench/cnibench/stats"
 )
-
-func latency(t *testing.T, us, n int) *stats.Latency {
-	t.Helper()
-	h := stats.NewHistogram()
-	for range n {
-		stats.Record(h, time.Duration(us)*time.Microsecond)
-	}
-	l, err := stats.Summarize(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
 
 // Two pairs' fortio results: counts, rates and targets summed, the
 // shortfall against the summed target, latency from the merged histograms,
 // the first error and a saturated client kept; fortio's own summary keeps
 // its counts and no bucketed statistics.
 func TestMergeFortio(t *testing.T) {
-	a := &Result{Requests: 900, OK: 900, RPS: 900, Sockets: 64, Conns: 64, OpenLoop: kinds.OpenLoop{TargetQPS: 1000}, Latency: latency(t, 100, 900),
+	a := &Result{Requests: 900, OK: 900, RPS: 900, Sockets: 64, Conns: 64, OpenLoop: kinds.OpenLoop{TargetQPS: 1000}, Latency: latencytest.Equal(t, 100, 900),
 		Fortio: Summary{RequestedQPS: "1000", Calls: 900, ActualQPS: 900, AvgUs: 100}}
-	b := &Result{Requests: 1000, OK: 999, RPS: 1000, Sockets: 64, Conns: 64, OpenLoop: kinds.OpenLoop{TargetQPS: 1000}, Latency: latency(t, 300, 1000),
+	b := &Result{Requests: 1000, OK: 999, RPS: 1000, Sockets: 64, Conns: 64, OpenLoop: kinds.OpenLoop{TargetQPS: 1000}, Latency: latencytest.Equal(t, 300, 1000),
 		Errors: Errors{Status: 1, Total: 1, First: "HTTP 503"}, StatusCodes: map[int]int64{200: 999, 503: 1},
 		ClientCPU: kinds.ClientCPU{ClientSaturated: true, ClientCPUs: 1}, Fortio: Summary{RequestedQPS: "1000", Calls: 1000, Errors: 1, ActualQPS: 1000, AvgUs: 300}}
 	k, _ := kinds.Lookup("fortio")

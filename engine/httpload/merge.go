@@ -15,37 +15,21 @@ func merge(rs []*Result) (*Result, error) {
 	out := &Result{Options: rs[0].Options, URL: rs[0].URL, Address: rs[0].Address, Mode: rs[0].Mode,
 		LocalPorts: rs[0].LocalPorts, PortShareNote: rs[0].PortShareNote}
 	spans := make([]*kinds.RunnerResults, len(rs))
-	var lat, unc []*stats.Latency
+	lat, unc := make([]*stats.Latency, len(rs)), make([]*stats.Latency, len(rs))
 	for i, r := range rs {
-		spans[i] = &r.RunnerResults
+		spans[i], lat[i], unc[i] = &r.RunnerResults, r.Latency, r.LatencyUncorrected
 		addCounts(out, r)
-		if r.Latency != nil {
-			lat = append(lat, r.Latency)
-		}
-		if r.LatencyUncorrected != nil {
-			unc = append(unc, r.LatencyUncorrected)
-		}
 	}
 	out.RunnerResults = kinds.Span(spans)
 	if out.TargetQPS > 0 {
 		out.OpenLoop = window.Achieved(out.RPS, out.TargetQPS, MissedTargetRatio)
 	}
 	var err error
-	if out.Latency, err = mergeLatency(lat); err != nil {
+	if out.Latency, err = stats.MergePresent(lat...); err != nil {
 		return nil, err
 	}
-	if out.LatencyUncorrected, err = mergeLatency(unc); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// mergeLatency merges histograms; nil when no pair had one.
-func mergeLatency(ls []*stats.Latency) (*stats.Latency, error) {
-	if len(ls) == 0 {
-		return nil, nil
-	}
-	return stats.Merge(ls...)
+	out.LatencyUncorrected, err = stats.MergePresent(unc...)
+	return out, err
 }
 
 // addCounts adds r's counts, rates and flags to the aggregate out.

@@ -2,28 +2,14 @@ package httpload
 
 import (
 	"testing"
-	"time"
 
+	"github.com/cnibench/cnibench/engine/internal/latencytest"
 	"github.com/cnibench/cnibench/engine/kinds"
-	"github.com/cnibench/cnibench/stats"
 )
 
-func latency(t *testing.T, us, n int) *stats.Latency {
-	t.Helper()
-	h := stats.NewHistogram()
-	for range n {
-		stats.Record(h, time.Duration(us)*time.Microsecond)
-	}
-	l, err := stats.Summarize(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 func TestMergeHTTP(t *testing.T) {
-	a := &Result{Requests: 900, OK: 900, RPS: 900, OpenLoop: kinds.OpenLoop{TargetQPS: 1000}, Latency: latency(t, 100, 900), LatencyUncorrected: latency(t, 90, 900)}
-	b := &Result{Requests: 1000, OK: 999, RPS: 1000, OpenLoop: kinds.OpenLoop{TargetQPS: 1000}, Latency: latency(t, 300, 1000), LatencyUncorrected: latency(t, 250, 1000),
+	a := &Result{Requests: 900, OK: 900, RPS: 900, OpenLoop: kinds.OpenLoop{TargetQPS: 1000}, Latency: latencytest.Equal(t, 100, 900), LatencyUncorrected: latencytest.Equal(t, 90, 900)}
+	b := &Result{Requests: 1000, OK: 999, RPS: 1000, OpenLoop: kinds.OpenLoop{TargetQPS: 1000}, Latency: latencytest.Equal(t, 300, 1000), LatencyUncorrected: latencytest.Equal(t, 250, 1000),
 		Errors: Errors{Status: 1, Total: 1, First: "503"}, StatusCodes: map[int]int64{200: 999, 503: 1}, ClientCPU: kinds.ClientCPU{ClientSaturated: true}}
 	k, _ := kinds.Lookup("http")
 	got, err := k.Merge([]any{a, b})

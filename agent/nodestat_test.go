@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -15,18 +13,7 @@ import (
 // /proc/stat has it (read before and after the call: the answer lies
 // between), behind the token.
 func TestNodeStatEndpoint(t *testing.T) {
-	h := &handler{token: "tok"}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h.routes()}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { srv.Close() })
-	c, err := NewClient("a", "tcp:"+ln.Addr().String(), "tok")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, bad := serveRoutes(t, "tok")
 	before, err := procstat.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +30,6 @@ func TestNodeStatEndpoint(t *testing.T) {
 	if b := got.All.Total(); b < before.All.Total() || b > after.All.Total() {
 		t.Errorf("answered %.2f s of CPU time, /proc/stat said %.2f before and %.2f after", b, before.All.Total(), after.All.Total())
 	}
-	bad, _ := NewClient("a", "tcp:"+ln.Addr().String(), "wrong")
 	if _, err := bad.NodeStat(context.Background()); err == nil {
 		t.Error("answered without the token")
 	}

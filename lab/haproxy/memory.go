@@ -39,14 +39,11 @@ func CgroupMemory(dir string) (uint64, error) {
 
 // ProcessRSS reads VmRSS of /proc/<pid>/status.
 func ProcessRSS(pid int) (uint64, error) {
-	if pid == 0 {
-		return 0, fmt.Errorf("haproxy: proxy not running (and no cgroup to read)")
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	b, err := readProc(pid, "status")
 	if err != nil {
-		return 0, fmt.Errorf("haproxy: %w", err)
+		return 0, err
 	}
-	return parseVmRSS(string(b))
+	return parseVmRSS(b)
 }
 
 // parseVmRSS takes "VmRSS:  1234 kB" of a /proc/<pid>/status text.

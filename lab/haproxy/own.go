@@ -119,14 +119,23 @@ func parseCPUStat(s string) (time.Duration, error) {
 // ProcessCPU is utime+stime of a live process (a proxy without a cgroup
 // of its own).
 func ProcessCPU(pid int) (time.Duration, error) {
-	if pid == 0 {
-		return 0, fmt.Errorf("haproxy: proxy not running (and no cgroup to read)")
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	b, err := readProc(pid, "stat")
 	if err != nil {
-		return 0, fmt.Errorf("haproxy: %w", err)
+		return 0, err
 	}
-	return parseProcStat(string(b))
+	return parseProcStat(b)
+}
+
+// readProc reads /proc/<pid>/<file> of a live proxy.
+func readProc(pid int, file string) (string, error) {
+	if pid == 0 {
+		return "", fmt.Errorf("haproxy: proxy not running (and no cgroup to read)")
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+	if err != nil {
+		return "", fmt.Errorf("haproxy: %w", err)
+	}
+	return string(b), nil
 }
 
 // parseProcStat takes utime (field 14) and stime (15) of /proc/<pid>/stat,

@@ -131,12 +131,18 @@ func Open(ctx context.Context, cfg Config, cs kubernetes.Interface, access Acces
 	}
 	t.recordEndpoints()
 	t.readMesh(ctx)
+	t.watchDeaths()
+	return t, nil
+}
+
+// watchDeaths starts watching the agents' pods while the run measures
+// (deathwatch.go).
+func (t *Target) watchDeaths() {
 	agents := map[string]*corev1.Pod{}
 	for _, ep := range t.layout.Endpoints {
 		agents[ep] = t.pods[ep]
 	}
-	t.deaths = startDeathWatch(cs, cfg.Namespace, cfg.RunID, agents)
-	return t, nil
+	t.deaths = startDeathWatch(t.cs, t.cfg.Namespace, t.cfg.RunID, agents)
 }
 
 // readServices reads the ClusterIP of every test Service the run made.

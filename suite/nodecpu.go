@@ -24,40 +24,55 @@ type NodeAccounter interface {
 // ticks to average out (150 ticks a CPU), short beside a run's samples.
 const idleWindow = 1500 * time.Millisecond
 
-// nodesMark is a sample's first reading of the nodes; nil when the target
-// does not account its nodes or the reading failed (nothing is recorded).
+// nodesMark is a first reading of the nodes (a sample's, or the idle
+// window's); nil when the target does not account its nodes or the
+// reading failed (nothing is recorded).
 type nodesMark struct {
 	nodes []nodecpu.Node
 	mark  nodecpu.Mark
 }
 
-// startNodes reads the nodes at the start of a sample's traffic.
+// markNodes reads a's nodes now; nil without nodes.
+func markNodes(a NodeAccounter) (*nodesMark, error) {
+	nodes, err := a.AccountNodes()
+	if err != nil || len(nodes) == 0 {
+		return nil, err
+	}
+	m, err := nodecpu.Read(nodes)
+	if err != nil {
+		return nil, err
+	}
+	return &nodesMark{nodes: nodes, mark: m}, nil
+}
+
+// startNodes reads the nodes at the start of a sample's traffic; a
+// failure records nothing.
 func startNodes(tgt Target) *nodesMark {
 	a, ok := tgt.(NodeAccounter)
 	if !ok {
 		return nil
 	}
-	nodes, err := a.AccountNodes()
-	if err != nil || len(nodes) == 0 {
-		return nil
-	}
-	m, err := nodecpu.Read(nodes)
-	if err != nil {
-		return nil
-	}
-	return &nodesMark{nodes: nodes, mark: m}
+	m, _ := markNodes(a)
+	return m
 }
 
-// end reads the nodes again: what they spent since startNodes.
-func (m *nodesMark) end() *results.NodesCPU {
+// since reads the nodes again: what they spent since the mark (nil for a
+// nil mark).
+func (m *nodesMark) since() (*results.NodesCPU, error) {
 	if m == nil {
-		return nil
+		return nil, nil
 	}
 	after, err := nodecpu.Read(m.nodes)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	return nodecpu.Since(m.nodes, m.mark, after)
+	return nodecpu.Since(m.nodes, m.mark, after), nil
+}
+
+// end is since for a sample: a failure records nothing.
+func (m *nodesMark) end() *results.NodesCPU {
+	n, _ := m.since()
+	return n
 }
 
 // idleNodes reads sc's nodes and its datapath's components idle, once
@@ -93,7 +108,7 @@ func (r *Runner) idleNodes(ctx context.Context, sc Scenario) {
 		}
 	}
 	if w.usageErr != nil && ctx.Err() == nil {
-		r.idleUsageFailed(sc.Name, w.usageErr)
+		r.usageFailed(sc.Name, "the idle reading before its first sample", w.usageErr)
 	}
 	for i := range r.run.Scenarios {
 		if r.run.Scenarios[i].Name == sc.Name {
@@ -104,8 +119,7 @@ func (r *Runner) idleNodes(ctx context.Context, sc Scenario) {
 
 // idleWindowReading is the idle window's first readings.
 type idleWindowReading struct {
-	nodes []nodecpu.Node
-	mark  *nodecpu.Mark
+	nodes *nodesMark
 	usage UsageMark
 	errs  []error
 	// usageErr is the datapath usage's failure: like a sample's, it turns
@@ -114,47 +128,26 @@ type idleWindowReading struct {
 }
 
 func (w *idleWindowReading) startNodes(a NodeAccounter) {
-	nodes, err := a.AccountNodes()
-	var m nodecpu.Mark
-	if err == nil {
-		m, err = nodecpu.Read(nodes)
-	}
-	if err != nil {
+	var err error
+	if w.nodes, err = markNodes(a); err != nil {
 		w.errs = append(w.errs, fmt.Errorf("the nodes' idle CPU not read: %w", err))
-		return
 	}
-	w.nodes, w.mark = nodes, &m
 }
 
 func (w *idleWindowReading) startUsage(ctx context.Context, us UsageSampler) {
-	mark, err := us.StartUsage(ctx)
-	if err != nil {
-		w.usageErr = err
-		return
-	}
-	w.usage = mark
+	w.usage, w.usageErr = us.StartUsage(ctx)
 }
 
 // end reads again: the nodes' idle CPU and the datapath's idle usage,
 // each nil where its first reading failed or is off.
 func (w *idleWindowReading) end(ctx context.Context, us UsageSampler) (*results.NodesCPU, *results.DatapathUsage) {
-	var idle *results.NodesCPU
-	if w.mark != nil {
-		after, err := nodecpu.Read(w.nodes)
-		if err != nil {
-			w.errs = append(w.errs, fmt.Errorf("the nodes' idle CPU not read: %w", err))
-		} else {
-			idle = nodecpu.Since(w.nodes, *w.mark, after)
-		}
+	idle, err := w.nodes.since()
+	if err != nil {
+		w.errs = append(w.errs, fmt.Errorf("the nodes' idle CPU not read: %w", err))
 	}
 	var usage *results.DatapathUsage
-	if w.usage != nil {
-		u, err := us.EndUsage(ctx, w.usage)
-		if err != nil {
-			w.usageErr = err
-		} else {
-			usage = u
-		}
+	if w.usage != nil && w.usageErr == nil {
+		usage, w.usageErr = us.EndUsage(ctx, w.usage)
 	}
 	return idle, usage
 }

@@ -47,7 +47,7 @@ func (r *Runner) startUsage(ctx context.Context, tgt Target, res *results.Result
 	}
 	mark, err := us.StartUsage(ctx)
 	if err != nil {
-		r.usageFailed(res, round, err)
+		r.usageFailed(res.Scenario, sampleName(res, round), err)
 		return nil, nil
 	}
 	if mark == nil {
@@ -63,33 +63,30 @@ func (r *Runner) endUsage(ctx context.Context, us UsageSampler, mark UsageMark, 
 	}
 	u, err := us.EndUsage(ctx, mark)
 	if err != nil {
-		r.usageFailed(res, round, err)
+		r.usageFailed(res.Scenario, sampleName(res, round), err)
 		return nil
 	}
 	return u
 }
 
-func (r *Runner) usageFailed(res *results.Result, round int, err error) {
-	if r.usage.off == nil {
-		r.usage.off = map[string]bool{}
-	}
-	r.usage.off[res.Scenario] = true
-	who := ""
-	if res.Scenario != "" {
-		who = "scenario " + res.Scenario + ": "
-	}
-	r.usage.notes = append(r.usage.notes, fmt.Sprintf("%sdatapath CPU and memory not recorded from round %d of %s %s on (not read again this run): %v",
-		who, round, res.Test, res.Placement.Name(), err))
-}
-
-// idleUsageFailed is usageFailed for the scenario's idle reading, before
-// its first sample.
-func (r *Runner) idleUsageFailed(scenario string, err error) {
+// usageFailed turns a scenario's usage reading off, with one note saying
+// from which reading on ("round 2 of TCP_RR pod-to-pod/same-node", "the
+// idle reading before its first sample").
+func (r *Runner) usageFailed(scenario, from string, err error) {
 	if r.usage.off == nil {
 		r.usage.off = map[string]bool{}
 	}
 	r.usage.off[scenario] = true
-	r.usage.notes = append(r.usage.notes, fmt.Sprintf("scenario %s: datapath CPU and memory not recorded from the idle reading before its first sample on (not read again this run): %v", scenario, err))
+	who := ""
+	if scenario != "" {
+		who = "scenario " + scenario + ": "
+	}
+	r.usage.notes = append(r.usage.notes, fmt.Sprintf("%sdatapath CPU and memory not recorded from %s on (not read again this run): %v", who, from, err))
+}
+
+// sampleName is a sample's name in a note: "round 2 of TCP_RR pod-to-pod/same-node".
+func sampleName(res *results.Result, round int) string {
+	return fmt.Sprintf("round %d of %s %s", round, res.Test, res.Placement.Name())
 }
 
 // takeUsageNotes returns the notes gathered since the last call.

@@ -50,12 +50,7 @@ func add(out, r *Result) {
 		}
 		out.Rcodes[code] += n
 	}
-	e, o := &out.Errors, r.Errors
-	e.Timeout, e.Rcode, e.NoAnswer, e.Send, e.Total = e.Timeout+o.Timeout, e.Rcode+o.Rcode, e.NoAnswer+o.NoAnswer, e.Send+o.Send, e.Total+o.Total
-	e.Late, e.Stray, e.Malformed, e.ICMP = e.Late+o.Late, e.Stray+o.Stray, e.Malformed+o.Malformed, e.ICMP+o.ICMP
-	if e.First == "" {
-		e.First = o.First
-	}
+	out.Errors.Add(r.Errors)
 	out.QPS += r.QPS
 	out.BytesSent += r.BytesSent
 	out.BytesReceived += r.BytesReceived

@@ -48,12 +48,7 @@ func (out *Result) add(r *Result) {
 		}
 		out.StatusCodes[code] += n
 	}
-	out.Errors.Socket += r.Errors.Socket
-	out.Errors.Status += r.Errors.Status
-	out.Errors.Total += r.Errors.Total
-	if out.Errors.First == "" {
-		out.Errors.First = r.Errors.First
-	}
+	out.Errors.Add(r.Errors)
 	out.RPS += r.RPS
 	out.TargetQPS += r.TargetQPS
 	out.ClientCPU.Add(r.ClientCPU)

@@ -68,6 +68,17 @@ type Errors struct {
 	First string `json:"first,omitempty"`
 }
 
+// Add counts o's errors into e (a pair's into the aggregate), keeping the
+// first failure seen, as the HTTP kind's Errors.Add.
+func (e *Errors) Add(o Errors) {
+	e.Socket += o.Socket
+	e.Status += o.Status
+	e.Total += o.Total
+	if e.First == "" {
+		e.First = o.First
+	}
+}
+
 // Summary is fortio's own view of the run: its actual QPS (every call,
 // failed ones included) and its histogram's statistics and percentiles
 // (interpolated in its buckets), in microseconds.

@@ -11,7 +11,6 @@
 package nodecpu
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 	"github.com/cnibench/cnibench/results"
 )
 
-// Node is one lab node as the accounting sees it.
+// Node is one node as the accounting sees it.
 type Node struct {
 	Name string
 	// CPUs its work is pinned to; nil when nothing is pinned (then no CPU
@@ -94,25 +93,6 @@ func Since(nodes []Node, before, after Mark) *results.NodesCPU {
 			CPUTimes: times(after.stat.All.Sub(before.stat.All))})
 	}
 	return out
-}
-
-// Idle reads nodes over d of idleness (the caller runs nothing): the
-// baseline a sample's reading is shown against.
-func Idle(ctx context.Context, nodes []Node, d time.Duration) (*results.NodesCPU, error) {
-	before, err := Read(nodes)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-time.After(d):
-	}
-	after, err := Read(nodes)
-	if err != nil {
-		return nil, err
-	}
-	return Since(nodes, before, after), nil
 }
 
 // pinned is whether every node has CPUs of its own (pinned ones, or its

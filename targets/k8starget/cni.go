@@ -69,6 +69,9 @@ type CNI struct {
 	KubeProxy *KubeProxy `json:"kube_proxy,omitempty"`
 	// Flannel is the backend from kube-flannel-cfg.
 	FlannelBackend string `json:"flannel_backend,omitempty"`
+	// meshComponents are the mesh DaemonSets of the same listing
+	// (mesh.go), recorded under the run's mesh, not here.
+	meshComponents []Component
 	// Encryption is the CNI's node-to-node encryption as its config says
 	// (encryption.go): "wireguard (cilium enable-wireguard=true)", "none
 	// (…)", or "unknown" when the CNI keeps it where we do not read; with
@@ -123,11 +126,12 @@ func DetectCNI(ctx context.Context, cs kubernetes.Interface) (*CNI, error) {
 	c := &CNI{Plugin: "unknown", Source: noCNIDaemonSet}
 	for i := range dss.Items {
 		ds := &dss.Items[i]
-		plugin, ok := knownDaemonSets[ds.Name]
-		if !ok {
-			continue
+		if plugin, ok := knownDaemonSets[ds.Name]; ok {
+			c.Components = append(c.Components, component(plugin, ds))
 		}
-		c.Components = append(c.Components, component(plugin, ds))
+		if plugin, ok := meshDaemonSets[ds.Name]; ok {
+			c.meshComponents = append(c.meshComponents, component(plugin, ds))
+		}
 	}
 	sort.Slice(c.Components, func(i, j int) bool {
 		a, b := c.Components[i], c.Components[j]

@@ -3,6 +3,7 @@ package k8starget
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -194,17 +195,12 @@ func (t *Target) meshSource() meshSource { return clusterMesh{t} }
 
 func (c clusterMesh) agentPods() map[string]*corev1.Pod { return c.t.pods }
 
-func (c clusterMesh) daemonSets(ctx context.Context) ([]Component, error) {
-	dss, err := c.t.cs.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list DaemonSets: %w", err)
+// daemonSets are the mesh DaemonSets DetectCNI's listing found.
+func (c clusterMesh) daemonSets(context.Context) ([]Component, error) {
+	if c.t.prov.CNI == nil {
+		return nil, nil
 	}
-	var out []Component
-	for i := range dss.Items {
-		if plugin, ok := meshDaemonSets[dss.Items[i].Name]; ok {
-			out = append(out, component(plugin, &dss.Items[i]))
-		}
-	}
+	out := slices.Clone(c.t.prov.CNI.meshComponents)
 	sort.Slice(out, func(i, j int) bool { return out[i].Plugin+out[i].Namespace < out[j].Plugin+out[j].Namespace })
 	return out, nil
 }

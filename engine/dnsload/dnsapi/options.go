@@ -212,6 +212,23 @@ type Errors struct {
 	First string `json:"first,omitempty"`
 }
 
+// Add counts o's errors into e (a pair's into the aggregate), keeping the
+// first message seen, as the HTTP kind's Errors.Add.
+func (e *Errors) Add(o Errors) {
+	e.Timeout += o.Timeout
+	e.Rcode += o.Rcode
+	e.NoAnswer += o.NoAnswer
+	e.Send += o.Send
+	e.Total += o.Total
+	e.Late += o.Late
+	e.Stray += o.Stray
+	e.Malformed += o.Malformed
+	e.ICMP += o.ICMP
+	if e.First == "" {
+		e.First = o.First
+	}
+}
+
 // Result is what one client run measured. Counters cover the measured
 // interval only (warmup excluded): a query counts as sent when it is sent
 // within the interval, and as answered (or lost) when its response (or

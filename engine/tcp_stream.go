@@ -19,7 +19,12 @@ func tcpStreamFlow(rc *runCtx, f *flow) error {
 	fd, err := rc.dialTCP(f)
 	var c net.Conn
 	if err == nil {
-		if c, err = netConn(fd); err != nil {
+		if c, err = netConn(fd); err == nil {
+			if err = nagleOn(c); err != nil {
+				c.Close()
+			}
+		}
+		if err != nil {
 			err = rc.failed(f, "set up connection to", err)
 		}
 	}
@@ -81,6 +86,16 @@ func fillTCPStream(rc *runCtx, r *Result) error {
 	r.ReceiverSecondsRaw = float64(maxNs) / 1e9
 	if maxNs > 0 {
 		r.ThroughputBitsSec = float64(r.BytesReceived) * 8 / r.ReceiverSecondsRaw
+	}
+	return nil
+}
+
+// nagleOn undoes the TCP_NODELAY Go sets on every TCP net.Conn: iperf3 and
+// netperf stream with Nagle on, so a write's short tail waits to join the
+// next write's segments instead of going out alone.
+func nagleOn(c net.Conn) error {
+	if tc, ok := c.(*net.TCPConn); ok {
+		return tc.SetNoDelay(false)
 	}
 	return nil
 }

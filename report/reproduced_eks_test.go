@@ -40,7 +40,7 @@ func loadSamples(t *testing.T, test, host string, rates, latUs []float64) (any, 
 	if strings.HasPrefix(test, "DNS") {
 		return &dnsload.Options{Server: host, QPS: qps, RunnerOptions: runner}, out
 	}
-	return &fortioload.Options{Host: host, Connections: 64, KeepAlive: true, QPS: qps, RunnerOptions: runner}, out
+	return &fortioload.Options{Host: host, Connections: 64, KeepAlive: test != "FORTIO_RPS_SHORT_C64", QPS: qps, RunnerOptions: runner}, out
 }
 
 // The eks profile on a recorded run: the EKS table in its order with the

@@ -25,7 +25,7 @@ var base = map[string]struct{ rate, latUs float64 }{
 	"TCP_STREAM": {9, 0}, "TCP_STREAM_MULTI": {18, 0}, "UDP_STREAM": {1.5, 0}, "UDP_STREAM_MULTI": {3, 0},
 	"TCP_RR": {30000, 30}, "UDP_RR": {32000, 28}, "TCP_CRR": {9000, 110},
 	"HTTP_RPS_C64": {100000, 600}, "HTTP_RPS_SHORT_C64": {20000, 3000}, "HTTP_QPS_1000": {1000, 90},
-	"FORTIO_RPS_C64": {4100, 15000}, "FORTIO_QPS_1000": {1000, 9000}, "FORTIO_QPS_5000": {4100, 30000}, "DNS_QPS_1000": {1000, 120},
+	"FORTIO_RPS_C64": {4100, 15000}, "FORTIO_RPS_SHORT_C64": {2000, 30000}, "FORTIO_QPS_1000": {1000, 9000}, "FORTIO_QPS_5000": {4100, 30000}, "DNS_QPS_1000": {1000, 120},
 }
 
 // lossKey in a scenario's factors divides UDP_STREAM's loss (0.1% else):
@@ -233,8 +233,8 @@ func TestReproducedCilium2021(t *testing.T) {
 
 func TestReproducedTKE(t *testing.T) {
 	f := factors{
-		"ebpf":       {"HTTP_RPS_SHORT_C64": 0.5, "HTTP_RPS_C64": 0.9},
-		"vxlan+ebpf": {"HTTP_RPS_SHORT_C64": 0.5, "HTTP_RPS_C64": 0.9},
+		"ebpf":       {"FORTIO_RPS_SHORT_C64": 0.5, "FORTIO_RPS_C64": 0.9},
+		"vxlan+ebpf": {"FORTIO_RPS_SHORT_C64": 0.5, "FORTIO_RPS_C64": 0.9},
 	}
 	run := recordedRun(t, "tke", f)
 	m, out := reproducedReport(t, run)
@@ -275,16 +275,16 @@ func TestReproducedSaysWhatWasNotMeasured(t *testing.T) {
 	run := recordedRun(t, "tke", nil)
 	var kept []results.Result
 	for _, r := range run.Results {
-		if r.Test != "HTTP_RPS_SHORT_C64" {
+		if r.Test != "FORTIO_RPS_SHORT_C64" {
 			kept = append(kept, r)
 		}
-		if r.Test == "HTTP_RPS_C64" && r.Scenario == "ebpf" {
+		if r.Test == "FORTIO_RPS_C64" && r.Scenario == "ebpf" {
 			kept[len(kept)-1] = results.Result{Scenario: r.Scenario, Test: r.Test, Placement: r.Placement, Skipped: "the target has no Service datapath"}
 		}
 	}
 	run.Results = kept
 	m, out := reproducedReport(t, run)
-	if !strings.Contains(out["md"], "not measured in this run: HTTP_RPS_SHORT_C64 on pod-to-service/other-node was not in the plan") {
+	if !strings.Contains(out["md"], "not measured in this run: FORTIO_RPS_SHORT_C64 on pod-to-service/other-node was not in the plan") {
 		t.Errorf("no reason for the short-connection row:\n%s", out["md"])
 	}
 	if !strings.Contains(out["md"], "not measured on this target: the target has no Service datapath") {

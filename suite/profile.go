@@ -25,6 +25,10 @@ type Profile struct {
 	// Reproduces lays the report out as a published report's table
 	// (profile_published.go); nil for a profile of our own.
 	Reproduces *results.Reproduction
+	// OnCluster lets the profile run on a cluster although its columns
+	// are lab scenarios: the cluster fills the column that models its
+	// datapath (OnCluster, profile_cluster.go).
+	OnCluster bool
 }
 
 // Rhythm is how long and how often a profile measures each cell.

@@ -125,12 +125,12 @@ func tkeReproduction() *results.Reproduction {
 	rep := &results.Reproduction{Report: "tke"}
 	measured := []struct{ row, test, placement, metric string }{
 		{"Pod-to-pod throughput, 8 streams", "TCP_STREAM_MULTI", PodToPodOtherNode, "throughput"},
-		{"HTTP RPS keepalive, c64, via Service", "HTTP_RPS_C64", PodToServiceOtherNode, "request rate"},
-		{"HTTP RPS short connection, c64", "HTTP_RPS_SHORT_C64", PodToServiceOtherNode, "request rate"},
+		{"HTTP RPS keepalive, c64, via Service", "FORTIO_RPS_C64", PodToServiceOtherNode, "request rate"},
+		{"HTTP RPS short connection, c64", "FORTIO_RPS_SHORT_C64", PodToServiceOtherNode, "request rate"},
 		{"TCP_RR p50", "TCP_RR", PodToPodOtherNode, "p50 latency"},
 		{"TCP_RR p99", "TCP_RR", PodToPodOtherNode, "p99 latency"},
 		{"TCP_CRR p99", "TCP_CRR", PodToPodOtherNode, "p99 latency"},
-		{"HTTP p99 at 1,000 QPS", "HTTP_QPS_1000", PodToServiceOtherNode, "p99 latency"},
+		{"HTTP p99 at 1,000 QPS", "FORTIO_QPS_1000", PodToServiceOtherNode, "p99 latency"},
 	}
 	for _, m := range measured {
 		for _, c := range tkeColumns {
@@ -225,15 +225,17 @@ func publishedProfiles() []Profile {
 		{
 			Name: "tke",
 			About: "Tencent's TKE benchmark: kube-proxy iptables, eBPF natively routed and eBPF over VXLAN; pod-to-pod TCP_STREAM_MULTI (8 flows), " +
-				"HTTP_RPS_C64, HTTP_RPS_SHORT_C64 and HTTP_QPS_1000 through a Service, TCP_RR and TCP_CRR latency, 5 interleaved rounds of 2 s; " +
+				"HTTP keep-alive and short-connection RPS at c64 and p99 at 1,000 QPS through a Service with fortio's client as TKE's (FORTIO_RPS_C64, " +
+				"FORTIO_RPS_SHORT_C64, FORTIO_QPS_1000), TCP_RR and TCP_CRR latency, 5 interleaved rounds of 2 s; " +
 				"opens with TKE's table and its shapes (eBPF ÷ iptables, overlay ÷ native) judged here",
-			Tests:      []string{"TCP_STREAM_MULTI", "HTTP_RPS_C64", "HTTP_RPS_SHORT_C64", "TCP_RR", "TCP_CRR", "HTTP_QPS_1000"},
+			Tests:      []string{"TCP_STREAM_MULTI", "FORTIO_RPS_C64", "FORTIO_RPS_SHORT_C64", "TCP_RR", "TCP_CRR", "FORTIO_QPS_1000"},
 			Placements: []string{PodToPodOtherNode, PodToServiceOtherNode},
 			Rhythm:     interleaved(8),
 			Scenarios:  columnScenarios(tkeColumns),
 			Ask:        "whether TKE's iptables-vs-eBPF shapes hold here",
 			Questions:  tkeQuestions(),
 			Reproduces: tkeReproduction(),
+			OnCluster:  true,
 		},
 		eksProfile(),
 		istioProfile(),

@@ -90,7 +90,7 @@ func TestTKEShapesAreQuestions(t *testing.T) {
 		t.Fatalf("%d questions for %d shapes", len(prof.Questions), len(prof.Reproduces.Shapes))
 	}
 	q := prof.Questions[0]
-	if q.Test != "HTTP_RPS_SHORT_C64" || q.Placement != PodToServiceOtherNode || q.A != "iptables" || q.B != "ebpf" || q.Metric != "request rate" {
+	if q.Test != "FORTIO_RPS_SHORT_C64" || q.Placement != PodToServiceOtherNode || q.A != "iptables" || q.B != "ebpf" || q.Metric != "request rate" {
 		t.Errorf("first question %+v, want short-connection HTTP, ebpf vs iptables", q)
 	}
 }

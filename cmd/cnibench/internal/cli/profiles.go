@@ -57,11 +57,14 @@ func writeProfiles(w io.Writer) error {
 
 // profileTargets says where a profile runs: one comparing lab scenarios
 // side by side runs on the lab only (k8sApplies), the security profile
-// on a cluster as twins.
+// on a cluster as twins, a report's profile with OnCluster as the column
+// the cluster is.
 func profileTargets(p suite.Profile) string {
 	switch {
 	case p.Name == suite.SecurityProfile:
 		return "lab; k8s as twins of the cluster (docs/k8s.md)"
+	case p.OnCluster:
+		return "lab (it compares lab scenarios: " + strings.Join(p.Scenarios, ", ") + "); k8s as the one column the cluster's datapath is (docs/profiles.md)"
 	case len(p.Scenarios) > 0:
 		return "lab (it compares lab scenarios: " + strings.Join(p.Scenarios, ", ") + ")"
 	}
@@ -83,7 +86,10 @@ func reproducedRows(p suite.Profile) string {
 		}
 	}
 	on := "the lab and k8s"
-	if len(p.Scenarios) > 0 {
+	switch {
+	case p.OnCluster:
+		on = "the lab; on k8s the cluster's column"
+	case len(p.Scenarios) > 0:
 		on = "the lab"
 	}
 	s := fmt.Sprintf("%d of the original's %d cells measured, on %s", measured, len(p.Reproduces.Cells), on)
@@ -97,7 +103,7 @@ func reproducedRows(p suite.Profile) string {
 func clusterProfiles() string {
 	var names []string
 	for _, p := range suite.Profiles {
-		if len(p.Scenarios) == 0 || p.Name == suite.SecurityProfile {
+		if len(p.Scenarios) == 0 || p.Name == suite.SecurityProfile || p.OnCluster {
 			names = append(names, p.Name)
 		}
 	}

@@ -74,12 +74,12 @@ func TestProfileScenariosAreLabScenarios(t *testing.T) {
 // --target k8s names the profiles it runs when it refuses a lab one.
 func TestClusterProfilesNamed(t *testing.T) {
 	got := clusterProfiles()
-	for _, want := range []string{"quick", "standard", "security", "connectivity-perf"} {
+	for _, want := range []string{"quick", "standard", "security", "connectivity-perf", "tke"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("cluster profiles %q lack %s", got, want)
 		}
 	}
-	if strings.Contains(got, "tke") || strings.Contains(got, "datapaths") {
+	if strings.Contains(got, "eks") || strings.Contains(got, "datapaths") {
 		t.Errorf("cluster profiles %q name a lab-scenario profile", got)
 	}
 }

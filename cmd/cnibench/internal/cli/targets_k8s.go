@@ -59,9 +59,10 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 	}
 	rp := req.reprogramming()
 	security := req.plan.Profile == suite.SecurityProfile && rp == nil
-	if rp == nil && !security && len(req.opts.Placements) == 0 {
+	if rp == nil && !security && len(req.opts.Placements) == 0 && plan.Reproduces == nil {
 		// Every cluster has a Service datapath: pod-to-service joins
-		// the default placements.
+		// the default placements (a published report's profile keeps
+		// the report's).
 		for _, p := range suite.ServicePlacements {
 			if !contains(plan.Placements, p) {
 				plan.Placements = append(plan.Placements, p)
@@ -114,6 +115,10 @@ func (k *k8sKind) open(ctx context.Context, req *runRequest) ([]suite.Scenario, 
 		fmt.Fprintln(w, tgt.SampleCount(plan))
 	}
 	if err := tgt.SetDatapathUsage(f.datapathUsage); err != nil {
+		return nil, errors.Join(err, tgt.Close())
+	}
+	model, datapath := tgt.LabModel()
+	if err := suite.OnCluster(req.plan, model, datapath); err != nil {
 		return nil, errors.Join(err, tgt.Close())
 	}
 	return k.scenarios(req, cl.Context, tgt, cfg), nil
@@ -296,7 +301,7 @@ func k8sApplies(req *runRequest) error {
 	if req.flags.Changed("allow-cluster-changes") && req.plan.Profile != suite.SecurityProfile {
 		return fmt.Errorf("--allow-cluster-changes applies to the Service-scale sweep, the churn and --profile security only")
 	}
-	if prof, err := suite.LookupProfile(req.plan.Profile); err == nil && len(prof.Scenarios) > 0 && prof.Name != suite.SecurityProfile {
+	if prof, err := suite.LookupProfile(req.plan.Profile); err == nil && len(prof.Scenarios) > 0 && prof.Name != suite.SecurityProfile && !prof.OnCluster {
 		return fmt.Errorf("--profile %s compares lab scenarios side by side (%s): it does not apply to --target k8s, which measures the cluster as it is (use --profile %s there)",
 			prof.Name, strings.Join(prof.Scenarios[:min(len(prof.Scenarios), 3)], ", ")+ellipsis(len(prof.Scenarios) > 3), clusterProfiles())
 	}

@@ -15,9 +15,11 @@ import (
 //
 // Why: bulk transfer wants no per-write sleep and wakeup. With one OS thread
 // per stream blocked in send(), 4 streams pinned to one CPU reached about
-// half of iperf3 -P 4 (one thread multiplexing its sockets); the netpoller
-// multiplexes goroutines the same way and reaches it. Request/response
-// engines keep blocking sockets: there the wakeup is what netperf measures.
+// half of iperf3 -P 4 (one thread multiplexing its sockets). The server's
+// stream readers and a one-stream client use the netpoller; several client
+// streams share one pump (streampump.go), which takes turns as iperf3 does.
+// Request/response engines keep blocking sockets: there the wakeup is what
+// netperf measures.
 func netConn(fd int) (net.Conn, error) {
 	dfd, err := unix.Dup(fd)
 	if err != nil {

@@ -65,6 +65,10 @@ type runCtx struct {
 	aborted atomic.Bool // ctx cancelled or a flow failed
 	readyCh chan error
 	goCh    chan struct{}
+	// pumped is closed when TCP_STREAM's pump has written every stream's
+	// last message (streampump.go).
+	pumped chan struct{}
+	pumpState
 
 	measStart, measEnd time.Time
 	flows              []flow
@@ -83,7 +87,7 @@ type runCtx struct {
 type flow struct {
 	id  int
 	fds fdSet
-	fd  int // UDP_STREAM: kept open for the report
+	fd  int // UDP_STREAM: kept open for the report; TCP_STREAM: the pump's
 
 	bytesSent, pktsSent int64
 	srvBytes, srvNs     int64 // TCP_STREAM trailer
@@ -161,6 +165,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		session: rand.Uint64(),
 		readyCh: make(chan error, o.Streams),
 		goCh:    make(chan struct{}),
+		pumped:  make(chan struct{}),
 		flows:   make([]flow, o.Streams),
 	}
 	rc.wait = waiter{spin: o.Mode == BusyPoll, stop: &rc.stop}

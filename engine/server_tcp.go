@@ -88,12 +88,12 @@ func serveTCPConn(t Test, fd int, buf []byte, n int) {
 	switch t {
 	case TCPStream:
 		// Served by the netpoller (see netConn); this locked worker thread
-		// parks until the stream ends, holding no P meanwhile.
-		// Wake the reader for 32 KiB at a time rather than every segment:
-		// with several streams on one CPU the receiver otherwise spends its
-		// time in wakeups (measured: 99% CPU for 20 Gbit/s vs 75-85% with).
-		// EOF still wakes it with less.
-		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, 32<<10)
+		// parks until the stream ends, holding no P meanwhile. No
+		// SO_RCVLOWAT, as iperf3's server: waking the reader for 32 KiB at
+		// a time saved it CPU but left the data queued in the socket, and
+		// with it the kernel's receive work on the sender's CPU (4 streams
+		// at 0.70× iperf3 -P 4 with it, 0.83× without; BENCHMARKS.md,
+		// 2026-12-03).
 		c, err := netConn(fd)
 		if err != nil {
 			return

@@ -11,10 +11,10 @@ import (
 )
 
 // tcpStreamFlow writes MessageSize buffers back to back, as iperf3 does:
-// one preallocated buffer, no copies, default socket buffers, all streams
-// multiplexed by the netpoller (see netConn). The server counts what arrives
-// after the warmup and, once the client shuts its write side, returns its
-// count in a trailer.
+// one preallocated buffer, no copies, default socket buffers, Nagle on,
+// every stream in turn from one pump (streampump.go). The server counts
+// what arrives after the warmup and, once the client shuts its write side,
+// returns its count in a trailer.
 func tcpStreamFlow(rc *runCtx, f *flow) error {
 	fd, err := rc.dialTCP(f)
 	var c net.Conn
@@ -39,23 +39,19 @@ func tcpStreamFlow(rc *runCtx, f *flow) error {
 	h := tcpHello{test: TCPStream, session: rc.session, msgSize: uint32(rc.o.MessageSize),
 		stream: uint32(f.id), warmupNs: uint64(warm)}
 	h.put(buf)
+	msg := buf[:rc.o.MessageSize]
 	if _, err := c.Write(buf[:hdrLen]); err != nil {
+		_ = rc.pumpTurn(f, -1, msg) // the others' pump runs without it
 		return rc.failed(f, "send to", err)
 	}
-	msg := buf[:rc.o.MessageSize]
-	for !rc.stop.Load() {
-		_, err := c.Write(msg)
-		end := time.Now()
-		if err != nil {
-			return rc.failed(f, "send to", err)
-		}
-		if end.After(rc.measEnd) {
-			break
-		}
-		if !end.Before(rc.measStart) {
-			f.bytesSent += int64(len(msg))
-		}
+	if err := rc.pumpTurn(f, fd, msg); err != nil {
+		return err
 	}
+	return tcpStreamEnd(rc, f, fd, c)
+}
+
+// tcpStreamEnd shuts the stream's write side and reads the server's count.
+func tcpStreamEnd(rc *runCtx, f *flow, fd int, c net.Conn) error {
 	if err := unix.Shutdown(fd, unix.SHUT_WR); err != nil {
 		return rc.failed(f, "shutdown", err)
 	}

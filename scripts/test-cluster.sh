@@ -267,9 +267,10 @@ test_mode() {
     t=$SECONDS PHASE="kube-proxy switch to nftables mode"
     proxy_mode nftables
     # What depends on kube-proxy's mode: its rules read back (sweep, churn,
-    # fidelity); the placements were run on this cluster in iptables mode.
+    # fidelity), TKE's column (none is nftables: the run is refused); the
+    # placements were run on this cluster in iptables mode.
     PHASE="cluster tests (kube-proxy nftables mode)"
-    run_tests -test.run 'ServiceScale|Fidelity|Churn' "$@"
+    run_tests -test.run 'ServiceScale|Fidelity|Churn|TKE' "$@"
     log "tests (nftables mode, with the switch) in $((SECONDS - t)) s"
   fi
   PHASE="teardown ($CNI_MODE)"

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/engine"
+	"github.com/cnibench/cnibench/engine/fortioload"
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/results"
 )
@@ -224,8 +225,8 @@ func checkSamples(t *testing.T, r *results.Run) map[string]bool {
 	return placements
 }
 
-// checkSample fails for a sample that measured nothing: an HTTP sample
-// without a request OK, an engine sample without a rate or throughput, or
+// checkSample fails for a sample that measured nothing: an HTTP or fortio
+// sample without a request OK, an engine sample without a rate or throughput, or
 // a TCP one with errors.
 func checkSample(t *testing.T, name, test string, result any) {
 	t.Helper()
@@ -233,6 +234,10 @@ func checkSample(t *testing.T, name, test string, result any) {
 	case *httpload.Result:
 		if r.RPS <= 0 || r.OK == 0 {
 			t.Errorf("%s: empty HTTP sample: %d of %d requests OK, %.0f/s", name, r.OK, r.Requests, r.RPS)
+		}
+	case *fortioload.Result:
+		if r.RPS <= 0 || r.OK == 0 {
+			t.Errorf("%s: empty fortio sample: %d of %d requests OK, %.0f/s", name, r.OK, r.Requests, r.RPS)
 		}
 	case *engine.Result:
 		switch {

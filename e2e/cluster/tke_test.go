@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,6 +37,7 @@ func TestTKEOnCluster(t *testing.T) {
 	}
 	mustOK(t, r, "run --profile tke")
 	checkSamples(t, readResults(t, out))
+	mustOK(t, run(t, exec.Command(e.bin, "report", out, "--format", "json")), "report --format json")
 	b, err := os.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatal(err)

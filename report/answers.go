@@ -66,7 +66,11 @@ func variedDetails(run *results.Run) []string {
 // by how much and how sure, as the Winner says it.
 func answers(rep *Report) []Answer {
 	if len(rep.Columns) < 2 {
-		return []Answer{{Verdict: VerdictNA, Text: "one scenario: nothing was compared (run two side by side, e.g. --scenarios iptables,ebpf, or --profile datapaths)"}}
+		how := "run two side by side, e.g. --scenarios iptables,ebpf, or --profile datapaths"
+		if onCluster(rep) {
+			how = "a cluster is one scenario: compare two runs with `cnibench compare DIR1 DIR2`, or --profile security's twins"
+		}
+		return []Answer{{Verdict: VerdictNA, Text: "one scenario: nothing was compared (" + how + ")"}}
 	}
 	var out []Answer
 	for _, sec := range rep.Sections {
@@ -132,4 +136,16 @@ func WriteAnswers(w io.Writer, rep *Report) {
 	if l := warningsLine(len(rep.Warnings)); l != "" {
 		fmt.Fprintf(w, "  %s\n", strings.Replace(l, "under Warnings below", "in report.md (Warnings)", 1))
 	}
+}
+
+// onCluster is whether the report's runs measured a cluster (--target k8s).
+func onCluster(rep *Report) bool {
+	for _, r := range rep.Runs {
+		for _, sc := range r.Scenarios {
+			if sc.Kind == "k8s" {
+				return true
+			}
+		}
+	}
+	return false
 }

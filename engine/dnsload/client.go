@@ -117,18 +117,7 @@ func (r *run) result(w window.Window) (*Result, error) {
 				res.Rcodes[rcodeName(c)] += n
 			}
 		}
-		le := &l.errs
-		e.Timeout += le.Timeout
-		e.Rcode += le.Rcode
-		e.NoAnswer += le.NoAnswer
-		e.Send += le.Send
-		e.Late += le.Late
-		e.Stray += le.Stray
-		e.Malformed += le.Malformed
-		e.ICMP += le.ICMP
-		if e.First == "" {
-			e.First = le.First
-		}
+		e.Add(l.errs) // Total is counted below, of the kinds that are errors
 		h.Merge(l.hist)
 		if l.histU != nil {
 			hu.Merge(l.histU)

@@ -68,7 +68,7 @@ type runCtx struct {
 	// pumped is closed when TCP_STREAM's pump has written every stream's
 	// last message (streampump.go).
 	pumped chan struct{}
-	pumpState
+	pumpIn atomic.Int32 // the streams that reached the pump
 
 	measStart, measEnd time.Time
 	flows              []flow

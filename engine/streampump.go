@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"sync"
 	"time"
 	"unsafe"
 
@@ -35,12 +34,7 @@ func (rc *runCtx) pumpTurn(f *flow, fd int, msg []byte) error {
 }
 
 // pumpArrive counts a stream in; true for the last.
-func (rc *runCtx) pumpArrive() bool {
-	rc.pumpMu.Lock()
-	defer rc.pumpMu.Unlock()
-	rc.pumpIn++
-	return rc.pumpIn == len(rc.flows)
-}
+func (rc *runCtx) pumpArrive() bool { return int(rc.pumpIn.Add(1)) == len(rc.flows) }
 
 // pumpPollMax bounds a poll() so that the end of the run is seen.
 const pumpPollMax = 100 * time.Millisecond
@@ -87,12 +81,6 @@ func (rc *runCtx) pump(msg []byte) error {
 		}
 	}
 	return nil
-}
-
-// pumpState is runCtx's count of the streams that reached the pump.
-type pumpState struct {
-	pumpMu sync.Mutex
-	pumpIn int
 }
 
 // rawWrite is write(2) without telling the Go scheduler: the socket is

@@ -20,14 +20,7 @@ func (c *CNI) LabModel() (scenario, datapath string) {
 	}
 	overlay, routing := c.overlay()
 	if c.Plugin == "cilium" && c.Cilium != nil && c.ciliumReplacesKubeProxy() {
-		datapath = fmt.Sprintf("Cilium %s with kube-proxy replacement", routing)
-		switch overlay {
-		case "":
-			return "ebpf", datapath
-		case "vxlan":
-			return "vxlan+ebpf", datapath
-		}
-		return "", datapath
+		return overlaid("ebpf", overlay), fmt.Sprintf("Cilium %s with kube-proxy replacement", routing)
 	}
 	kp := "no kube-proxy"
 	if c.KubeProxy != nil {
@@ -37,13 +30,20 @@ func (c *CNI) LabModel() (scenario, datapath string) {
 	if c.KubeProxy == nil || (c.KubeProxy.Mode != "iptables" && c.KubeProxy.Mode != "nftables") {
 		return "", datapath
 	}
-	switch overlay {
+	return overlaid(c.KubeProxy.Mode, overlay), datapath
+}
+
+// overlaid is the lab scenario of Services by base under the overlay
+// (overlay's result): base natively routed, "vxlan+"base over VXLAN, ""
+// for an encapsulation the lab has no part for.
+func overlaid(base, encap string) string {
+	switch encap {
 	case "":
-		return c.KubeProxy.Mode, datapath
+		return base
 	case "vxlan":
-		return "vxlan+" + c.KubeProxy.Mode, datapath
+		return "vxlan+" + base
 	}
-	return "", datapath
+	return ""
 }
 
 // ciliumReplacesKubeProxy is Cilium's kube-proxy-replacement on: "true",

@@ -60,13 +60,14 @@ func writeProfiles(w io.Writer) error {
 // on a cluster as twins, a report's profile with OnCluster as the column
 // the cluster is.
 func profileTargets(p suite.Profile) string {
+	lab := "lab (it compares lab scenarios: " + strings.Join(p.Scenarios, ", ") + ")"
 	switch {
 	case p.Name == suite.SecurityProfile:
 		return "lab; k8s as twins of the cluster (docs/k8s.md)"
 	case p.OnCluster:
-		return "lab (it compares lab scenarios: " + strings.Join(p.Scenarios, ", ") + "); k8s as the one column the cluster's datapath is (docs/profiles.md)"
+		return lab + "; k8s as the one column the cluster's datapath is (docs/profiles.md)"
 	case len(p.Scenarios) > 0:
-		return "lab (it compares lab scenarios: " + strings.Join(p.Scenarios, ", ") + ")"
+		return lab
 	}
 	return "lab, k8s"
 }

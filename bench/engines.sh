@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compares cnibench's engines with the C tools on the same lab path and
-# pinning, interleaved (ours, theirs, ours, theirs ...), and prints medians and
-# ratios. Path: pod-to-pod other-node (node0-pod0 -> node1-pod0); clients on
+# pinning, in interleaved pairs (ours and theirs back to back, which goes
+# first alternating by round), and prints medians and the paired ratios
+# (median of the per-round ratios, with a 95% interval). Path: pod-to-pod other-node (node0-pod0 -> node1-pod0); clients on
 # CPU 0, servers on CPU 1. CPU per transaction is read from the client pod's
 # cgroup (process and kernel work charged to it) over the whole client run,
 # so our RR runs use no warmup (qperf and sockperf have none either):
@@ -77,50 +78,75 @@ qperf_rr()    { awk -v d=$DUR '/latency/{v=$3; if($4=="ms")v*=1000; if($4=="ns")
 sockperf_rr() { awk -F'[=; ]+' '/\[Valid Duration\]/{for(i=1;i<=NF;i++){if($i=="RunTime")t=$(i+1); if($i=="ReceivedMessages")n=$(i+1)}; sub("sec","",t); printf "%f %d\n", n/t, n}'; }
 
 command -v bc >/dev/null || { echo "bench: bc missing (apt-get install bc)" >&2; exit 1; }
+# pair A B: runs the two measure commands of one comparison, ours first in
+# odd rounds and the C tool first in even ones, so that neither always runs
+# on a machine just warmed (or disturbed) by the other.
+pair() { if (( r % 2 )); then eval "$1"; eval "$2"; else eval "$2"; eval "$1"; fi; }
 # want NAME: is comparison NAME in ONLY?
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 for r in $(seq "$ROUNDS"); do
   echo "round $r/$ROUNDS ..." >&2
   if want tcp1; then
-    measure ours_tcp1   ours_tput  ./bin/cnibench client TCP_STREAM $SRV --duration ${DUR}s --warmup 1s --json
-    measure iperf_tcp1  iperf_tput iperf3 -c $SRV -p 5301 -t $DUR -O 1 -J
+    pair "measure ours_tcp1   ours_tput  ./bin/cnibench client TCP_STREAM $SRV --duration ${DUR}s --warmup 1s --json" \
+         "measure iperf_tcp1  iperf_tput iperf3 -c $SRV -p 5301 -t $DUR -O 1 -J"
   fi
   if want tcp4; then
-    measure ours_tcp4   ours_tput  ./bin/cnibench client TCP_STREAM $SRV --streams 4 --duration ${DUR}s --warmup 1s --json
-    measure iperf_tcp4  iperf_tput iperf3 -c $SRV -p 5301 -P 4 -t $DUR -O 1 -J
+    pair "measure ours_tcp4   ours_tput  ./bin/cnibench client TCP_STREAM $SRV --streams 4 --duration ${DUR}s --warmup 1s --json" \
+         "measure iperf_tcp4  iperf_tput iperf3 -c $SRV -p 5301 -P 4 -t $DUR -O 1 -J"
   fi
   if want udp || want udpgso; then
+    if (( r % 2 == 0 )); then measure iperf_udp iperf_udp iperf3 -c $SRV -p 5301 -u -b 0 -l 1400 -t $DUR -O 1 -J; fi
     want udp && measure ours_udp    ours_udp   ./bin/cnibench client UDP_STREAM $SRV --message-size 1400 --duration ${DUR}s --warmup 1s --json
     want udpgso && measure ours_udpgso ours_udp ./bin/cnibench client UDP_STREAM $SRV --message-size 1400 --udp-gso --duration ${DUR}s --warmup 1s --json
-    measure iperf_udp   iperf_udp  iperf3 -c $SRV -p 5301 -u -b 0 -l 1400 -t $DUR -O 1 -J
+    if (( r % 2 )); then measure iperf_udp iperf_udp iperf3 -c $SRV -p 5301 -u -b 0 -l 1400 -t $DUR -O 1 -J; fi
   fi
   if want tcprr; then
-    measure ours_tcprr  ours_rr    ./bin/cnibench client TCP_RR $SRV --duration ${DUR}s --warmup 0s --json
-    measure qperf_tcprr qperf_rr   qperf -t $DUR $SRV tcp_lat
+    pair "measure ours_tcprr  ours_rr    ./bin/cnibench client TCP_RR $SRV --duration ${DUR}s --warmup 0s --json" \
+         "measure qperf_tcprr qperf_rr   qperf -t $DUR $SRV tcp_lat"
   fi
   if want udprr; then
-    measure ours_udprr  ours_rr    ./bin/cnibench client UDP_RR $SRV --duration ${DUR}s --warmup 0s --json
-    measure qperf_udprr qperf_rr   qperf -t $DUR $SRV udp_lat
+    pair "measure ours_udprr  ours_rr    ./bin/cnibench client UDP_RR $SRV --duration ${DUR}s --warmup 0s --json" \
+         "measure qperf_udprr qperf_rr   qperf -t $DUR $SRV udp_lat"
   fi
   if want tcprr14; then
-    measure ours_tcprr14 ours_rr   ./bin/cnibench client TCP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 0s --json
-    measure sockperf_tcprr sockperf_rr sockperf ping-pong --tcp -i $SRV -p 11112 -m 14 -t $DUR
+    pair "measure ours_tcprr14 ours_rr   ./bin/cnibench client TCP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 0s --json" \
+         "measure sockperf_tcprr sockperf_rr sockperf ping-pong --tcp -i $SRV -p 11112 -m 14 -t $DUR"
   fi
   if want udprr14; then
-    measure ours_udprr14 ours_rr   ./bin/cnibench client UDP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 0s --json
-    measure sockperf_udprr sockperf_rr sockperf ping-pong -i $SRV -p 11111 -m 14 -t $DUR
+    pair "measure ours_udprr14 ours_rr   ./bin/cnibench client UDP_RR $SRV --message-size 14 --duration ${DUR}s --warmup 0s --json" \
+         "measure sockperf_udprr sockperf_rr sockperf ping-pong -i $SRV -p 11111 -m 14 -t $DUR"
   fi
 done
 
-printf '\n%-38s %10s %10s %8s %18s\n' "comparison (median of $ROUNDS)" "cnibench" "C tool" "ratio" "CPU µs/op ours/C"
-echo "(op: MB delivered for TCP streams, packet sent for UDP streams, transaction for RR)"
+# paired OURS THEIRS: the rounds are pairs (the two runs back to back),
+# so the ratio is taken per round: prints the median of the per-round
+# ratios and a distribution-free 95% interval for that median (order
+# statistics, binomial ranks), or "n/a" when no round has theirs > 0.
+paired() {
+  awk -v a="$1" -v b="$2" 'BEGIN{
+    n=split(a,x," "); split(b,y," "); m=0
+    for(i=1;i<=n;i++) if(y[i]+0>0) r[++m]=x[i]/y[i]
+    if(m==0){print "n/a"; exit}
+    for(i=2;i<=m;i++){v=r[i]; for(j=i-1;j>=1&&r[j]>v;j--) r[j+1]=r[j]; r[j+1]=v}
+    med=(m%2)?r[(m+1)/2]:(r[m/2]+r[m/2+1])/2
+    # largest k with P(Bin(m,1/2) <= k-1) <= 0.025
+    k=0; c=0; p=0.5^m
+    for(i=0;i<m;i++){c+=p; if(c>0.025) break; k=i+1; p=p*(m-i)/(i+1)}
+    if(k==0){printf "%.3f [no bound, %d rounds]\n", med, m}
+    else printf "%.3f [%.3f, %.3f]\n", med, r[k], r[m+1-k]
+  }'
+}
+
+printf '\n%-38s %10s %10s %24s %16s %24s\n' "comparison (median of $ROUNDS)" "cnibench" "C tool" "ratio, paired [95%]" "CPU µs/op ours/C" "CPU/op ratio, paired"
+echo "(op: MB delivered for TCP streams, packet sent for UDP streams, transaction for RR;"
+echo " ratios are medians of the per-round ratios, rounds being interleaved pairs)"
 row() { # label ours theirs unit
-  local a b ca cb
+  local a b ca cb cpucol="-"
   a=$(echo "${vals[$2]:-}" | median); b=$(echo "${vals[$3]:-}" | median)
   ca=$(echo "${cpu[$2]:-}" | median); cb=$(echo "${cpu[$3]:-}" | median)
-  local ratio="n/a"; [ "$(echo "$b > 0" | bc -l)" = 1 ] && ratio=$(printf '%.3f' "$(echo "$a/$b" | bc -l)")
-  local cpucol="-"; [ "$(echo "$cb > 0" | bc -l)" = 1 ] && cpucol=$(printf '%.2f/%.2f' "$ca" "$cb")
-  printf '%-38s %10.2f %10.2f %8s %18s\n' "$1 ($4)" "$a" "$b" "$ratio" "$cpucol"
+  [ "$(echo "$cb > 0" | bc -l)" = 1 ] && cpucol=$(printf '%.0f/%.0f' "$ca" "$cb")
+  printf '%-38s %10.2f %10.2f %24s %16s %24s\n' "$1 ($4)" "$a" "$b" "$(paired "${vals[$2]:-}" "${vals[$3]:-}")" \
+    "$cpucol" "$(paired "${cpu[$2]:-}" "${cpu[$3]:-}")"
 }
 want tcp1 && row "TCP_STREAM 1 vs iperf3"          ours_tcp1   iperf_tcp1  Gbit/s
 want tcp4 && row "TCP_STREAM 4 vs iperf3 -P 4"     ours_tcp4   iperf_tcp4  Gbit/s

@@ -15,10 +15,10 @@ import (
 //
 // Why: bulk transfer wants no per-write sleep and wakeup. With one OS thread
 // per stream blocked in send(), 4 streams pinned to one CPU reached about
-// half of iperf3 -P 4 (one thread multiplexing its sockets). The server's
-// stream readers use the netpoller; the client's streams are written by
-// one pump (streampump.go), which takes turns as iperf3 does, and use their
-// net.Conn for the hello and the trailer.
+// half of iperf3 -P 4 (one thread multiplexing its sockets). The client's
+// streams are written by one pump (streampump.go) and the server's read by
+// one loop per session (server_stream.go), both taking turns as iperf3
+// does; the client uses its net.Conn only for the hello and the trailer.
 // Request/response engines keep blocking sockets: there the wakeup is what
 // netperf measures.
 func netConn(fd int) (net.Conn, error) {

@@ -51,6 +51,7 @@ type Server struct {
 	closing atomic.Bool
 	done    chan struct{} // closed when Serve starts shutting down
 	conns   fdSet         // accepted connections, shut down on exit
+	streams streamLoops   // TCP_STREAM's reader loop per client session
 	wg      sync.WaitGroup
 }
 

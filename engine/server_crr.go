@@ -64,8 +64,8 @@ func (s *Server) crrWorker(l *listener, errc chan<- error) {
 			s.slowCRR(l, fd)
 			continue
 		}
-		if err == nil && n > 0 {
-			serveTCPConn(l.test, fd, buf, n)
+		if err == nil && n > 0 && s.serveTCPConn(l.test, fd, buf, n) {
+			continue
 		}
 		s.conns.close(fd)
 	}
@@ -85,8 +85,8 @@ func (s *Server) slowCRR(l *listener, fd int) {
 		defer l.total.Add(-1)
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		if setRecvTimeout(fd, 0) == nil {
-			serveTCPConn(l.test, fd, make([]byte, tcpServerBuf), 0)
+		if setRecvTimeout(fd, 0) == nil && s.serveTCPConn(l.test, fd, make([]byte, tcpServerBuf), 0) {
+			return
 		}
 		s.conns.close(fd)
 	}()

@@ -1,10 +1,7 @@
 package engine
 
 import (
-	"encoding/binary"
 	"fmt"
-	"io"
-	"net"
 	"runtime"
 	"time"
 
@@ -50,8 +47,9 @@ func (s *Server) tcpWorker(l *listener, errc chan<- error) {
 		if !s.conns.add(fd) {
 			return
 		}
-		serveTCPConn(l.test, fd, buf, 0)
-		s.conns.close(fd)
+		if !s.serveTCPConn(l.test, fd, buf, 0) {
+			s.conns.close(fd)
+		}
 		if l.idle.Load() > maxSpare {
 			return
 		}
@@ -69,12 +67,13 @@ func accept(lfd int) (int, error) {
 
 // serveTCPConn reads the hello (possibly with the first request behind it;
 // buf[:n] already holds what was read of it) and runs the test it names; a
-// hello for another test is dropped.
-func serveTCPConn(t Test, fd int, buf []byte, n int) {
+// hello for another test is dropped. It returns true if it handed fd over
+// (a stream to its session's loop); otherwise the caller closes fd.
+func (s *Server) serveTCPConn(t Test, fd int, buf []byte, n int) (handedOver bool) {
 	for n < hdrLen {
 		m, err := blocking.recv(fd, buf[n:])
 		if err != nil {
-			return
+			return false
 		}
 		n += m
 	}
@@ -82,42 +81,31 @@ func serveTCPConn(t Test, fd int, buf []byte, n int) {
 	h, err := parseTCPHello(buf[:hdrLen])
 	size := int(h.msgSize)
 	if err != nil || h.test != t || size < 1 || size > maxMsgSize {
-		return
+		return false
 	}
 	extra := n - hdrLen
 	switch t {
 	case TCPStream:
-		// Served by the netpoller (see netConn); this locked worker thread
-		// parks until the stream ends, holding no P meanwhile. No
+		// Read from the session's one loop (server_stream.go). No
 		// SO_RCVLOWAT, as iperf3's server: waking the reader for 32 KiB at
 		// a time saved it CPU but left the data queued in the socket, and
 		// with it the kernel's receive work on the sender's CPU (4 streams
 		// at 0.70× iperf3 -P 4 with it, 0.83× without; BENCHMARKS.md,
 		// 2026-12-03).
-		c, err := netConn(fd)
-		if err != nil {
-			return
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			serveStream(c, buf, extra, t0.Add(min(time.Duration(h.warmupNs), maxWarmup)))
-		}()
-		<-done
-		c.Close()
+		return s.joinStream(h.session, fd, extra, t0.Add(min(time.Duration(h.warmupNs), maxWarmup)))
 	case TCPRR:
 		if extra > size || unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) != nil {
-			return
+			return false
 		}
 		var y yielder
 		for {
 			y.tick()
 			if err := readN(fd, buf, size-extra); err != nil {
-				return
+				return false
 			}
 			extra = 0
 			if err := writeN(fd, buf, size); err != nil {
-				return
+				return false
 			}
 		}
 	case TCPCRR:
@@ -127,34 +115,5 @@ func serveTCPConn(t Test, fd int, buf []byte, n int) {
 			_ = writeN(fd, buf, size)
 		}
 	}
-}
-
-// serveStream counts the bytes that arrive from warmEnd on, until EOF, and
-// answers with the count and the time from warmEnd to EOF.
-func serveStream(c net.Conn, buf []byte, extra int, warmEnd time.Time) {
-	var count int64
-	counting := !time.Now().Before(warmEnd)
-	if counting {
-		count = int64(extra)
-	}
-	for {
-		n, err := c.Read(buf)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return // broken connection: no trailer, the client reports it
-		}
-		if !counting && !time.Now().Before(warmEnd) {
-			counting = true
-		}
-		if counting {
-			count += int64(n)
-		}
-	}
-	ns := max(time.Since(warmEnd), 0)
-	var trailer [trailLen]byte
-	binary.BigEndian.PutUint64(trailer[0:], uint64(count))
-	binary.BigEndian.PutUint64(trailer[8:], uint64(ns))
-	_, _ = c.Write(trailer[:])
+	return false
 }

@@ -36,3 +36,16 @@ func (p *Poller) Wait(ns int64) int {
 	n, _ := unix.EpollWait(p.epfd, p.Events, ms)
 	return max(n, 0)
 }
+
+// RawWait is Wait without telling the Go scheduler, for a loop that owns
+// its thread and waits only briefly between bursts of work: the P stays
+// with it, so no other thread is woken to take it over. ms bounds the wait
+// (and so how long the P is held); it must be small.
+func (p *Poller) RawWait(ms int) int {
+	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd),
+		uintptr(unsafe.Pointer(&p.Events[0])), uintptr(len(p.Events)), uintptr(ms), 0, 0)
+	if e != 0 {
+		return 0
+	}
+	return int(n)
+}

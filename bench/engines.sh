@@ -160,4 +160,5 @@ want tcprr14 && row "TCP_RR 14 B vs sockperf --tcp"   ours_tcprr14 sockperf_tcpr
 want udprr14 && row "UDP_RR 14 B vs sockperf"         ours_udprr14 sockperf_udprr tps
 echo
 echo "per round:"; for k in $(printf '%s\n' "${!vals[@]}" | sort); do echo "  $k: ${vals[$k]}"; done
+echo "client CPU µs per op, per round:"; for k in $(printf '%s\n' "${!cpu[@]}" | sort); do echo "  $k: ${cpu[$k]}"; done
 echo "machine: $(nproc) CPUs, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo), kernel $(uname -r), $(date -u +%Y-%m-%d)"

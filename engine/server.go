@@ -18,7 +18,8 @@ import (
 // client (or a Service VIP) needs no control connection. Like netserver it
 // serves each TCP connection on its own OS thread with blocking raw
 // sockets: a pool of threads all blocked in accept(), grown whenever the
-// last idle one takes a connection.
+// last idle one takes a connection. TCP_STREAM is the exception, as with
+// iperf3: a session's streams are read by one loop (server_stream.go).
 //
 // Use: Listen (optional: binds every port, so errors such as "address
 // already in use" come back before anything runs), then Serve until ctx is

@@ -109,7 +109,16 @@ func (s *Server) runStreamLoop(lp *streamLoop) {
 	defer lp.p.Close()
 	buf := make([]byte, tcpServerBuf)
 	for {
+		// Raw while the streams flow, as the client's pump polls: no
+		// entry into and exit from the scheduler around each wake-up (one
+		// stream, 26 paired rounds each: 1.01× iperf3 with it, 0.95×
+		// with the scheduler's wait; BENCHMARKS.md, 2026-12-03). After
+		// 10 ms with nothing to read, an idle session, the scheduler's
+		// wait, which gives the P back for as long as it lasts.
 		n := lp.p.RawWait(10)
+		if n == 0 {
+			n = lp.p.Wait(-1)
+		}
 		for _, ev := range lp.p.Events[:n] {
 			if ev.Fd == -1 {
 				lp.p.DrainWake()

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -125,4 +127,41 @@ func TestStreamLoopEndsWithServer(t *testing.T) {
 	if n := loopCount(s); n != 0 {
 		t.Errorf("%d session loops left after Serve returned", n)
 	}
+}
+
+// A session whose streams send nothing gives its P back: its loop waits in
+// a system call the scheduler knows of (the raw waits between reads hold
+// the P, and a server's other work would queue behind an idle client).
+func TestStreamLoopIdleGivesPBack(t *testing.T) {
+	s := startServer(t, 0)
+	streamConn(t, s, 9, 0)
+	waitLoops(t, s, 1)
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		state := loopState()
+		if strings.HasPrefix(state, "syscall") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an idle session's loop is %q, want in a syscall the scheduler knows of", state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// loopState is the scheduler's state of the stream loop's goroutine, as
+// runtime.Stack shows it ("syscall", "running", ...).
+func loopState() string {
+	buf := make([]byte, 1<<20)
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if !strings.Contains(g, "runStreamLoop") {
+			continue
+		}
+		head, _, _ := strings.Cut(g, "\n")
+		if i, j := strings.Index(head, "["), strings.Index(head, "]"); i >= 0 && j > i {
+			return head[i+1 : j]
+		}
+	}
+	// A goroutine running on another thread shows no stack.
+	return "not shown: running on another thread"
 }

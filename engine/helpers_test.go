@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -16,10 +17,30 @@ import (
 // stops it (checking that Serve returns promptly and cleanly) at cleanup.
 func startServer(t *testing.T, dropEvery uint64) *Server {
 	t.Helper()
-	s := &Server{Bind: "127.0.0.1", Ports: map[Test]int{}, dropEvery: dropEvery}
+	s := freePortServer("127.0.0.1")
+	s.dropEvery = dropEvery
+	stop := serve(t, s)
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// freePortServer is a Server on bind with every test on a free port.
+func freePortServer(bind string) *Server {
+	s := &Server{Bind: bind, Ports: map[Test]int{}}
 	for _, tt := range Tests {
 		s.Ports[tt] = 0
 	}
+	return s
+}
+
+// serve runs s.Serve until the returned stop, which cancels it and returns
+// what Serve returned, or an error if it did not return within 3 s.
+func serve(t *testing.T, s *Server) (stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
@@ -29,18 +50,18 @@ func startServer(t *testing.T, dropEvery uint64) *Server {
 		cancel()
 		t.Fatalf("Serve: %v", err)
 	}
-	t.Cleanup(func() {
+	return func() error {
 		cancel()
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("Serve returned %v after cancel", err)
+				return fmt.Errorf("Serve returned %v after cancel", err)
 			}
+			return nil
 		case <-time.After(3 * time.Second):
-			t.Errorf("Serve did not return within 3s of cancel")
+			return errors.New("Serve did not return within 3s of cancel")
 		}
-	})
-	return s
+	}
 }
 
 // opts builds loopback options for test tt against s.

@@ -141,14 +141,8 @@ func TestServerPortInUse(t *testing.T) {
 // and no goroutine may survive.
 func TestNoLeaks(t *testing.T) {
 	round := func() {
-		s := &Server{Bind: "127.0.0.1", Ports: map[Test]int{}}
-		for _, tt := range Tests {
-			s.Ports[tt] = 0
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Serve(ctx) }()
-		<-s.Ready()
+		s := freePortServer("127.0.0.1")
+		stop := serve(t, s)
 		for _, tt := range Tests {
 			for _, m := range []Mode{Blocking, BusyPoll} {
 				o := opts(s, tt, 100*time.Millisecond)
@@ -164,8 +158,7 @@ func TestNoLeaks(t *testing.T) {
 			_, _ = Run(cctx, o)
 			ccancel()
 		}
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,24 +180,13 @@ func TestNoLeaks(t *testing.T) {
 // Bind "" listens dual-stack (or IPv4 only); IPv4 clients must work on every
 // test, including UDP_RR's per-client connected sockets.
 func TestServerAllAddresses(t *testing.T) {
-	s := &Server{Ports: map[Test]int{}}
-	for _, tt := range Tests {
-		s.Ports[tt] = 0
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
+	s := freePortServer("")
+	stop := serve(t, s)
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	}()
-	select {
-	case <-s.Ready():
-	case err := <-done:
-		t.Fatal(err)
-	}
 	for _, tt := range Tests {
 		o := opts(s, tt, 100*time.Millisecond)
 		o.Streams = 2

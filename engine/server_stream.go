@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/cnibench/cnibench/engine/internal/epoll"
 	"golang.org/x/sys/unix"
@@ -210,14 +209,4 @@ func (s *Server) leaveLoop(lp *streamLoop) bool {
 	}
 	delete(ls.m, lp.session)
 	return true
-}
-
-// rawRead is read(2) on a non-blocking socket without telling the Go
-// scheduler, for the reason given at rawWrite.
-func rawRead(fd int, p []byte) (int, error) {
-	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
 }

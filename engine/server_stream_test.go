@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -104,25 +103,13 @@ func TestStreamLoopPerSession(t *testing.T) {
 // A server stopped while a stream is open still returns promptly: the
 // stream is shut down, its loop sees the end and exits.
 func TestStreamLoopEndsWithServer(t *testing.T) {
-	s := &Server{Bind: "127.0.0.1", Ports: map[Test]int{}}
-	for _, tt := range Tests {
-		s.Ports[tt] = 0
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	<-s.Ready()
+	s := freePortServer("127.0.0.1")
+	stop := serve(t, s)
 	c := streamConn(t, s, 7, 0)
 	sendBytes(t, c, 1<<20)
 	waitLoops(t, s, 1)
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Serve did not return within 3s with a stream open")
+	if err := stop(); err != nil {
+		t.Fatalf("with a stream open: %v", err)
 	}
 	if n := loopCount(s); n != 0 {
 		t.Errorf("%d session loops left after Serve returned", n)

@@ -89,8 +89,14 @@ func (rc *runCtx) pump(msg []byte) error {
 // 40 µs write wakes its monitor thread every 20 µs to take the P back,
 // on the same CPU as the pump (measured: 2.3 context switches per MB
 // against iperf3's 0.1).
-func rawWrite(fd int, p []byte) (int, error) {
-	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+func rawWrite(fd int, p []byte) (int, error) { return rawIO(unix.SYS_WRITE, fd, p) }
+
+// rawRead is read(2) on a non-blocking socket, raw for the same reason.
+func rawRead(fd int, p []byte) (int, error) { return rawIO(unix.SYS_READ, fd, p) }
+
+// rawIO is read(2) or write(2) (trap) as a raw system call.
+func rawIO(trap uintptr, fd int, p []byte) (int, error) {
+	n, _, e := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
 	}

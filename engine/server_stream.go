@@ -110,8 +110,9 @@ func (s *Server) runStreamLoop(lp *streamLoop) {
 	for {
 		// Raw while the streams flow, as the client's pump polls: no
 		// entry into and exit from the scheduler around each wake-up (one
-		// stream, 26 paired rounds each: 1.01× iperf3 with it, 0.95×
-		// with the scheduler's wait; BENCHMARKS.md, 2026-12-03). After
+		// stream, paired rounds: 1.04× iperf3 with it over 41, 0.95× with
+		// the scheduler's wait over 26, intervals overlapping;
+		// BENCHMARKS.md, 2026-12-03). After
 		// 10 ms with nothing to read, an idle session, the scheduler's
 		// wait, which gives the P back for as long as it lasts.
 		n := lp.p.RawWait(10)

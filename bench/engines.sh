@@ -16,7 +16,10 @@
 # udpgso runs our UDP_STREAM with --udp-gso against the same iperf3 -u runs:
 # iperf3 3.12 has no GSO, so that row is not like for like (the udp row is).
 #
-# Needs: ./bin/cnibench (scripts/build.sh), iperf3, qperf, sockperf, jq.
+# TCP streams are also counted on the wire (the server pod's eth0 received
+# bytes over each whole run), a check that neither tool's count flatters it.
+#
+# Needs: ./bin/cnibench (scripts/build.sh), iperf3, qperf, sockperf, jq, iproute2.
 set -euo pipefail
 trap 'echo "bench: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/.."
@@ -47,16 +50,25 @@ $cnb lab exec node1-pod0 -- taskset -c 1 sockperf server --tcp -i $SRV -p 11112 
 sleep 1
 cli ./bin/cnibench client TCP_RR $SRV --duration 200ms --warmup 0s >/dev/null || { echo "bench: cnibench server is not answering" >&2; exit 1; }
 
-declare -A vals cpu
+declare -A vals cpu wire
 add() { vals[$1]+="$2 "; cpu[$1]+="${3:-0} "; }
+# rx_bytes: what the server pod's eth0 received (netlink, so the pod's own
+# counters): the wire's count, independent of what either tool reports.
+rx_bytes() { $cnb lab exec node1-pod0 -- ip -j -s link show dev eth0 | jq '.[0].stats64.rx.bytes'; }
+now() { date +%s.%N; }
 median() { tr ' ' '\n' | awk 'NF' | sort -g | awk '{a[NR]=$1} END{if(NR==0){print 0}else if(NR%2){print a[(NR+1)/2]}else{print (a[NR/2]+a[NR/2+1])/2}}'; }
 
 # measure NAME UNIT-EXTRACTOR CMD...: runs CMD, records its value and the
 # client cgroup's CPU µs per unit of work (if the extractor prints "value ops").
 measure() {
   local name=$1 extract=$2; shift 2
-  local c0 c1 out v ops extra
-  c0=$(cpu_us); out=$(cli "$@" 2>&1) || { echo "bench: $name failed: $out" >&2; return 0; }; c1=$(cpu_us)
+  local c0 c1 b0 b1 t0 t1 out v ops extra
+  b0=$(rx_bytes); t0=$(now); c0=$(cpu_us)
+  out=$(cli "$@" 2>&1) || { echo "bench: $name failed: $out" >&2; return 0; }
+  c1=$(cpu_us); t1=$(now); b1=$(rx_bytes)
+  # Gbit/s on the wire over the whole run (warmup and start-up included,
+  # the same for both tools): a check that neither tool's count flatters it.
+  wire[$name]+="$(echo "($b1-$b0)*8/($t1-$t0)/1000000000" | bc -l) "
   read -r v ops extra < <(echo "$out" | $extract)
   [ -n "${extra:-}" ] && vals[${name}_extra]+="$extra "
   local per=0
@@ -158,6 +170,18 @@ want tcprr && row "TCP_RR 1 B vs qperf tcp_lat"     ours_tcprr  qperf_tcprr tps
 want udprr && row "UDP_RR 1 B vs qperf udp_lat"     ours_udprr  qperf_udprr tps
 want tcprr14 && row "TCP_RR 14 B vs sockperf --tcp"   ours_tcprr14 sockperf_tcprr tps
 want udprr14 && row "UDP_RR 14 B vs sockperf"         ours_udprr14 sockperf_udprr tps
+# The TCP streams again, counted on the wire: bytes the server pod's eth0
+# received over each run's wall time. UDP is left out (the interface
+# counts datagrams the socket may drop), RR too (its bytes are headers).
+wirerow() { # label ours theirs
+  printf '%-38s %10.2f %10.2f %24s\n' "$1 (Gbit/s)" "$(echo "${wire[$2]:-}" | median)" \
+    "$(echo "${wire[$3]:-}" | median)" "$(paired "${wire[$2]:-}" "${wire[$3]:-}")"
+}
+if want tcp1 || want tcp4; then
+  echo; echo "on the wire (server pod's eth0, received bytes over each whole run):"
+  want tcp1 && wirerow "TCP_STREAM 1 vs iperf3" ours_tcp1 iperf_tcp1
+  want tcp4 && wirerow "TCP_STREAM 4 vs iperf3 -P 4" ours_tcp4 iperf_tcp4
+fi
 echo
 echo "per round:"; for k in $(printf '%s\n' "${!vals[@]}" | sort); do echo "  $k: ${vals[$k]}"; done
 echo "client CPU µs per op, per round:"; for k in $(printf '%s\n' "${!cpu[@]}" | sort); do echo "  $k: ${cpu[$k]}"; done

@@ -110,7 +110,7 @@ func (s *Server) runStreamLoop(lp *streamLoop) {
 	for {
 		// Raw while the streams flow, as the client's pump polls: no
 		// entry into and exit from the scheduler around each wake-up (one
-		// stream, paired rounds: 1.04× iperf3 with it over 41, 0.95× with
+		// stream, paired rounds: 1.04× iperf3 with it over 71, 0.95× with
 		// the scheduler's wait over 26, intervals overlapping;
 		// BENCHMARKS.md, 2026-12-03). After
 		// 10 ms with nothing to read, an idle session, the scheduler's

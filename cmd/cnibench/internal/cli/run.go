@@ -84,7 +84,7 @@ func newMeasureCmd(g *globals, own scheduleEntry) *cobra.Command {
 // register adds the flags every schedule has, worded for own.
 func (mf *measureFlags) register(f *pflag.FlagSet, own scheduleEntry) {
 	help := map[string]string{
-		"profile":    strings.Join(suite.ProfileNames(), ", ") + ": the tests, placements, durations, rounds and lab scenarios (see Profiles above, or cnibench profiles; on --target k8s, security runs as twins of the cluster, docs/k8s.md)",
+		"profile":    strings.Join(suite.ProfileNames(), ", ") + ": the tests, placements, durations, rounds and lab scenarios (see Profiles above, or cnibench profiles; on --target k8s, security runs as twins of the cluster and tke fills the column of the cluster's datapath, docs/k8s.md and docs/profiles.md)",
 		"rounds":     "rounds of the whole plan (default: the profile's); auto[:MAX]: add rounds after the fifth until every question of the profile is conclusive, at most MAX (default 15)",
 		"placements": "comma-separated placements (default: all)",
 	}

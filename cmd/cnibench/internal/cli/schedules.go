@@ -120,7 +120,7 @@ func reprogramsSchedules(fs *pflag.FlagSet) {
 // reprograms the Service datapath and measures one placement.
 func reprogramFlagHelp(rounds string) map[string]string {
 	return map[string]string{
-		"profile":    "quick or standard: the sample durations",
+		"profile":    "the sample durations of a profile (quick, standard, ...); with tke, TKE's SVC_* variables are read (docs/profiles.md)",
 		"rounds":     rounds,
 		"placements": "the one placement to measure: " + suite.PodToServiceOtherNode + " (default) or " + suite.PodToServiceSameNode,
 	}

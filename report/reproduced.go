@@ -188,6 +188,9 @@ func reproducedLine(rep *Report, run *results.Run, spec *results.Reproduction, p
 		return l
 	}
 	row := rep.Sections[at.sec].Metrics[at.row]
+	if c.Change {
+		return changeLine(rep, l, row, at)
+	}
 	l.Ours, l.Unit = row.Values[at.col], row.Unit
 	if l.Published != nil {
 		l.Ratio, l.RatioLo, l.RatioHi, l.RatioText = oursOverPublished(l.Ours, row.Unit, *l.Published)
@@ -209,6 +212,25 @@ func reproducedLine(rep *Report, run *results.Run, spec *results.Reproduction, p
 			}
 		}
 	}
+	return l
+}
+
+// changeLine fills a cell whose published figure is a change in %
+// (results.ReproducedCell.Change): ours is the cell's column against the
+// column without the added part, as the run's verdict says it.
+func changeLine(rep *Report, l ReproducedLine, row Row, at located) ReproducedLine {
+	col := rep.Columns[at.col]
+	d := row.VsBaseline[at.col]
+	if col.Adds == "" || d == nil {
+		l.NotMeasured = fmt.Sprintf("not measured: a change needs the same datapath without the part in this run, and %s has none (--scenarios)", col.Label)
+		return l
+	}
+	l.Ours, l.Unit = row.Values[at.col], row.Unit
+	l.Against, l.VsAgainst = rep.Columns[col.Against].Label, d
+	if l.Published != nil {
+		l.PublishedPct = Num(l.Published.Value)
+	}
+	l.RatioText = "– (a change)"
 	return l
 }
 

@@ -48,6 +48,9 @@ func finishReproduced(rep *Report) {
 func shapeLine(rep *Report, run *results.Run, spec *results.Reproduction, pub published.Report, s results.Shape) ShapeLine {
 	nan := Num(math.NaN())
 	l := ShapeLine{Ask: s.Ask, PublishedRatio: nan, EvenWithinPct: Num(s.EvenWithinPct), Holds: ShapeNotJudged, EffectPct: nan, Lo: nan, Hi: nan}
+	if s.Change {
+		return changeShapeLine(rep, run, spec, pub, s, l)
+	}
 	pa, okA := pub.Cell(s.A.Row, s.A.Column)
 	pb, okB := pub.Cell(s.B.Row, s.B.Column)
 	if !okA || !okB || pa.Value == 0 {
@@ -105,6 +108,32 @@ func shapeLine(rep *Report, run *results.Run, spec *results.Reproduction, pub pu
 		return l
 	}
 	l.Holds = ""
+	return l
+}
+
+// changeShapeLine finds the run's verdict on a shape whose published
+// figure is one cell's change in % (results.Shape.Change): the cell's
+// column against the same datapath without the added part.
+func changeShapeLine(rep *Report, run *results.Run, spec *results.Reproduction, pub published.Report, s results.Shape, l ShapeLine) ShapeLine {
+	p, ok := pub.Cell(s.A.Row, s.A.Column)
+	if !ok || p.Unit != "%" {
+		l.Text = s.Ask + ": not judged: the original published no change in % for it"
+		return l
+	}
+	l.PublishedRatio = Num(1 + p.Value/100)
+	at := locate(rep, run, specCell(spec, s.A))
+	if at.why != "" {
+		l.Text = fmt.Sprintf("%s: not judged: %s / %s %s", s.Ask, s.A.Row, s.A.Column, at.why)
+		return l
+	}
+	col := rep.Columns[at.col]
+	d := rep.Sections[at.sec].Metrics[at.row].VsBaseline[at.col]
+	if col.Adds == "" || d == nil {
+		l.Text = fmt.Sprintf("%s: not judged: this run has no column of %s's datapath without the part (--scenarios)", s.Ask, col.Label)
+		return l
+	}
+	l.note = fmt.Sprintf(" for %s against %s", col.Label, rep.Columns[col.Against].Label)
+	l.Delta, l.Holds = d, ""
 	return l
 }
 

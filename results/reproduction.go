@@ -27,6 +27,11 @@ type ReproducedCell struct {
 	Scenario     string `json:"scenario,omitempty"`
 	Metric       string `json:"metric,omitempty"`
 	NoEquivalent string `json:"no_equivalent,omitempty"`
+	// Change: the published figure is a change in % (an added part's
+	// overhead, "L7 policy −86.1%"), so ours is Scenario against the
+	// scenario its column is compared with (the same datapath without the
+	// part), round by round, not Scenario's value.
+	Change bool `json:"change,omitempty"`
 }
 
 // Shape is "B against A" for two of the original's cells: two scenarios
@@ -43,6 +48,11 @@ type Shape struct {
 	// request here, queries per core there), so the published ratio is
 	// judged inverted: the same shape, read in our metric.
 	Reciprocal bool `json:"reciprocal,omitempty"`
+	// Change: A is one cell whose published figure is a change in %
+	// (ReproducedCell.Change) and B is unused; the published ratio is
+	// 1 + change/100, ours the cell's column against the one it is
+	// compared with.
+	Change bool `json:"change,omitempty"`
 }
 
 // CellRef names one of the original's cells.

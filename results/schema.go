@@ -5,6 +5,7 @@
 package results
 
 import (
+	"slices"
 	"time"
 
 	"github.com/cnibench/cnibench/datapath/churn"
@@ -180,6 +181,16 @@ type Plan struct {
 	// Pairs is how many client→server pairs every sample ran at once
 	// (run --pairs N, docs/pairs.md); 0 (omitted) and 1 are one pair.
 	Pairs int `json:"pairs,omitempty"`
+	// ScenarioTests narrows what some scenarios measure: a scenario named
+	// here runs only the tests listed for it (a profile's added-part
+	// scenarios, which answer one row each); the others run every test.
+	ScenarioTests map[string][]string `json:"scenario_tests,omitempty"`
+}
+
+// Measures tells whether the plan measures test in scenario.
+func (p *Plan) Measures(scenario, test string) bool {
+	only, ok := p.ScenarioTests[scenario]
+	return !ok || slices.Contains(only, test)
 }
 
 // AutoRounds records a run that added rounds after the fifth until every

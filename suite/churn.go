@@ -55,8 +55,8 @@ func (s *Churn) Reprograms() Reprogramming {
 
 // Estimate implements Schedule: the rounds of every scenario, churned
 // twins included (the idle churn before them left out, as programming).
-func (*Churn) Estimate(p *Plan, scenarios int) time.Duration {
-	return reprogramEstimate(p, scenarios, 1)
+func (*Churn) Estimate(p *Plan, scenarios []string) time.Duration {
+	return reprogramEstimate(p, len(scenarios), 1)
 }
 
 // ChurnPlan resolves the churn's plan: ChurnTests on one pod-to-service

@@ -111,7 +111,7 @@ func TestScheduleEstimates(t *testing.T) {
 		{&ServiceScale{Sweep: sweepOpts}, 2, 3 * 5 * 3 * 2 * 3 * time.Second},
 		{&Churn{}, 4, 5 * 3 * 4 * 3 * time.Second},
 	} {
-		if got := c.s.Estimate(p, c.n); got != c.want {
+		if got := c.s.Estimate(p, make([]string, c.n)); got != c.want {
 			t.Errorf("%T on %d scenarios: %s, want %s", c.s, c.n, got, c.want)
 		}
 	}

@@ -63,8 +63,9 @@ func (o Options) Resolve() (*Plan, error) {
 		Ask:      prof.Ask,
 		// Every question of the profile: the report asks those whose
 		// scenarios the run has.
-		Questions:  prof.Questions,
-		Reproduces: prof.Reproduces,
+		Questions:     prof.Questions,
+		Reproduces:    prof.Reproduces,
+		ScenarioTests: prof.ScenarioTests,
 	}}
 	if err := o.resolveNumbers(p); err != nil {
 		return nil, err
@@ -185,6 +186,26 @@ func (p *Plan) Samples() int { return p.Rounds * len(p.Specs) * len(p.Placements
 // Estimate is the plan's expected measuring time, without setup.
 func (p *Plan) Estimate() time.Duration {
 	return time.Duration(p.Samples()) * time.Duration(p.Duration+p.Warmup)
+}
+
+// SamplesOn is the number of measurements the plan takes on the named
+// scenarios, each measuring the tests the plan gives it (Measures).
+func (p *Plan) SamplesOn(scenarios []string) int {
+	n := 0
+	for _, sc := range scenarios {
+		for _, spec := range p.Specs {
+			if p.Measures(sc, spec.Name) {
+				n += p.Rounds * len(p.Placements)
+			}
+		}
+	}
+	return n
+}
+
+// EstimateOn is the plan's expected measuring time on the named
+// scenarios, without setup.
+func (p *Plan) EstimateOn(scenarios []string) time.Duration {
+	return time.Duration(p.SamplesOn(scenarios)) * time.Duration(p.Duration+p.Warmup)
 }
 
 // onePairIsZero: one pair is written as none, so that a run without pairs

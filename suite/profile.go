@@ -18,6 +18,10 @@ type Profile struct {
 	// Scenarios are the lab scenarios run side by side when --scenarios
 	// is not given (the lab target; a cluster is its one scenario).
 	Scenarios []string
+	// ScenarioTests narrows what some scenarios measure
+	// (results.Plan.ScenarioTests): an added-part scenario that answers
+	// one row of a report runs that row's test only.
+	ScenarioTests map[string][]string
 	// Ask is the profile's question in words (the report's title), and
 	// Questions the comparisons that answer it (results.Plan.Questions).
 	Ask       string

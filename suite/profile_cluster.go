@@ -23,7 +23,7 @@ func OnCluster(p *Plan, model, datapath string) error {
 	column := ""
 	var columns []string
 	for _, c := range p.Reproduces.Cells {
-		if c.Scenario == "" || slices.Contains(columns, c.Column+" ("+c.Scenario+")") {
+		if c.Scenario == "" || c.Change || slices.Contains(columns, c.Column+" ("+c.Scenario+")") {
 			continue
 		}
 		columns = append(columns, c.Column+" ("+c.Scenario+")")
@@ -41,6 +41,8 @@ func OnCluster(p *Plan, model, datapath string) error {
 	for _, c := range p.Reproduces.Cells {
 		switch {
 		case c.NoEquivalent != "" || c.Scenario == "":
+		case c.Change:
+			c = noEquivalent(c.Row, c.Column, "a part added to the datapath: on a cluster, --profile security measures what it costs, as twins of the cluster (docs/k8s.md)")
 		case c.Scenario == model:
 			c.Scenario = "" // the run's one scenario: the cluster
 		default:
@@ -48,6 +50,6 @@ func OnCluster(p *Plan, model, datapath string) error {
 		}
 		rep.Cells = append(rep.Cells, c)
 	}
-	p.Reproduces, p.Questions = rep, nil
+	p.Reproduces, p.Questions, p.ScenarioTests = rep, nil, nil
 	return nil
 }

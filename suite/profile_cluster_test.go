@@ -16,12 +16,18 @@ func TestOnClusterFillsTheClusterColumn(t *testing.T) {
 	if err := OnCluster(plan, "iptables", "kube-proxy iptables, bridge natively routed"); err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Reproduces.Cells) != before || len(plan.Questions) != 0 {
-		t.Fatalf("%d cells (want %d), %d questions (want 0)", len(plan.Reproduces.Cells), before, len(plan.Questions))
+	if len(plan.Reproduces.Cells) != before || len(plan.Questions) != 0 || plan.ScenarioTests != nil {
+		t.Fatalf("%d cells (want %d), %d questions (want 0), scenario tests %v (want none: one scenario)",
+			len(plan.Reproduces.Cells), before, len(plan.Questions), plan.ScenarioTests)
 	}
 	measured := 0
 	for _, c := range plan.Reproduces.Cells {
 		switch {
+		case strings.HasSuffix(c.Row, " overhead") && c.Column != "iptables":
+			// An added part: the security profile's twins on a cluster.
+			if c.Test != "" || !strings.Contains(c.NoEquivalent, "--profile security measures what it costs, as twins") {
+				t.Errorf("%s/%s on a cluster: %+v", c.Row, c.Column, c)
+			}
 		case c.Column == "iptables" && c.Test != "":
 			measured++
 			if c.Scenario != "" {

@@ -3,6 +3,7 @@ package suite
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/results"
@@ -118,9 +119,43 @@ func columnScenarios(cols []reportColumn) []string {
 // native routing, Cilium's eBPF Services natively routed and over VXLAN.
 var tkeColumns = []reportColumn{{"iptables", "iptables"}, {"Cilium native", "ebpf"}, {"Cilium overlay", "vxlan+ebpf"}}
 
+// tkeParts are TKE's overhead rows: a part added to Cilium's two columns
+// (TKE has none on iptables), each measured against the same datapath
+// without it on keep-alive HTTP through a Service (tkePartTest), the rate
+// TKE's overhead percentages are of.
+var tkeParts = []struct{ row, part, words string }{
+	{"L3/L4 policy overhead", "policy", "L3/L4 policy"},
+	{"L7 policy overhead", "l7-node", "L7 policy (a per-node proxy)"},
+	{"Hubble overhead", "flows", "flow log (Hubble)"},
+}
+
+const tkePartTest, tkePartMetric = "FORTIO_RPS_C64", "request rate"
+
+// tkePartScenarios are the added-part scenarios, after the three columns'
+// own (so each is compared with its datapath: report/against.go).
+func tkePartScenarios() []string {
+	var out []string
+	for _, p := range tkeParts {
+		for _, c := range tkeColumns[1:] {
+			out = append(out, c.scenario+"+"+p.part)
+		}
+	}
+	return out
+}
+
+// tkeScenarioTests: the added-part scenarios answer one row each, so they
+// run its test only.
+func tkeScenarioTests() map[string][]string {
+	out := map[string][]string{}
+	for _, sc := range tkePartScenarios() {
+		out[sc] = []string{tkePartTest}
+	}
+	return out
+}
+
 // tkeReproduction maps TKE's table: the rows with a test here on every
-// column; the policy, L7, Hubble, map-memory and Service-scale rows are
-// other profiles' (security, `sweep`) and said so.
+// column, the overhead rows as a part added to Cilium's two; the
+// map-memory and Service-scale rows are `sweep`'s and said so.
 func tkeReproduction() *results.Reproduction {
 	rep := &results.Reproduction{Report: "tke"}
 	measured := []struct{ row, test, placement, metric string }{
@@ -137,10 +172,15 @@ func tkeReproduction() *results.Reproduction {
 			rep.Cells = append(rep.Cells, cell(m.row, c.column, m.test, m.placement, c.scenario, m.metric))
 		}
 	}
+	for _, p := range tkeParts {
+		// TKE has no iptables cell in these rows ("–"): Cilium's only.
+		for _, c := range tkeColumns[1:] {
+			pc := cell(p.row, c.column, tkePartTest, PodToServiceOtherNode, c.scenario+"+"+p.part, tkePartMetric)
+			pc.Change = true
+			rep.Cells = append(rep.Cells, pc)
+		}
+	}
 	other := []struct{ row, why string }{
-		{"L3/L4 policy overhead", "not in this profile's run yet: --profile security measures it (ebpf+policy against ebpf)"},
-		{"L7 policy overhead", "not in this profile's run yet: --profile security measures it (ebpf+l7-node against ebpf)"},
-		{"Hubble overhead", "not in this profile's run yet: --profile security measures it (ebpf+flows against ebpf)"},
 		{"BPF map memory per node (LB map 1.02M)", "not in this profile's run yet: the lab reports the datapath's memory at the Service counts of `cnibench sweep`"},
 	}
 	for _, s := range []string{"5,000", "10,000", "20,000", "30,000"} {
@@ -149,6 +189,9 @@ func tkeReproduction() *results.Reproduction {
 	}
 	for _, o := range other {
 		for _, c := range tkeColumns {
+			if c.column == "iptables" && strings.HasPrefix(o.row, "BPF map memory") {
+				continue // TKE has none ("–"): kube-proxy has no BPF maps
+			}
 			rep.Cells = append(rep.Cells, noEquivalent(o.row, c.column, o.why))
 		}
 	}
@@ -164,6 +207,13 @@ func tkeReproduction() *results.Reproduction {
 		{"TCP_RR p50, Cilium overlay ÷ native", "TCP_RR p50"},
 	} {
 		rep.Shapes = append(rep.Shapes, shape(s.ask, s.row, "Cilium native", s.row, "Cilium overlay"))
+	}
+	for _, p := range tkeParts {
+		for _, c := range tkeColumns[1:] {
+			s := shape(p.words+" on keep-alive HTTP through a Service, "+c.column, p.row, c.column, p.row, c.column)
+			s.Change = true
+			rep.Shapes = append(rep.Shapes, s)
+		}
 	}
 	return rep
 }
@@ -183,6 +233,14 @@ func tkeQuestions() []results.Question {
 	}
 	var qs []results.Question
 	for _, s := range rep.Shapes {
+		if s.Change {
+			// The part's scenario against its datapath's.
+			if c, ok := scenario(s.A); ok {
+				base, _, _ := strings.Cut(c.Scenario, "+"+tkePartOf(c.Scenario))
+				qs = append(qs, results.Question{Ask: s.Ask, Test: c.Test, Placement: c.Placement, Metric: c.Metric, A: base, B: c.Scenario})
+			}
+			continue
+		}
 		a, okA := scenario(s.A)
 		b, okB := scenario(s.B)
 		if okA && okB && a.Test == b.Test && a.Placement == b.Placement {
@@ -190,6 +248,16 @@ func tkeQuestions() []results.Question {
 		}
 	}
 	return qs
+}
+
+// tkePartOf is the TKE part an added-part scenario adds ("" for none).
+func tkePartOf(scenario string) string {
+	for _, p := range tkeParts {
+		if strings.HasSuffix(scenario, "+"+p.part) {
+			return p.part
+		}
+	}
+	return ""
 }
 
 // streamsPerCore is the N of the cilium-2021 profile's N flows: the
@@ -226,16 +294,18 @@ func publishedProfiles() []Profile {
 			Name: "tke",
 			About: "Tencent's TKE benchmark: kube-proxy iptables, eBPF natively routed and eBPF over VXLAN; pod-to-pod TCP_STREAM_MULTI (8 flows), " +
 				"HTTP keep-alive and short-connection RPS at c64 and p99 at 1,000 QPS through a Service with fortio's client as TKE's (FORTIO_RPS_C64, " +
-				"FORTIO_RPS_SHORT_C64, FORTIO_QPS_1000), TCP_RR and TCP_CRR latency, 5 interleaved rounds of 2 s; " +
-				"opens with TKE's table and its shapes (eBPF ÷ iptables, overlay ÷ native) judged here",
-			Tests:      []string{"TCP_STREAM_MULTI", "FORTIO_RPS_C64", "FORTIO_RPS_SHORT_C64", "TCP_RR", "TCP_CRR", "FORTIO_QPS_1000"},
-			Placements: []string{PodToPodOtherNode, PodToServiceOtherNode},
-			Rhythm:     interleaved(8),
-			Scenarios:  columnScenarios(tkeColumns),
-			Ask:        "whether TKE's iptables-vs-eBPF shapes hold here",
-			Questions:  tkeQuestions(),
-			Reproduces: tkeReproduction(),
-			OnCluster:  true,
+				"FORTIO_RPS_SHORT_C64, FORTIO_QPS_1000), TCP_RR and TCP_CRR latency; L3/L4 policy, L7 policy and the flow log added to both eBPF " +
+				"columns, each on keep-alive HTTP against the same datapath without it; 5 interleaved rounds of 2 s; " +
+				"opens with TKE's table and its shapes (eBPF ÷ iptables, overlay ÷ native, each part's overhead) judged here",
+			Tests:         []string{"TCP_STREAM_MULTI", "FORTIO_RPS_C64", "FORTIO_RPS_SHORT_C64", "TCP_RR", "TCP_CRR", "FORTIO_QPS_1000"},
+			Placements:    []string{PodToPodOtherNode, PodToServiceOtherNode},
+			Rhythm:        interleaved(8),
+			Scenarios:     append(columnScenarios(tkeColumns), tkePartScenarios()...),
+			ScenarioTests: tkeScenarioTests(),
+			Ask:           "whether TKE's iptables-vs-eBPF shapes and its features' overheads hold here",
+			Questions:     tkeQuestions(),
+			Reproduces:    tkeReproduction(),
+			OnCluster:     true,
 		},
 		eksProfile(),
 		istioProfile(),

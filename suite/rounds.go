@@ -17,9 +17,12 @@ type Rounds struct {
 	index []int // Result index per (test, placement, scenario), in loop order
 }
 
+// notPlanned is Rounds.index for a cell the plan does not measure.
+const notPlanned = -1
+
 // Estimate implements Schedule: every sample of the plan on every scenario.
-func (*Rounds) Estimate(p *Plan, scenarios int) time.Duration {
-	return p.Estimate() * time.Duration(scenarios)
+func (*Rounds) Estimate(p *Plan, scenarios []string) time.Duration {
+	return p.EstimateOn(scenarios)
 }
 
 // Order implements Schedule.
@@ -27,14 +30,19 @@ func (*Rounds) Order() string {
 	return "rounds, then tests, then placements, then scenarios (interleaved)"
 }
 
-// Prepare makes one Result per (test, placement, scenario); a placement
-// or test a target cannot host is recorded as skipped.
+// Prepare makes one Result per (test, placement, scenario) the plan
+// measures (Plan.Measures); a placement or test a target cannot host is
+// recorded as skipped.
 func (s *Rounds) Prepare(_ context.Context, r *Runner) (int, error) {
 	s.index = nil
 	total := 0
 	for _, spec := range r.Plan.Specs {
 		for _, name := range r.Plan.Placements {
 			for _, sc := range r.Scenarios {
+				if !r.Plan.Measures(sc.Name, spec.Name) {
+					s.index = append(s.index, notPlanned)
+					continue
+				}
 				i, measured, err := r.prepareResult(spec, name, sc)
 				if err != nil {
 					return 0, err
@@ -64,7 +72,7 @@ func (s *Rounds) Measure(ctx context.Context, r *Runner) error {
 				for _, sc := range r.Scenarios {
 					res := s.index[i]
 					i++
-					if r.run.Results[res].Skipped != "" {
+					if res == notPlanned || r.run.Results[res].Skipped != "" {
 						continue
 					}
 					label := name

@@ -109,6 +109,47 @@ func TestRunnerInterleavesScenarios(t *testing.T) {
 	}
 }
 
+// A scenario the plan narrows (Plan.ScenarioTests) measures only its
+// tests: no Result for the others, none of their samples taken, and the
+// estimate counts only what is measured.
+func TestRunnerScenarioTests(t *testing.T) {
+	c := startAgent(t)
+	var calls []string
+	plan, err := Options{Tests: []string{"TCP_RR", "UDP_RR"}, Placements: []string{"pod-to-pod/same-node"}, Rounds: 2, Duration: 100 * time.Millisecond}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Warmup = 0
+	plan.ScenarioTests = map[string][]string{"b": {"UDP_RR"}}
+	if got, want := (&Rounds{}).Estimate(plan, []string{"a", "b"}), 3*2*100*time.Millisecond; got != want {
+		t.Errorf("estimate %s, want %s (a: 2 tests, b: 1, 2 rounds)", got, want)
+	}
+	r := &Runner{
+		Scenarios: []Scenario{{Name: "a", Target: loopTarget{c, &calls, "a"}}, {Name: "b", Target: loopTarget{c, &calls, "b"}}},
+		Plan:      plan, OutDir: t.TempDir(), RunID: "test",
+	}
+	run, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(calls, ""); got != "aabaab" {
+		t.Fatalf("sample order %q, want aabaab (per round: a TCP_RR, a UDP_RR, b UDP_RR)", got)
+	}
+	var got []string
+	for _, res := range run.Results {
+		got = append(got, res.Scenario+" "+res.Test)
+		if len(res.Samples) != 2 {
+			t.Errorf("%s %s: %d samples, want 2", res.Scenario, res.Test, len(res.Samples))
+		}
+	}
+	if strings.Join(got, ", ") != "a TCP_RR, a UDP_RR, b UDP_RR" {
+		t.Errorf("results %v, want b's TCP_RR left out", got)
+	}
+	if run.Plan.ScenarioTests["b"][0] != "UDP_RR" {
+		t.Errorf("the narrowing is not recorded in the run's plan: %v", run.Plan.ScenarioTests)
+	}
+}
+
 // A cancelled run is marked interrupted and keeps what it completed.
 func TestRunnerInterrupted(t *testing.T) {
 	c := startAgent(t)

@@ -22,9 +22,9 @@ type Schedule interface {
 	// Measure takes the samples through r.take, in its order, and returns
 	// ctx's error when cancelled.
 	Measure(ctx context.Context, r *Runner) error
-	// Estimate is the measuring time of plan p on that many scenarios
+	// Estimate is the measuring time of plan p on the named scenarios
 	// (programming and setup left out), for the run's header line.
-	Estimate(p *Plan, scenarios int) time.Duration
+	Estimate(p *Plan, scenarios []string) time.Duration
 }
 
 // Reprogramming is what a schedule that reprograms the Service datapath

@@ -78,8 +78,8 @@ func (s *ServiceScale) Reprograms() Reprogramming {
 
 // Estimate implements Schedule: the rounds of every scenario at every
 // step (a datapath stopped early by --max-step-time takes less).
-func (s *ServiceScale) Estimate(p *Plan, scenarios int) time.Duration {
-	return reprogramEstimate(p, scenarios, len(s.Sweep.Steps))
+func (s *ServiceScale) Estimate(p *Plan, scenarios []string) time.Duration {
+	return reprogramEstimate(p, len(scenarios), len(s.Sweep.Steps))
 }
 
 // ScalePlan resolves the sweep's plan: ScaleTests on one pod-to-service

@@ -63,8 +63,8 @@ type twinState struct {
 
 // Estimate implements Schedule: every sample of the plan on the base and
 // each twin (switching a part between segments left out, as setup).
-func (*Twins) Estimate(p *Plan, scenarios int) time.Duration {
-	return p.Estimate() * time.Duration(scenarios)
+func (*Twins) Estimate(p *Plan, scenarios []string) time.Duration {
+	return p.EstimateOn(scenarios)
 }
 
 // Order implements Schedule.

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,11 +38,14 @@ func writeProfiles(w io.Writer) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		scenarios := max(len(p.Scenarios), 1)
+		names := p.Scenarios
+		if len(names) == 0 {
+			names = []string{""} // the target's one
+		}
 		fmt.Fprintf(w, "%s\n  answers:   %s\n", p.Name, p.About)
 		fmt.Fprintf(w, "  measures:  %s: %s of %s on %s in %s, %s + %s warm-up each; plus the lab's setup\n",
-			roundedDuration(plan.Estimate()*time.Duration(scenarios)), count(plan.Rounds, "round"), count(len(plan.Tests), "test"),
-			count(len(plan.Placements), "placement"), count(scenarios, "scenario"), time.Duration(plan.Duration), time.Duration(plan.Warmup))
+			roundedDuration(plan.EstimateOn(names)), count(plan.Rounds, "round"), count(len(plan.Tests), "test"),
+			count(len(plan.Placements), "placement"), count(len(names), "scenario")+narrowed(p), time.Duration(plan.Duration), time.Duration(plan.Warmup))
 		fmt.Fprintf(w, "  targets:   %s\n", profileTargets(p))
 		if id := p.ReproducedReport(); id != "" {
 			r, err := published.Lookup(id)
@@ -75,15 +79,23 @@ func profileTargets(p suite.Profile) string {
 // reproducedRows says how many of the original's cells the profile
 // measures, on which targets, and which rows it cannot.
 func reproducedRows(p suite.Profile) string {
-	var none []string
+	var none, labOnly []string
 	seen := map[string]bool{}
 	measured := 0
 	for _, c := range p.Reproduces.Cells {
-		if c.NoEquivalent == "" {
+		switch {
+		case c.NoEquivalent != "":
+			if !seen[c.Row] {
+				seen[c.Row] = true
+				none = append(none, c.Row)
+			}
+		case c.Change && p.OnCluster:
 			measured++
-		} else if !seen[c.Row] {
-			seen[c.Row] = true
-			none = append(none, c.Row)
+			if !slices.Contains(labOnly, c.Row) {
+				labOnly = append(labOnly, c.Row)
+			}
+		default:
+			measured++
 		}
 	}
 	on := "the lab and k8s"
@@ -94,6 +106,9 @@ func reproducedRows(p suite.Profile) string {
 		on = "the lab"
 	}
 	s := fmt.Sprintf("%d of the original's %d cells measured, on %s", measured, len(p.Reproduces.Cells), on)
+	if len(labOnly) > 0 {
+		s += "; on the lab only (a part added to a datapath; on k8s --profile security): " + strings.Join(labOnly, "; ")
+	}
 	if len(none) > 0 {
 		s += "; rows without an equivalent here (the report says why): " + strings.Join(none, "; ")
 	}
@@ -120,4 +135,28 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// narrowed says which of a profile's scenarios measure only some tests
+// (Profile.ScenarioTests), "" when all measure every test.
+func narrowed(p suite.Profile) string {
+	byTests := map[string]int{}
+	var order []string
+	for _, sc := range p.Scenarios {
+		if only, ok := p.ScenarioTests[sc]; ok {
+			k := strings.Join(only, ", ")
+			if byTests[k] == 0 {
+				order = append(order, k)
+			}
+			byTests[k]++
+		}
+	}
+	var parts []string
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("%d of them only %s", byTests[k], k))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }

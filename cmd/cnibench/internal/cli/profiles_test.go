@@ -39,7 +39,10 @@ func TestProfilesCommandListsEveryProfile(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"tke\n", "reproduces: TKE network benchmark", "targets:   lab (it compares lab scenarios: iptables, ebpf, vxlan+ebpf)",
+		"tke\n", "reproduces: TKE network benchmark", "targets:   lab (it compares lab scenarios: iptables, ebpf, vxlan+ebpf, ebpf+policy, ",
+		// The added-part scenarios run one test each, and the time says so.
+		"measures:  10m0s: 5 rounds of 6 tests on 2 placements in 9 scenarios (6 of them only FORTIO_RPS_C64), 2s + 500ms warm-up each",
+		"on the lab only (a part added to a datapath; on k8s --profile security): L3/L4 policy overhead; L7 policy overhead; Hubble overhead;",
 		"connectivity-perf\n", "measures:  19m15s: 5 rounds of 7 tests on 3 placements in 1 scenario, 10s + 1s warm-up each",
 		"rows:      75 of the original's 100 cells measured, on the lab and k8s; rows without an equivalent here (the report says why): host-to-host same-node TCP_CRR;",
 	} {

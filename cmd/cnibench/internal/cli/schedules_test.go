@@ -18,8 +18,8 @@ import (
 // says its estimate (a fixed 42 s a scenario, so the header shows it).
 type toySchedule struct{ *suite.Rounds }
 
-func (toySchedule) Estimate(_ *suite.Plan, n int) time.Duration {
-	return time.Duration(n) * 42 * time.Second
+func (toySchedule) Estimate(_ *suite.Plan, names []string) time.Duration {
+	return time.Duration(len(names)) * 42 * time.Second
 }
 func (toySchedule) Reprograms() suite.Reprogramming {
 	return suite.Reprogramming{Services: 7, Endpoints: 2, Verb: "toy"}
@@ -58,7 +58,7 @@ func (headerTarget) open(_ context.Context, req *runRequest) ([]suite.Scenario, 
 		names = append(names, n.String())
 	}
 	rp := req.reprogramming()
-	fmt.Fprintf(req.progress, "%s on %s, %d Services, %d rounds: about %s\n", req.about, strings.Join(names, ", "), rp.Services, req.plan.Rounds, req.estimate(len(names)))
+	fmt.Fprintf(req.progress, "%s on %s, %d Services, %d rounds: about %s\n", req.about, strings.Join(names, ", "), rp.Services, req.plan.Rounds, req.estimate(names))
 	return nil, nil
 }
 

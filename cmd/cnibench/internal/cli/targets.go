@@ -91,8 +91,8 @@ func (r *runRequest) reprogramming() *suite.Reprogramming { return suite.Reprogr
 // pod-to-service placement.
 func (r *runRequest) reprograms() bool { return r.reprogramming() != nil }
 
-// estimate is the schedule's measuring time on that many scenarios.
-func (r *runRequest) estimate(scenarios int) time.Duration {
+// estimate is the schedule's measuring time on the named scenarios.
+func (r *runRequest) estimate(scenarios []string) time.Duration {
 	return r.schedule.Estimate(r.plan, scenarios).Round(time.Second)
 }
 

@@ -156,7 +156,7 @@ func (k *k8sKind) header(req *runRequest, context string, cfg k8starget.Config) 
 		s := cfg.Scale
 		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: %s, written at up to %g/s (burst %d, %d writers), verified %s within %s, %s, %d rounds: about %s of measurement plus programming\n",
 			req.runID, context, req.about, s.QPS, s.Burst, s.Workers, k.syncText(cfg), s.SyncTimeout, strings.Join(plan.Tests, ", "), plan.Rounds,
-			req.estimate(len(suite.ExpandScenarios(req.schedule, []results.ScenarioName{{context}}))))
+			req.estimate(scenarioStrings(suite.ExpandScenarios(req.schedule, []results.ScenarioName{{context}}))))
 	case cfg.Security != nil:
 		fmt.Fprintf(req.progress, "cnibench run %s on cluster %q: profile %s as twins on this cluster (the policy and flows parts switched between samples, the L7 parts not measured: see the results), %s on %s, %d rounds\n",
 			req.runID, context, plan.Profile, strings.Join(plan.Tests, ", "), strings.Join(plan.Placements, ", "), plan.Rounds)

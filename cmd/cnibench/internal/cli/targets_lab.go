@@ -198,14 +198,14 @@ func (k *labKind) scenarioLab(req *runRequest, n results.ScenarioName, labCfg la
 
 // header prints the run's first line: what it measures and for how long.
 func (k *labKind) header(req *runRequest, labs []namedLab) {
-	n, plan := len(labs), req.plan
+	names, plan := scenarioNames(labs), req.plan
 	if req.reprograms() {
 		fmt.Fprintf(req.progress, "cnibench run %s: %s on %s, %s, %d rounds: about %s of measurement plus programming\n",
-			req.runID, req.about, strings.Join(scenarioNames(labs), ", "), strings.Join(plan.Tests, ", "), plan.Rounds, req.estimate(n))
+			req.runID, req.about, strings.Join(names, ", "), strings.Join(plan.Tests, ", "), plan.Rounds, req.estimate(names))
 		return
 	}
 	fmt.Fprintf(req.progress, "cnibench run %s: profile %s, %d scenario(s), %d samples, about %s of measurement\n",
-		req.runID, plan.Profile, n, plan.Samples()*n, req.estimate(n))
+		req.runID, plan.Profile, len(names), plan.SamplesOn(names), req.estimate(names))
 }
 
 // hasServicePlacement tells whether placements has a pod-to-service one.
@@ -259,6 +259,15 @@ func parseScenarios(list []string) ([]results.ScenarioName, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// scenarioStrings are scenario names as strings.
+func scenarioStrings(names []results.ScenarioName) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, n.String())
+	}
+	return out
 }
 
 func scenarioNames(labs []namedLab) []string {

@@ -270,7 +270,7 @@ func publishedProfiles() []Profile {
 			Name: "connectivity-perf",
 			About: "cilium connectivity perf's matrix: TCP_CRR, TCP_RR, UDP_RR (min, mean, max, p50, p90, p99 latency and rate) and TCP_STREAM, UDP_STREAM " +
 				"and their multi-flow variants (4 flows) on pod-to-pod same-node and other-node and host-to-host other-node, 10 s each as cilium-cli, " +
-				"5 rounds (cilium-cli's one sample gives no interval); opens with its table beside the published example",
+				"5 rounds (cilium-cli's one sample gives no interval); about 20 min on 2 cores; opens with its table beside the published example",
 			Tests:      []string{"TCP_CRR", "TCP_RR", "UDP_RR", "TCP_STREAM", "UDP_STREAM", "TCP_STREAM_MULTI", "UDP_STREAM_MULTI"},
 			Placements: AllPlacements,
 			Rhythm:     Rhythm{Duration: 10 * time.Second, Warmup: 1 * time.Second, Rounds: 5, Streams: 4},
@@ -280,7 +280,7 @@ func publishedProfiles() []Profile {
 			Name: "cilium-2021",
 			About: fmt.Sprintf("Cilium's 2021 CNI benchmark: TCP_STREAM with 1 and N flows (N = this machine's %d cores), TCP_RR and TCP_CRR (1 flow), "+
 				"CPU per unit of work on both ends, on pod-to-pod/other-node beside the host-to-host baseline, natively routed with and without "+
-				"WireGuard, 5 interleaved rounds of 2 s; opens with its table", streamsPerCore),
+				"WireGuard, 5 interleaved rounds of 2 s; about 3.5 min on 2 cores; opens with its table", streamsPerCore),
 			Tests:      []string{"TCP_STREAM", "TCP_STREAM_MULTI", "TCP_RR", "TCP_CRR"},
 			Placements: []string{PodToPodOtherNode, HostToHostOtherNod},
 			Rhythm:     interleaved(streamsPerCore),
@@ -295,7 +295,7 @@ func publishedProfiles() []Profile {
 			About: "Tencent's TKE benchmark: kube-proxy iptables, eBPF natively routed and eBPF over VXLAN; pod-to-pod TCP_STREAM_MULTI (8 flows), " +
 				"HTTP keep-alive and short-connection RPS at c64 and p99 at 1,000 QPS through a Service with fortio's client as TKE's (FORTIO_RPS_C64, " +
 				"FORTIO_RPS_SHORT_C64, FORTIO_QPS_1000), TCP_RR and TCP_CRR latency; L3/L4 policy, L7 policy and the flow log added to both eBPF " +
-				"columns, each on keep-alive HTTP against the same datapath without it; 5 interleaved rounds of 2 s; " +
+				"columns, each on keep-alive HTTP against the same datapath without it; 5 interleaved rounds of 2 s; about 11 min on 2 cores; " +
 				"opens with TKE's table and its shapes (eBPF ÷ iptables, overlay ÷ native, each part's overhead) judged here",
 			Tests:         []string{"TCP_STREAM_MULTI", "FORTIO_RPS_C64", "FORTIO_RPS_SHORT_C64", "TCP_RR", "TCP_CRR", "FORTIO_QPS_1000"},
 			Placements:    []string{PodToPodOtherNode, PodToServiceOtherNode},

@@ -24,6 +24,17 @@ type Column struct {
 	Adds string `json:"adds,omitempty"`
 	// parts are the scenario's parts as the run recorded them (against.go).
 	parts results.ScenarioName
+	// plan is the run's plan, which says the tests the column's scenario
+	// was to measure (results.Plan.Measures).
+	plan *results.Plan
+}
+
+// planned tells whether the column's run planned test in its scenario: a
+// test section leaves out the columns that were never to measure it (a
+// profile's added-part scenarios run one test), instead of calling them
+// missing.
+func (c Column) planned(test string) bool {
+	return c.plan == nil || c.plan.Measures(c.Scenario, test)
 }
 
 // buildColumns adds the runs and a column per run × scenario to rep, and
@@ -40,7 +51,7 @@ func buildColumns(rep *Report, in []Input) (colResults []map[string]results.Resu
 		}
 		rep.Runs = append(rep.Runs, runInfo(run, label))
 		for _, sc := range scenarioNames(run) {
-			col := Column{Run: ri, RunID: run.RunID, Scenario: sc, Label: columnLabel(run, sc), parts: scenarioParts(run, sc)}
+			col := Column{Run: ri, RunID: run.RunID, Scenario: sc, Label: columnLabel(run, sc), parts: scenarioParts(run, sc), plan: &run.Plan}
 			if len(in) > 1 {
 				col.Label = label
 				if len(scenarioNames(run)) > 1 {

@@ -68,6 +68,10 @@ type glanceRowView struct {
 	Cells                   []cellView
 }
 
+// notPlannedText is a glance cell of a scenario the run's plan never had
+// measure that test (results.Plan.ScenarioTests).
+const notPlannedText = "not planned"
+
 func newGlanceView(rep *Report) glanceView {
 	v := glanceView{Lead: glanceLead(rep), Baseline: rep.Baseline, FDR: rep.FDR.Sentence(), Multi: len(rep.Columns) > 1,
 		Head: []string{"Test", "Placement", "Metric"}}
@@ -79,7 +83,12 @@ func newGlanceView(rep *Report) glanceView {
 	}
 	for _, g := range rep.Glance {
 		r := glanceRowView{Test: g.Test, Placement: g.Placement, Metric: metricLabel(g.Row)}
-		for _, x := range g.Values {
+		for ci, x := range g.Values {
+			if x == nil && !rep.Columns[ci].planned(g.Test) {
+				// Never to be measured there: not "missing".
+				r.Cells = append(r.Cells, cellView{notPlannedText, "num muted"})
+				continue
+			}
 			r.Cells = append(r.Cells, valueCell(x, rep.Options.Level))
 		}
 		if v.Multi {

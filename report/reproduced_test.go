@@ -293,6 +293,22 @@ func TestReproducedTKE(t *testing.T) {
 			t.Errorf("%s: an iptables cell, where TKE has none (–)", l.Row)
 		}
 	}
+	// The added-part scenarios ran FORTIO_RPS_C64 only: the other tests'
+	// sections leave their columns out, the glance says "not planned".
+	md := out["md"]
+	rr := md[strings.Index(md, "## TCP_RR · pod-to-pod/other-node"):]
+	rr = rr[:strings.Index(rr, "\n## ")]
+	if strings.Contains(rr, "ebpf+policy") || !strings.Contains(rr, "| Metric | iptables | ebpf | vxlan+ebpf | ebpf vs iptables | vxlan+ebpf vs ebpf |") {
+		t.Errorf("TCP_RR's section shows the added-part columns it never planned:\n%s", rr)
+	}
+	ka := md[strings.Index(md, "## FORTIO_RPS_C64 · pod-to-service/other-node"):]
+	ka = ka[:strings.Index(ka, "\n## ")]
+	if !strings.Contains(ka, "| ebpf+l7-node vs ebpf |") {
+		t.Errorf("the keep-alive section lacks the parts' columns")
+	}
+	if !strings.Contains(md, "| TCP_RR | pod-to-pod/other-node | rate (trans/s) ↑ |") || !strings.Contains(md, "| "+notPlannedText+" |") || strings.Contains(md, "| missing |") {
+		t.Errorf("the glance does not mark unplanned cells %q (or calls some missing)", notPlannedText)
+	}
 	if !strings.Contains(out["md"], "vs ebpf: published -86.1%; ours") {
 		t.Errorf("the L7 row does not show the published change beside ours:\n%s", out["md"])
 	}

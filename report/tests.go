@@ -27,7 +27,7 @@ func (testsSection) markdown(b *strings.Builder, rep *Report) {
 		fmt.Fprintf(b, "%s: %s.\n\n", samplesLabel, mdText(sec.Samples))
 		if len(sec.Rows) > 0 {
 			mdRow(b, sec.Head...)
-			mdSep(b, len(sec.Head), 1, 1+len(rep.Columns))
+			mdSep(b, len(sec.Head), 1, 1+sec.Shown)
 			for _, r := range sec.Rows {
 				mdRow(b, append([]string{r.Metric}, cellTexts(r.Cells)...)...)
 			}
@@ -69,6 +69,7 @@ func (testsSection) html(b *strings.Builder, rep *Report) error {
 type testView struct {
 	ID, Test, Placement, About, Control, Samples string
 	Head                                         []string
+	Shown                                        int // value columns shown (shownColumns)
 	Rows                                         []rowView
 	Warnings                                     []string
 	CPU                                          []string
@@ -81,23 +82,42 @@ type rowView struct {
 
 func testViews(rep *Report) []testView {
 	var out []testView
-	head := testHead(rep.Columns)
 	for i, sec := range rep.Sections {
+		shown := shownColumns(sec, rep.Columns)
 		v := testView{ID: fmt.Sprintf("t%d", i+1), Test: sec.Test, Placement: sec.Placement, About: sec.About, Control: sec.Control,
-			Warnings: sec.Warnings, CPU: sec.CPU, Samples: samplesLine(sec, rep.Columns), Head: head}
+			Warnings: sec.Warnings, CPU: sec.CPU, Samples: samplesLine(sec, rep.Columns, shown), Head: testHead(rep.Columns, shown)}
+		for _, s := range shown {
+			if s {
+				v.Shown++
+			}
+		}
 		for _, r := range sec.Metrics {
-			v.Rows = append(v.Rows, metricRow(r, rep))
+			v.Rows = append(v.Rows, metricRow(r, rep, shown))
 		}
 		out = append(out, v)
 	}
 	return out
 }
 
-// samplesLine is each column's sample counts, named when there are
+// shownColumns are the columns a test's section shows: every one but
+// those whose run never planned the test in their scenario (Column.planned)
+// and so have no result for it.
+func shownColumns(sec Section, cols []Column) []bool {
+	shown := make([]bool, len(cols))
+	for ci, c := range cols {
+		shown[ci] = ci >= len(sec.Samples) || sec.Samples[ci] != nil || c.planned(sec.Test)
+	}
+	return shown
+}
+
+// samplesLine is each shown column's sample counts, named when there are
 // several columns.
-func samplesLine(sec Section, cols []Column) string {
+func samplesLine(sec Section, cols []Column, shown []bool) string {
 	var sm []string
 	for ci, sc := range sec.Samples {
+		if !shown[ci] {
+			continue
+		}
 		s := samplesText(sc)
 		if len(cols) > 1 {
 			s = cols[ci].Label + " " + s
@@ -107,15 +127,19 @@ func samplesLine(sec Section, cols []Column) string {
 	return strings.Join(sm, "; ")
 }
 
-// testHead heads a test's table: the metric, the columns, each column's
-// comparison, and the winner of three or more.
-func testHead(cols []Column) []string {
+// testHead heads a test's table: the metric, the shown columns, each
+// one's comparison, and the winner of three or more.
+func testHead(cols []Column, shown []bool) []string {
 	head := []string{"Metric"}
-	for _, c := range cols {
-		head = append(head, c.Label)
+	for ci, c := range cols {
+		if shown[ci] {
+			head = append(head, c.Label)
+		}
 	}
-	for ci := range cols[1:] {
-		head = append(head, vsLabel(cols, ci+1))
+	for ci := 1; ci < len(cols); ci++ {
+		if shown[ci] {
+			head = append(head, vsLabel(cols, ci))
+		}
 	}
 	if len(cols) > 2 {
 		head = append(head, winnerHead(cols))
@@ -123,13 +147,17 @@ func testHead(cols []Column) []string {
 	return head
 }
 
-func metricRow(r Row, rep *Report) rowView {
+func metricRow(r Row, rep *Report, shown []bool) rowView {
 	v := rowView{Metric: metricLabel(r)}
-	for _, x := range r.Values {
-		v.Cells = append(v.Cells, valueCell(x, rep.Options.Level))
+	for ci, x := range r.Values {
+		if shown[ci] {
+			v.Cells = append(v.Cells, valueCell(x, rep.Options.Level))
+		}
 	}
-	for _, d := range r.VsBaseline[1:] {
-		v.Cells = append(v.Cells, deltaCell(d))
+	for ci := 1; ci < len(r.VsBaseline); ci++ {
+		if shown[ci] {
+			v.Cells = append(v.Cells, deltaCell(r.VsBaseline[ci]))
+		}
 	}
 	if len(rep.Columns) > 2 {
 		v.Cells = append(v.Cells, winnerCell(r.Winner))

@@ -163,11 +163,21 @@ func checkOriginalLayout(t *testing.T, id string, m *Reproduced, out map[string]
 		rowIndex[r] = i
 	}
 	last := -1
+	present := map[string]bool{}
 	for _, l := range m.Cells {
-		if rowIndex[l.Row] < last {
+		i, ok := rowIndex[l.Row]
+		if !ok {
+			t.Errorf("%s: row %q is none of the original's", id, l.Row)
+		}
+		if i < last {
 			t.Errorf("%s: row %q after a later row of the original", id, l.Row)
 		}
-		last = rowIndex[l.Row]
+		last, present[l.Row] = i, true
+	}
+	for _, r := range pub.Rows {
+		if !present[r] {
+			t.Errorf("%s: the original's row %q is not in the table", id, r)
+		}
 	}
 	for _, c := range pub.Cells {
 		line := ""

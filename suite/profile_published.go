@@ -234,10 +234,10 @@ func tkeQuestions() []results.Question {
 	var qs []results.Question
 	for _, s := range rep.Shapes {
 		if s.Change {
-			// The part's scenario against its datapath's.
+			// The part's scenario against its column's own datapath.
 			if c, ok := scenario(s.A); ok {
-				base, _, _ := strings.Cut(c.Scenario, "+"+tkePartOf(c.Scenario))
-				qs = append(qs, results.Question{Ask: s.Ask, Test: c.Test, Placement: c.Placement, Metric: c.Metric, A: base, B: c.Scenario})
+				qs = append(qs, results.Question{Ask: s.Ask, Test: c.Test, Placement: c.Placement, Metric: c.Metric,
+					A: columnScenario(tkeColumns, s.A.Column), B: c.Scenario})
 			}
 			continue
 		}
@@ -250,11 +250,11 @@ func tkeQuestions() []results.Question {
 	return qs
 }
 
-// tkePartOf is the TKE part an added-part scenario adds ("" for none).
-func tkePartOf(scenario string) string {
-	for _, p := range tkeParts {
-		if strings.HasSuffix(scenario, "+"+p.part) {
-			return p.part
+// columnScenario is the lab scenario of a report's column ("" for none).
+func columnScenario(cols []reportColumn, column string) string {
+	for _, c := range cols {
+		if c.column == column {
+			return c.scenario
 		}
 	}
 	return ""

@@ -93,6 +93,21 @@ func TestTKEShapesAreQuestions(t *testing.T) {
 	if q.Test != "FORTIO_RPS_SHORT_C64" || q.Placement != PodToServiceOtherNode || q.A != "iptables" || q.B != "ebpf" || q.Metric != "request rate" {
 		t.Errorf("first question %+v, want short-connection HTTP, ebpf vs iptables", q)
 	}
+	// An overhead shape asks for the part's scenario against its column's
+	// datapath, on the one test that scenario runs.
+	var parts []string
+	for _, q := range prof.Questions {
+		if only, narrowed := prof.ScenarioTests[q.B]; narrowed {
+			parts = append(parts, q.B+" vs "+q.A)
+			if q.Test != "FORTIO_RPS_C64" || q.Placement != PodToServiceOtherNode || q.Metric != "request rate" || !slices.Contains(only, q.Test) {
+				t.Errorf("overhead question %+v: not keep-alive HTTP through a Service, or not a test its scenario runs", q)
+			}
+		}
+	}
+	want := "ebpf+policy vs ebpf, vxlan+ebpf+policy vs vxlan+ebpf, ebpf+l7-node vs ebpf, vxlan+ebpf+l7-node vs vxlan+ebpf, ebpf+flows vs ebpf, vxlan+ebpf+flows vs vxlan+ebpf"
+	if strings.Join(parts, ", ") != want {
+		t.Errorf("overhead questions %q, want %q", strings.Join(parts, ", "), want)
+	}
 }
 
 // A connectivity-perf run, cut to two tests on one placement, through the

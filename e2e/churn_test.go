@@ -123,24 +123,8 @@ func TestChurnRun(t *testing.T) {
 			}
 		}
 	}
-	md, err := os.ReadFile(filepath.Join(out, "report.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"## Churn", "nftables+churn (nftables, partial syncs, minimum interval 1s)",
+	reportHas(t, out, "## Churn", "nftables+churn (nftables, partial syncs, minimum interval 1s)",
 		"ebpf+churn (ebpf, partial syncs, a sync per change)", "programming latency, change made → held by every node's kernel: p50", "read back after each sample: 3 of 3 samples' datapaths held exactly the last sync",
-		"HTTP_RPS_SHORT_C64 request rate:", "TCP_CRR rate:", "timeline of round 1's HTTP_RPS_SHORT_C64 in 250 ms buckets"} {
-		if !strings.Contains(string(md), want) {
-			t.Errorf("report.md lacks %q", want)
-		}
-	}
-	if t.Failed() {
-		t.Logf("report.md:\n%s", md)
-	}
-	for _, sl := range append(labs, l) {
-		if left := sl.leftovers(); len(left) > 0 {
-			t.Errorf("left behind: %v", left)
-		}
-	}
-	hosttest.AssertUnchanged(t, before, "after the run")
+		"HTTP_RPS_SHORT_C64 request rate:", "TCP_CRR rate:", "timeline of round 1's HTTP_RPS_SHORT_C64 in 250 ms buckets")
+	leftClean(t, before, append(labs, l)...)
 }

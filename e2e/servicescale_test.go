@@ -48,6 +48,53 @@ func scenarioLabs(t *testing.T, l *lab, suffixes ...string) []*lab {
 	return out
 }
 
+// runOrSkip runs cnibench in l and fails the test unless it exits 0; a
+// datapath the kernel here does not support skips it instead.
+func runOrSkip(t *testing.T, l *lab, args ...string) (stdout, stderr string) {
+	t.Helper()
+	stdout, stderr, code := l.run(args...)
+	if code != 0 {
+		if strings.Contains(stderr, "unsupported") {
+			t.Skipf("a datapath is unsupported here: %s", stderr)
+		}
+		t.Fatalf("run exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	return stdout, stderr
+}
+
+// reportHas reads dir/report.md, fails on every want it lacks and then
+// logs the report once; it returns the report.
+func reportHas(t *testing.T, dir string, wants ...string) string {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := false
+	for _, w := range wants {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("report.md lacks %q", w)
+			missing = true
+		}
+	}
+	if missing {
+		t.Logf("report.md:\n%s", md)
+	}
+	return string(md)
+}
+
+// leftClean fails on whatever the labs left behind and on any change to
+// the host since before.
+func leftClean(t *testing.T, before hosttest.Snapshot, labs ...*lab) {
+	t.Helper()
+	for _, sl := range labs {
+		if left := sl.leftovers(); len(left) > 0 {
+			t.Errorf("left behind: %v", left)
+		}
+	}
+	hosttest.AssertUnchanged(t, before, "after the run")
+}
+
 // One CI-sized sweep through the CLI, on iptables and the eBPF socket LB,
 // with a --max-step-time that iptables' programming of 100 Services stays
 // well below (tens of ms; the limit also cancels a step that overruns)
@@ -60,15 +107,9 @@ func TestServiceScaleSweep(t *testing.T) {
 	labs := scenarioLabs(t, l, "ipt", "ebpf")
 	before := hosttest.Take(t)
 	out := filepath.Join(t.TempDir(), "out")
-	stdout, stderr, code := l.run("run", "--tests", "service-scale", "--scenarios", "iptables,ebpf",
+	_, stderr := runOrSkip(t, l, "run", "--tests", "service-scale", "--scenarios", "iptables,ebpf",
 		"--scale-steps", "0,100,2000", "--max-step-time", "400ms",
 		"--duration", "300ms", "--warmup", "50ms", "--rounds", "3", "--out", out)
-	if code != 0 {
-		if strings.Contains(stderr, "unsupported") {
-			t.Skipf("a datapath is unsupported here: %s", stderr)
-		}
-		t.Fatalf("run exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
 	for _, want := range []string{"iptables step 2/3: 100 Services: programming", "verifying ... ok",
 		"ebpf step 3/3: 2000 Services: programming", "step 3/3 (2000 Services): measuring", "stopped before 2000 Services"} {
 		if !strings.Contains(stderr, want) {
@@ -121,30 +162,14 @@ func TestServiceScaleSweep(t *testing.T) {
 			}
 		}
 	}
-	md, err := os.ReadFile(filepath.Join(out, "report.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"## Service scale", "short-connection RPS at 2,000 Services",
+	md := reportHas(t, out, "## Service scale", "short-connection RPS at 2,000 Services",
 		"keep-alive RPS at 100 Services", "Stopped: iptables: stopped before 2000 Services",
-		"per 1,000 Services, r²", "exponent", "pod-to-service/other-node @ 2,000 Services"} {
-		if !strings.Contains(string(md), want) {
-			t.Errorf("report.md lacks %q", want)
-		}
-	}
-	if t.Failed() {
-		t.Logf("report.md:\n%s", md)
-	}
-	if !strings.Contains(string(md), "curves cross between") && !strings.Contains(string(md), "no crossover in the measured range") &&
-		!strings.Contains(string(md), "no significant crossover") {
+		"per 1,000 Services, r²", "exponent", "pod-to-service/other-node @ 2,000 Services")
+	if !strings.Contains(md, "curves cross between") && !strings.Contains(md, "no crossover in the measured range") &&
+		!strings.Contains(md, "no significant crossover") {
 		t.Error("report.md has no crossover statement")
 	}
-	for _, sl := range append(labs, l) {
-		if left := sl.leftovers(); len(left) > 0 {
-			t.Errorf("left behind: %v", left)
-		}
-	}
-	hosttest.AssertUnchanged(t, before, "after the run")
+	leftClean(t, before, append(labs, l)...)
 }
 
 // An eBPF map too small for the largest step is refused before any step is
@@ -205,14 +230,8 @@ func TestServiceScaleOneNode(t *testing.T) {
 	l := newLab(t)
 	labs := scenarioLabs(t, l, "ipt")
 	out := filepath.Join(t.TempDir(), "out")
-	stdout, stderr, code := l.run("run", "--tests", "service-scale", "--scenarios", "iptables", "--nodes", "1",
+	runOrSkip(t, l, "run", "--tests", "service-scale", "--scenarios", "iptables", "--nodes", "1",
 		"--scale-steps", "0,100", "--duration", "300ms", "--warmup", "0s", "--rounds", "1", "--out", out)
-	if code != 0 {
-		if strings.Contains(stderr, "unsupported") {
-			t.Skipf("iptables unsupported here: %s", stderr)
-		}
-		t.Fatalf("run exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
 	b, err := os.ReadFile(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -86,6 +86,9 @@ func options(t kinds.Test, host string, p kinds.Plan) any {
 	if test == TCPCRR {
 		o.PortShare = p.PortShare
 	}
+	if test == UDPStream {
+		o.MessageSize = p.UDPMessageSize
+	}
 	return o
 }
 

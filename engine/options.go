@@ -42,6 +42,10 @@ const (
 	BusyPoll = engineapi.BusyPoll
 
 	maxUDPRRSize = engineapi.MaxUDPRRSize
+
+	// MinUDPStreamSize and MaxUDPStreamSize bound UDP_STREAM's datagram.
+	MinUDPStreamSize = engineapi.MinUDPStreamSize
+	MaxUDPStreamSize = engineapi.MaxUDPStreamSize
 )
 
 var (

@@ -49,6 +49,19 @@ type Cell struct {
 	// range's width". Both zero: the cell's own figure.
 	Low  float64 `json:"low,omitempty"`
 	High float64 `json:"high,omitempty"`
+	// Source, Date and Hardware are where the figure comes from; in the
+	// file only where they differ from its report's (a figure from a
+	// follow-up post), and Parse fills the others from the report, so
+	// every figure carries its own.
+	Source   string `json:"source,omitempty"`
+	Date     string `json:"date,omitempty"`
+	Hardware string `json:"hardware,omitempty"`
+}
+
+// OwnProvenance tells whether the figure comes from elsewhere than its
+// report (its source, date or hardware differ), for a note beside it.
+func (c Cell) OwnProvenance(r Report) bool {
+	return c.Source != r.Source || c.Date != r.Date || c.Hardware != r.Hardware
 }
 
 // Ranged tells whether the cell holds a row's range, not its own figure.
@@ -73,9 +86,13 @@ func Parse(data []byte) ([]Report, error) {
 		return nil, fmt.Errorf("published reports: no report")
 	}
 	ids := map[string]bool{}
-	for _, r := range f.Reports {
+	for i, r := range f.Reports {
 		if err := r.check(); err != nil {
 			return nil, fmt.Errorf("published report %q: %w", r.ID, err)
+		}
+		for j := range r.Cells {
+			c := &f.Reports[i].Cells[j]
+			c.Source, c.Date, c.Hardware = or(c.Source, r.Source), or(c.Date, r.Date), or(c.Hardware, r.Hardware)
 		}
 		if ids[r.ID] {
 			return nil, fmt.Errorf("published report %q: listed twice", r.ID)
@@ -119,6 +136,14 @@ func (r Report) check() error {
 		seen[[2]string{c.Row, c.Column}] = true
 	}
 	return nil
+}
+
+// or is s, or else when s is empty.
+func or(s, otherwise string) string {
+	if strings.TrimSpace(s) == "" {
+		return otherwise
+	}
+	return s
 }
 
 // names checks a list of row or column names: some, none empty, none twice.

@@ -87,3 +87,30 @@ func TestConvert(t *testing.T) {
 		}
 	}
 }
+
+// Every figure carries its source, date and hardware: its own where the
+// file gives them, else its report's.
+func TestEveryCellCarriesItsProvenance(t *testing.T) {
+	const data = `{"reports":[{"id":"x","title":"T","source":"S","date":"2026","hardware":"H","columns":["a","b"],"rows":["r"],"cells":[` +
+		`{"row":"r","column":"a","value":1,"unit":"µs"},{"row":"r","column":"b","value":2,"unit":"µs","source":"a follow-up post","date":"2027"}]}]}`
+	rs, err := Parse([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := rs[0].Cell("r", "a")
+	b, _ := rs[0].Cell("r", "b")
+	if a.Source != "S" || a.Date != "2026" || a.Hardware != "H" || a.OwnProvenance(rs[0]) {
+		t.Errorf("a: %+v, want the report's provenance", a)
+	}
+	if b.Source != "a follow-up post" || b.Date != "2027" || b.Hardware != "H" || !b.OwnProvenance(rs[0]) {
+		t.Errorf("b: %+v, want its own source and date, the report's hardware", b)
+	}
+	all, _ := All()
+	for _, r := range all {
+		for _, c := range r.Cells {
+			if c.Source == "" || c.Date == "" || c.Hardware == "" {
+				t.Errorf("%s %s / %s: no provenance", r.ID, c.Row, c.Column)
+			}
+		}
+	}
+}

@@ -263,7 +263,7 @@ func tested(v stats.Verdict, opt Options) Num {
 // has no such section.
 func crossKey(rep *Report, ss *ServiceScale, c *ScaleCrossover, services float64) string {
 	a, b := ss.Datapaths[c.a], ss.Datapaths[c.b]
-	where := fmt.Sprintf("%s @ %s Services", a.Placement, thousands(int(services)))
+	where, test := stepPlacement(a.Placement, int(services), a.afterRounds), a.crossTestOf()
 	col := func(name string) int {
 		for i, cl := range rep.Columns {
 			if cl.Scenario == name {
@@ -277,7 +277,7 @@ func crossKey(rep *Report, ss *ServiceScale, c *ScaleCrossover, services float64
 		return ""
 	}
 	for si, sec := range rep.Sections {
-		if sec.Test != crossTest || sec.Placement != where {
+		if sec.Test != test || sec.Placement != where {
 			continue
 		}
 		for ri, row := range sec.Metrics {

@@ -22,11 +22,11 @@ func TestReproducedFromRecordedRuns(t *testing.T) {
 		profile, runID string
 		want           map[string]string // shape → its answer
 	}{
-		{"tke", "20261203-172856-4774", map[string]string{ // BENCHMARKS.md, "--profile tke with TKE's overhead rows in the run"
+		{"tke", "20261204-171903-71bd", map[string]string{ // BENCHMARKS.md, "--profile tke with its Service-scale rows in the run"
 			"short-connection HTTP through a Service, Cilium native ÷ iptables":                 ShapeDoesNot,
 			"keep-alive HTTP through a Service, Cilium native ÷ iptables":                       ShapeNotShown,
 			"pod-to-pod throughput, Cilium native ÷ iptables":                                   ShapeNotShown,
-			"short-connection HTTP through a Service, Cilium overlay ÷ native":                  ShapeDoesNot,
+			"short-connection HTTP through a Service, Cilium overlay ÷ native":                  ShapeNotShown,
 			"TCP_RR p50, Cilium overlay ÷ native":                                               ShapeNotShown,
 			"L3/L4 policy on keep-alive HTTP through a Service, Cilium native":                  ShapeNotShown,
 			"L3/L4 policy on keep-alive HTTP through a Service, Cilium overlay":                 ShapeNotShown,
@@ -34,6 +34,14 @@ func TestReproducedFromRecordedRuns(t *testing.T) {
 			"L7 policy (a per-node proxy) on keep-alive HTTP through a Service, Cilium overlay": ShapeHolds,
 			"flow log (Hubble) on keep-alive HTTP through a Service, Cilium native":             ShapeNotShown,
 			"flow log (Hubble) on keep-alive HTTP through a Service, Cilium overlay":            ShapeNotShown,
+			"short-connection HTTP at 30,000 Services, Cilium native ÷ iptables":                ShapeHolds,
+			"short-connection HTTP, 10,000 Services ÷ none, iptables":                           ShapeHolds,
+			"short-connection HTTP, 30,000 Services ÷ none, iptables":                           ShapeHolds,
+			"short-connection HTTP, 30,000 Services ÷ none, Cilium native":                      ShapeNotShown,
+			"short-connection HTTP, 30,000 Services ÷ none, Cilium overlay":                     ShapeHolds,
+		}},
+		{"connectivity-perf", "20261204-173610-0189", map[string]string{ // "--profile connectivity-perf with cilium-cli's --msg-size"
+			"TCP_CRR ÷ TCP_RR transaction rate, pod-to-pod same-node": ShapeHolds,
 		}},
 		{"eks", "20261203-140657-0aec", map[string]string{ // "--profile eks, quiet rerun"
 			"TCP throughput, B ÷ A": ShapeNotShown,

@@ -146,8 +146,15 @@ func locate(rep *Report, run *results.Run, c results.ReproducedCell) located {
 	if col < 0 {
 		return located{why: fmt.Sprintf("not measured in this run: scenario %s was not run (--scenarios)", scenario)}
 	}
+	where := c.Placement
+	if c.Services > 0 || len(run.Sweeps) > 0 {
+		if why := stepMissing(run, scenario, c.Services); why != "" {
+			return located{why: why}
+		}
+		where = stepPlacement(c.Placement, c.Services, sweptAfterRounds(run))
+	}
 	for si, sec := range rep.Sections {
-		if sec.Test != c.Test || sec.Placement != c.Placement {
+		if sec.Test != c.Test || sec.Placement != where {
 			continue
 		}
 		if sc := sec.Samples[col]; sc == nil || sc.OK == 0 {
@@ -181,6 +188,9 @@ func reproducedLine(rep *Report, run *results.Run, spec *results.Reproduction, p
 	}
 	if p, ok := pub.Cell(c.Row, c.Column); ok {
 		l.Published = &p
+	}
+	if c.Metric == results.MetricMapMemory {
+		return mapMemoryLine(run, l, c)
 	}
 	at := locate(rep, run, c)
 	if at.why != "" {
@@ -219,9 +229,8 @@ func reproducedLine(rep *Report, run *results.Run, spec *results.Reproduction, p
 // (results.ReproducedCell.Change): ours is the cell's column against the
 // column without the added part, as the run's verdict says it.
 func changeLine(rep *Report, l ReproducedLine, row Row, at located) ReproducedLine {
-	col := rep.Columns[at.col]
-	d := row.VsBaseline[at.col]
-	if col.Adds == "" || d == nil {
+	col, d := partChange(rep, at)
+	if d == nil {
 		l.NotMeasured = fmt.Sprintf("not measured: a change needs the same datapath without the part in this run, and %s has none (--scenarios)", col.Label)
 		return l
 	}
@@ -232,6 +241,18 @@ func changeLine(rep *Report, l ReproducedLine, row Row, at located) ReproducedLi
 	}
 	l.RatioText = "– (a change)"
 	return l
+}
+
+// partChange is a change cell's column and the run's verdict on it
+// against the same datapath without the part (its Against); a nil Delta
+// when the run has no such column.
+func partChange(rep *Report, at located) (Column, *Delta) {
+	col := rep.Columns[at.col]
+	d := rep.Sections[at.sec].Metrics[at.row].VsBaseline[at.col]
+	if col.Adds == "" {
+		return col, nil
+	}
+	return col, d
 }
 
 // oursOverPublished is our median ÷ the published figure in our unit,
@@ -283,6 +304,9 @@ func newReproducedView(rep *Report, m *Reproduced) reproducedView {
 	}
 	for _, l := range m.Cells {
 		pubText := publishedText(l.Published)
+		if l.Published != nil && l.Published.OwnProvenance(published.Report{Source: m.Source, Date: m.Date, Hardware: m.Hardware}) {
+			pubText += fmt.Sprintf(" (%s, %s; %s)", l.Published.Source, l.Published.Date, l.Published.Hardware)
+		}
 		row := []cellView{{l.Row, "nw"}, {l.Column, "nw"}, {l.As, ""}, {pubText, "num"}}
 		if l.NotMeasured != "" {
 			row = append(row, cellView{l.NotMeasured, "muted"}, cellView{"", ""}, cellView{"", ""})

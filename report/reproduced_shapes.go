@@ -102,7 +102,13 @@ func shapeLine(rep *Report, run *results.Run, spec *results.Reproduction, pub pu
 			l.Text = s.Ask + ": not judged: a measurement has no values"
 			return l
 		}
-		l.Delta, l.own = delta(ma, mb, rep.Options, true), true
+		// Two Service counts are measured apart (the rounds, then the
+		// sweep's step): compared unpaired, as the sweep's own table.
+		paired := ca.Services == cb.Services
+		if !paired {
+			l.note = " (the two Service counts measured apart: unpaired)"
+		}
+		l.Delta, l.own = delta(ma, mb, rep.Options, paired), true
 	default:
 		l.Text = fmt.Sprintf("%s: not judged: it compares two measurements of two scenarios, which no paired verdict of this run covers", s.Ask)
 		return l
@@ -126,9 +132,8 @@ func changeShapeLine(rep *Report, run *results.Run, spec *results.Reproduction, 
 		l.Text = fmt.Sprintf("%s: not judged: %s / %s %s", s.Ask, s.A.Row, s.A.Column, at.why)
 		return l
 	}
-	col := rep.Columns[at.col]
-	d := rep.Sections[at.sec].Metrics[at.row].VsBaseline[at.col]
-	if col.Adds == "" || d == nil {
+	col, d := partChange(rep, at)
+	if d == nil {
 		l.Text = fmt.Sprintf("%s: not judged: this run has no column of %s's datapath without the part (--scenarios)", s.Ask, col.Label)
 		return l
 	}
@@ -157,7 +162,7 @@ func specCell(spec *results.Reproduction, ref results.CellRef) results.Reproduce
 // shapeMetric is a mapped cell's metric in the run, every round of it.
 func shapeMetric(run *results.Run, scenario string, c results.ReproducedCell) *results.Metric {
 	for _, r := range run.Results {
-		if r.Scenario != scenario || r.Test != c.Test || r.Placement.Name() != c.Placement {
+		if r.Scenario != scenario || r.Test != c.Test || r.Placement.Name() != c.Placement || r.Services != c.Services {
 			continue
 		}
 		s, err := results.Metrics(r)

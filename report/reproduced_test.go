@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/datapath/sweep"
 	"github.com/cnibench/cnibench/engine"
 	"github.com/cnibench/cnibench/engine/httpload"
 	"github.com/cnibench/cnibench/engine/kinds"
@@ -35,6 +37,10 @@ const lossKey = "UDP_STREAM loss"
 // factors scale a scenario's rates against the first scenario (latency
 // by the inverse), per test; a test not listed is 1.
 type factors map[string]map[string]float64
+
+// atServices is the key of a scenario's factors for its rows at scale:
+// its rates at n dummy Services against its own at none (1 if absent).
+func atServices(n int) string { return fmt.Sprintf("@%d Services", n) }
 
 // recordedRun is a results file of a profile as its run writes it: the
 // plan resolved by the suite (so it carries the profile's reproduction),
@@ -67,6 +73,9 @@ func recordedRun(t *testing.T, profile string, f factors) *results.Run {
 			}
 			for _, pl := range plan.Placements {
 				k := f[sc][test]
+				if kp := f[sc][test+" "+pl]; kp != 0 {
+					k = kp // this placement's own
+				}
 				if k == 0 {
 					k = 1
 				}
@@ -87,6 +96,9 @@ func recordedRun(t *testing.T, profile string, f factors) *results.Run {
 			}
 		}
 	}
+	if prof.Scale != nil {
+		recordedSweeps(t, run, prof.Scale, f)
+	}
 	dir := t.TempDir()
 	if err := results.Save(dir, run); err != nil {
 		t.Fatal(err)
@@ -96,6 +108,50 @@ func recordedRun(t *testing.T, profile string, f factors) *results.Run {
 		t.Fatal(err)
 	}
 	return back
+}
+
+// recordedSweeps adds the sweep a profile's rows at scale run after the
+// rounds: every step recorded (eBPF scenarios with their maps' memory),
+// the rows' tests measured at every step past 0 on each of its scenarios.
+func recordedSweeps(t *testing.T, run *results.Run, rows *suite.ScaleRows, f factors) {
+	steps := rows.StepsFromZero()
+	for si, sc := range rows.Scenarios {
+		sw := results.Sweep{Scenario: sc, Datapath: sc, Placement: suite.PodToServiceOtherNode, AfterRounds: true,
+			Options: sweep.Options{Steps: steps, Endpoints: rows.Endpoints, Position: "last"}}
+		for _, n := range steps {
+			st := results.SweepStep{Step: sweep.Step{Services: n, Position: n}, Conntrack: -1}
+			if strings.Contains(sc, "ebpf") {
+				st.Memory.BPFMapBytes = int64(40e6 + 1000*n)
+			} else {
+				st.Memory.RulesetBytes = int64(500 * n)
+			}
+			sw.Steps = append(sw.Steps, st)
+			if n == 0 {
+				continue // the rounds measured it
+			}
+			jitter := []float64{0, 0.01, -0.01, 0.005, -0.005}
+			if si%2 == 1 {
+				jitter = []float64{0.004, -0.006, 0.008, -0.002, 0}
+			}
+			for _, test := range rows.Tests {
+				k := f[sc][test]
+				if k == 0 {
+					k = 1
+				}
+				if at := f[sc][atServices(n)]; at != 0 {
+					k *= at
+				}
+				var rates, lats []float64
+				for _, j := range jitter {
+					rates, lats = append(rates, base[test].rate*k*(1+j)), append(lats, base[test].latUs/k*(1-j))
+				}
+				r := recordedResult(t, sc, test, suite.PodToServiceOtherNode, rates, lats)
+				r.Services = n
+				run.Results = append(run.Results, r)
+			}
+		}
+		run.Sweeps = append(run.Sweeps, sw)
+	}
 }
 
 // recordedResult is one test on one placement, five rounds.
@@ -253,6 +309,20 @@ func TestReproducedTKE(t *testing.T) {
 		"ebpf+policy": {"FORTIO_RPS_C64": 0.9}, "ebpf+l7-node": {"FORTIO_RPS_C64": 0.9 * 0.14}, "ebpf+flows": {"FORTIO_RPS_C64": 0.9},
 		"vxlan+ebpf+policy": {"FORTIO_RPS_C64": 0.9}, "vxlan+ebpf+l7-node": {"FORTIO_RPS_C64": 0.45}, "vxlan+ebpf+flows": {"FORTIO_RPS_C64": 0.72},
 	}
+	// At scale iptables falls to 0.3 of itself at 30,000 Services, native
+	// eBPF to 0.8 (0.4 of iptables at none: ahead of iptables there),
+	// overlay to 0.95.
+	for sc, at := range map[string][]float64{"iptables-legacy": {0.8, 0.6, 0.45, 0.3}, "ebpf": {0.95, 0.9, 0.85, 0.8}, "vxlan+ebpf": {1, 0.98, 0.97, 0.95}} {
+		if f[sc] == nil {
+			f[sc] = map[string]float64{}
+		}
+		for i, n := range []int{5000, 10000, 20000, 30000} {
+			f[sc][atServices(n)] = at[i]
+		}
+	}
+	// Pod-to-pod short connections at thrice the rate: the sweep's step 0
+	// must be the rounds' pod-to-service result, not another placement's.
+	f["iptables-legacy"]["FORTIO_RPS_SHORT_C64 "+suite.PodToPodOtherNode] = 3
 	run := recordedRun(t, "tke", f)
 	m, out := reproducedReport(t, run)
 	checkOriginalLayout(t, "tke", m, out)
@@ -268,6 +338,11 @@ func TestReproducedTKE(t *testing.T) {
 		"L7 policy (a per-node proxy) on keep-alive HTTP through a Service, Cilium overlay": ShapeHolds,   // −88.7%, −50% here: same direction
 		"flow log (Hubble) on keep-alive HTTP through a Service, Cilium native":             ShapeHolds,   // −0.3%, even here
 		"flow log (Hubble) on keep-alive HTTP through a Service, Cilium overlay":            ShapeDoesNot, // −0.2% published, −20% here
+		"short-connection HTTP at 30,000 Services, Cilium native ÷ iptables":                ShapeHolds,   // 1.14× published, 1.33× here
+		"short-connection HTTP, 30,000 Services ÷ none, iptables":                           ShapeHolds,   // 0.29× published, 0.3× here
+		"short-connection HTTP, 10,000 Services ÷ none, iptables":                           ShapeHolds,   // 0.55× published, 0.6× here
+		"short-connection HTTP, 30,000 Services ÷ none, Cilium native":                      ShapeHolds,   // 0.74×, 0.8× here
+		"short-connection HTTP, 30,000 Services ÷ none, Cilium overlay":                     ShapeHolds,   // 0.91×, 0.95× here
 	}
 	got := shapeVerdicts(m)
 	for _, s := range m.Shapes {
@@ -284,7 +359,7 @@ func TestReproducedTKE(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("%d shapes, want %d: %v", len(got), len(want), got)
 	}
-	if !strings.Contains(out["md"], "| HTTP RPS short connection, c64 | Cilium native |") || !strings.Contains(out["md"], "vs iptables: published -55.9%") {
+	if !strings.Contains(out["md"], "| HTTP RPS short connection, c64 | Cilium native |") || !strings.Contains(out["md"], "vs iptables-legacy: published -55.9%") {
 		t.Errorf("the short-connection row does not show the published change against iptables:\n%s", out["md"])
 	}
 	// An overhead row: the part's column against its datapath's, beside
@@ -308,7 +383,7 @@ func TestReproducedTKE(t *testing.T) {
 	md := out["md"]
 	rr := md[strings.Index(md, "## TCP_RR · pod-to-pod/other-node"):]
 	rr = rr[:strings.Index(rr, "\n## ")]
-	if strings.Contains(rr, "ebpf+policy") || !strings.Contains(rr, "| Metric | iptables | ebpf | vxlan+ebpf | ebpf vs iptables | vxlan+ebpf vs ebpf |") {
+	if strings.Contains(rr, "ebpf+policy") || !strings.Contains(rr, "| Metric | iptables-legacy | ebpf | vxlan+ebpf | ebpf vs iptables-legacy | vxlan+ebpf vs ebpf |") {
 		t.Errorf("TCP_RR's section shows the added-part columns it never planned:\n%s", rr)
 	}
 	ka := md[strings.Index(md, "## FORTIO_RPS_C64 · pod-to-service/other-node"):]
@@ -322,8 +397,32 @@ func TestReproducedTKE(t *testing.T) {
 	if !strings.Contains(out["md"], "vs ebpf: published -86.1%; ours") {
 		t.Errorf("the L7 row does not show the published change beside ours:\n%s", out["md"])
 	}
-	if !strings.Contains(out["md"], "| BPF map memory per node (LB map 1.02M) | Cilium native |") || !strings.Contains(out["md"], "no equivalent here: not in this profile's run yet: the lab reports the datapath's memory") {
-		t.Errorf("the map-memory row does not say why it is not measured")
+	// The rows at scale: the step's section, the maps' memory of the
+	// largest step (one reading: no interval), the sweep's own table.
+	for _, l := range m.Cells {
+		switch {
+		case l.Row == "Service scale 30,000: short-connection RPS" && l.Column == "iptables":
+			if l.Ours == nil || math.Abs(float64(l.Ours.Median)-600) > 10 || !strings.Contains(l.As, "FORTIO_RPS_SHORT_C64 · pod-to-service/other-node · iptables-legacy · request rate") {
+				t.Errorf("iptables at 30,000: %+v (want 0.3 × 2,000 req/s)", l)
+			}
+		case l.Row == "BPF map memory per node (LB map 1.02M)" && l.Column == "Cilium overlay":
+			if l.Ours == nil || float64(l.Ours.Median) != 70 || l.Unit != "MB" || l.Ours.N != 1 || l.RatioText != "0.242×" {
+				t.Errorf("map memory, overlay: %+v ratio %q (want 70 MB, one reading, 70 ÷ 289.7)", l.Ours, l.RatioText)
+			}
+		}
+	}
+	if !strings.Contains(md, "## FORTIO_RPS_SHORT_C64 · pod-to-service/other-node @ 30,000 Services") || !strings.Contains(md, "## FORTIO_RPS_SHORT_C64 · pod-to-service/other-node\n") {
+		t.Errorf("the sweep's steps are not sections of their own beside the rounds' plain one")
+	}
+	built, err := Build([]Input{{Run: run}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss := built.ServiceScale; ss == nil || len(ss.Datapaths) != 3 || len(ss.Datapaths[0].Metrics) != 1 || ss.Datapaths[0].Metrics[0].Test != "FORTIO_RPS_SHORT_C64" ||
+		len(ss.Datapaths[0].Steps) != 5 || ss.Datapaths[0].Steps[0].Metrics[0].Value == nil {
+		t.Errorf("the sweep's table: want 3 datapaths, the one fortio track, step 0 from the rounds: %+v", ss)
+	} else if v := float64(ss.Datapaths[0].Steps[0].Metrics[0].Value.Median); math.Abs(v-2000) > 30 {
+		t.Errorf("iptables' step 0: %.0f req/s, want the rounds' 2,000 through the Service", v)
 	}
 }
 

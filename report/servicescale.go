@@ -41,6 +41,8 @@ type ScaleDatapath struct {
 	CRRCost *ScaleFit    `json:"crr_p50_fit,omitempty"`
 	Program *ProgramFit  `json:"programming_fit,omitempty"`
 	Metrics []ScaleTrack `json:"-"`
+	// afterRounds: its step 0 is the run's rounds (stepPlacement).
+	afterRounds bool
 }
 
 // ScaleStep is one row of the degradation table.
@@ -80,7 +82,7 @@ type ScaleTrack struct {
 // scaleTracks are the degradation table's traffic columns.
 var scaleTracks = []ScaleTrack{
 	{"keep-alive RPS", "HTTP_RPS_C64", results.MetricRPS},
-	{"short-connection RPS", crossTest, crossMetric},
+	{crossTrack, crossTest, crossMetric},
 	{"CRR rate", "TCP_CRR", results.MetricRate},
 	{"CRR p50", "TCP_CRR", results.MetricP50},
 	{"CRR p99", "TCP_CRR", results.MetricP99},
@@ -136,7 +138,60 @@ func sweepPlacement(run *results.Run, r results.Result) string {
 	if len(run.Sweeps) == 0 {
 		return r.Placement.Name()
 	}
-	return fmt.Sprintf("%s @ %s Services", r.Placement.Name(), thousands(r.Services))
+	return stepPlacement(r.Placement.Name(), r.Services, sweptAfterRounds(run))
+}
+
+// stepPlacement names the section of a step: the placement at its
+// Service count, or the placement alone at 0 Services when the sweep
+// followed the run's rounds (they measured that state, in their plain
+// sections).
+func stepPlacement(placement string, services int, afterRounds bool) string {
+	if services == 0 && afterRounds {
+		return placement
+	}
+	return fmt.Sprintf("%s @ %s Services", placement, thousands(services))
+}
+
+// sweptAfterRounds tells whether the run's sweep followed its rounds
+// (results.Sweep.AfterRounds: a profile's rows at scale).
+func sweptAfterRounds(run *results.Run) bool {
+	for _, sw := range run.Sweeps {
+		if sw.AfterRounds {
+			return true
+		}
+	}
+	return false
+}
+
+// fortioTwins are the tracks' tests as fortio's client measures them: a
+// profile whose report used fortio (tke) sweeps those.
+var fortioTwins = map[string]string{"HTTP_RPS_C64": "FORTIO_RPS_C64", "HTTP_RPS_SHORT_C64": "FORTIO_RPS_SHORT_C64"}
+
+// sweepTracks are the table's columns for one sweep: every track of a
+// sweep of its own; after the rounds, only the tracks it swept, a test
+// measured with fortio's client under its own name.
+func sweepTracks(run *results.Run, sw results.Sweep) []ScaleTrack {
+	if !sw.AfterRounds {
+		return scaleTracks
+	}
+	swept := func(test string) bool {
+		for _, r := range run.Results {
+			if r.Scenario == sw.Scenario && r.Test == test && r.Services > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	var out []ScaleTrack
+	for _, tr := range scaleTracks {
+		if twin, ok := fortioTwins[tr.Test]; ok && !swept(tr.Test) && swept(twin) {
+			tr.Test = twin
+		}
+		if swept(tr.Test) {
+			out = append(out, tr)
+		}
+	}
+	return out
 }
 
 // buildServiceScale analyses the sweeps of run (nil without sweeps).
@@ -166,27 +221,29 @@ func buildServiceScale(run *results.Run, opt Options) (*ServiceScale, error) {
 
 func scaleDatapath(run *results.Run, sw results.Sweep, opt Options) (ScaleDatapath, error) {
 	d := ScaleDatapath{Scenario: sw.Scenario, Datapath: sw.Datapath, Position: sw.Options.Position, Placement: sw.Placement,
-		Stopped: sw.Stopped, Error: sw.Error, Notes: sw.Notes, Metrics: scaleTracks}
+		Stopped: sw.Stopped, Error: sw.Error, Notes: sw.Notes, Metrics: sweepTracks(run, sw), afterRounds: sw.AfterRounds}
 	if d.Placement == "" { // results from before same-node existed
 		d.Placement = "pod-to-service/other-node"
 	}
 	find := func(test string, n int) (*results.Series, error) {
 		for _, r := range run.Results {
-			if r.Scenario == sw.Scenario && r.Test == test && r.Services == n {
+			// The placement too: after the rounds, step 0's results are
+			// the rounds', which measured the test on other placements.
+			if r.Scenario == sw.Scenario && r.Test == test && r.Services == n && r.Placement.Name() == d.Placement {
 				s, err := results.Metrics(r)
 				return &s, err
 			}
 		}
 		return nil, nil
 	}
-	base := make([]*results.Metric, len(scaleTracks))
+	base := make([]*results.Metric, len(d.Metrics))
 	var costX, costY, crrX, crrY []float64
 	for si, st := range sw.Steps {
 		row := ScaleStep{Services: st.Services, TestPosition: st.Position,
 			GenerateMs: ms(st.Program.Generate.Seconds()), ApplyMs: ms(st.Program.Apply.Seconds()),
 			ProgramMs: ms((st.Program.Generate + st.Program.Apply).Seconds()), VerifyMs: ms(st.Verify.Seconds()),
 			Counts: st.Counts, Expected: st.Expected, Memory: st.Memory, Conntrack: st.Conntrack, FlowEntries: st.FlowEntries, Sync: st.Sync}
-		for ti, tr := range scaleTracks {
+		for ti, tr := range d.Metrics {
 			sm := ScaleMetric{Name: tr.Name, Ratio: Num(math.NaN())}
 			s, err := find(tr.Test, st.Services)
 			if err != nil {
@@ -212,7 +269,7 @@ func scaleDatapath(run *results.Run, sw results.Sweep, opt Options) (ScaleDatapa
 					}
 				}
 				switch {
-				case tr.Test == "HTTP_RPS_SHORT_C64":
+				case tr.Name == crossTrack:
 					for _, v := range m.Values {
 						if v > 0 {
 							costX = append(costX, float64(st.Services))
@@ -317,12 +374,11 @@ func crossover(a, b ScaleDatapath, opt Options) ScaleCrossover {
 // crossPoints pairs the two datapaths' steps and says, per step, which is
 // significantly ahead (its rounds compared pairwise: they interleave).
 func crossPoints(a, b ScaleDatapath, opt Options) []crossPoint {
-	const track = "short-connection RPS"
 	var pts []crossPoint
 	for _, sa := range a.Steps {
-		ma := sa.metricNamed(track)
+		ma := sa.metricNamed(crossTrack)
 		for _, sb := range b.Steps {
-			mb := sb.metricNamed(track)
+			mb := sb.metricNamed(crossTrack)
 			if sb.Services != sa.Services || ma == nil || mb == nil || ma.Value == nil || mb.Value == nil {
 				continue
 			}
@@ -345,12 +401,23 @@ func crossPoints(a, b ScaleDatapath, opt Options) []crossPoint {
 	return pts
 }
 
-// The test and metric of the short-connection RPS track, the one the
-// crossovers compare.
+// The short-connection RPS track, the one the crossovers compare: its
+// name, its test in a sweep of its own (crossTestOf) and its metric.
 const (
+	crossTrack  = "short-connection RPS"
 	crossTest   = "HTTP_RPS_SHORT_C64"
 	crossMetric = results.MetricRPS
 )
+
+// crossTestOf is the test of d's short-connection RPS track.
+func (d ScaleDatapath) crossTestOf() string {
+	for _, tr := range d.Metrics {
+		if tr.Name == crossTrack {
+			return tr.Test
+		}
+	}
+	return crossTest
+}
 
 // crossPoint is one shared step of two datapaths' short-connection RPS.
 type crossPoint struct {
@@ -533,13 +600,4 @@ func msText(v float64) string {
 }
 
 // thousands prints n with thousands separators.
-func thousands(n int) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
+func thousands(n int) string { return stats.Thousands(n) }

@@ -32,7 +32,15 @@ type ReproducedCell struct {
 	// scenario its column is compared with (the same datapath without the
 	// part), round by round, not Scenario's value.
 	Change bool `json:"change,omitempty"`
+	// Services: the cell is measured at this many dummy Services, a step
+	// of the sweep that follows the rounds (Sweep.AfterRounds); 0: none.
+	Services int `json:"services,omitempty"`
 }
+
+// MetricMapMemory is a cell's metric when it is the BPF maps' memory of
+// the cell's scenario at its sweep step (SweepStep memory, the memlock
+// the kernel charges for the datapath's maps): one reading, no rounds.
+const MetricMapMemory = "BPF map memory"
 
 // Shape is "B against A" for two of the original's cells: two scenarios
 // of one measurement (eBPF ÷ iptables), or two measurements of one

@@ -75,6 +75,10 @@ type Sweep struct {
 	// other-node).
 	Placement string        `json:"placement,omitempty"`
 	Options   sweep.Options `json:"options"`
+	// AfterRounds: the sweep followed the run's rounds (a profile with
+	// Service-scale rows, tke), and its step 0 was not measured again: the
+	// run's results without dummy Services (Result.Services 0) are it.
+	AfterRounds bool `json:"after_rounds,omitempty"`
 	// Conntrack preflight: the most entries the new-connection tests may
 	// keep alive in node0's table (ephemeral ports × Service ports) and the
 	// table's size (nf_conntrack_max); 0 when not applicable.
@@ -158,9 +162,12 @@ type Plan struct {
 	// Order of one round: every scenario, test and placement, scenarios
 	// innermost so that A and B alternate (A B A B, not A A B B) and drift
 	// on a shared machine hits them alike.
-	Order   string         `json:"order"`
-	Streams int            `json:"streams"` // the N of the *_MULTI tests
-	Mode    engineapi.Mode `json:"mode"`
+	Order   string `json:"order"`
+	Streams int    `json:"streams"` // the N of the *_MULTI tests
+	// UDPMessageSize is the UDP stream tests' datagram size the plan set
+	// (--msg-size, a profile's default); 0: the engine's default.
+	UDPMessageSize int            `json:"udp_message_size,omitempty"`
+	Mode           engineapi.Mode `json:"mode"`
 	// FlameGraph is the test whose CPU stacks were sampled (--flame-graph),
 	// each Result of it then has a FlameGraph; "" for none.
 	FlameGraph string `json:"flame_graph,omitempty"`

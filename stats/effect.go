@@ -264,3 +264,16 @@ func nothingText(a, b []float64, opt CompareOptions) string {
 	}
 	return "; " + strings.Join(parts, ", ")
 }
+
+// Thousands prints n with thousands separators (30,000), as the
+// published reports write Service counts.
+func Thousands(n int) string {
+	if n < 0 {
+		return "-" + Thousands(-n)
+	}
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

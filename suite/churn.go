@@ -135,7 +135,7 @@ func (s *Churn) prepare(ctx context.Context, r *Runner, sc Scenario) (*churnStat
 		return nil, rec, "", err
 	}
 	rec.Datapath = dp.Name()
-	if _, _, err := conntrackPreflight(ctx, r.Plan, tgt, dp.Name()); err != nil && !unknown(err) {
+	if _, _, err := conntrackPreflight(ctx, r.Plan.Specs, tgt, dp.Name()); err != nil && !unknown(err) {
 		return nil, rec, "", err
 	}
 	ch, err := churn.New(dp, test, s.Options)

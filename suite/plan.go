@@ -31,6 +31,9 @@ type Options struct {
 	// Pairs is how many client→server pairs each sample runs at once
 	// (--pairs, 1..MaxPairs; 0 and 1 are one pair): pairs.go.
 	Pairs int `json:"pairs,omitempty"`
+	// UDPMessageSize is the UDP stream tests' datagram size (--msg-size,
+	// cilium connectivity perf's name; 0: the profile's).
+	UDPMessageSize int `json:"udp_message_size,omitempty"`
 }
 
 // Plan is Options resolved against a profile and validated.
@@ -53,14 +56,15 @@ func (o Options) Resolve() (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Plan: results.Plan{
-		Profile:  prof.Name,
-		Rounds:   prof.Rounds,
-		Duration: engine.Duration(prof.Duration),
-		Warmup:   engine.Duration(prof.Warmup),
-		Streams:  prof.Streams,
-		Pairs:    onePairIsZero(prof.Pairs),
-		Mode:     engine.Blocking,
-		Ask:      prof.Ask,
+		Profile:        prof.Name,
+		Rounds:         prof.Rounds,
+		Duration:       engine.Duration(prof.Duration),
+		Warmup:         engine.Duration(prof.Warmup),
+		Streams:        prof.Streams,
+		Pairs:          onePairIsZero(prof.Pairs),
+		UDPMessageSize: prof.UDPMessageSize,
+		Mode:           engine.Blocking,
+		Ask:            prof.Ask,
 		// Every question of the profile: the report asks those whose
 		// scenarios the run has.
 		Questions:     prof.Questions,
@@ -127,6 +131,12 @@ func (o Options) resolveNumbers(p *Plan) error {
 		p.Warmup = engine.Duration(o.Warmup)
 	}
 	switch {
+	case o.UDPMessageSize < 0 || o.UDPMessageSize > 0 && (o.UDPMessageSize < engine.MinUDPStreamSize || o.UDPMessageSize > engine.MaxUDPStreamSize):
+		return fmt.Errorf("--msg-size must be %d to %d bytes (a UDP datagram), got %d", engine.MinUDPStreamSize, engine.MaxUDPStreamSize, o.UDPMessageSize)
+	case o.UDPMessageSize > 0:
+		p.UDPMessageSize = o.UDPMessageSize
+	}
+	switch {
 	case o.Pairs < 0 || o.Pairs > MaxPairs:
 		return fmt.Errorf("--pairs must be 1 to %d, got %d", MaxPairs, o.Pairs)
 	case o.Pairs > 0: // 0: the profile's
@@ -178,14 +188,6 @@ func (o Options) resolveLists(p *Plan, prof Profile) error {
 		}
 	}
 	return nil
-}
-
-// Samples is the number of measurements the plan takes.
-func (p *Plan) Samples() int { return p.Rounds * len(p.Specs) * len(p.Placements) }
-
-// Estimate is the plan's expected measuring time, without setup.
-func (p *Plan) Estimate() time.Duration {
-	return time.Duration(p.Samples()) * time.Duration(p.Duration+p.Warmup)
 }
 
 // SamplesOn is the number of measurements the plan takes on the named

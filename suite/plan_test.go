@@ -23,7 +23,7 @@ func TestResolveQuickDefaults(t *testing.T) {
 		t.Fatalf("tests = %v, want %v", p.Tests, want)
 	}
 	// The quick profile must fit in 3 minutes with room for lab setup.
-	if est := p.Estimate(); est > 150*time.Second {
+	if est := p.EstimateOn([]string{""}); est > 150*time.Second {
 		t.Fatalf("quick profile measures for %s, too long for < 3 min", est)
 	}
 }
@@ -33,7 +33,7 @@ func TestResolveOverridesAndDedup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(p.Tests, ",") != "TCP_RR,TCP_STREAM_MULTI" || p.Rounds != 2 || p.Samples() != 4 {
+	if strings.Join(p.Tests, ",") != "TCP_RR,TCP_STREAM_MULTI" || p.Rounds != 2 || p.SamplesOn([]string{""}) != 4 {
 		t.Fatalf("plan = %+v", p.Plan)
 	}
 	pl := results.Placement{Path: "pod-to-pod", Node: "other-node", ServerAddr: "198.19.1.10"}
@@ -111,5 +111,36 @@ func TestPlacementsGetTheirOwnPortShare(t *testing.T) {
 	}
 	if s := one.newResult(one.Specs[0], results.Placement{Path: "pod-to-pod", Node: "other-node"}, "").Options.(*engine.Options).PortShare; s != nil {
 		t.Errorf("one placement: share %+v, want none", *s)
+	}
+}
+
+// --msg-size is cilium connectivity perf's UDP datagram size: its profile
+// defaults to cilium-cli's 1024, the flag sets it, the UDP stream tests
+// carry it, and a size no datagram holds is refused in one line.
+func TestUDPMessageSize(t *testing.T) {
+	p, err := Options{Profile: "connectivity-perf"}.Resolve()
+	if err != nil || p.UDPMessageSize != 1024 {
+		t.Fatalf("connectivity-perf: %v, UDP message size %d, want 1024", err, p.UDPMessageSize)
+	}
+	p, err = Options{Tests: []string{"UDP_STREAM", "TCP_STREAM"}, UDPMessageSize: 512}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := results.Placement{Path: "pod-to-pod", Node: "other-node", ServerAddr: "198.19.1.10"}
+	udp, tcp := p.newResult(p.Specs[0], pl, "a"), p.newResult(p.Specs[1], pl, "a")
+	if o := udp.Options.(*engine.Options); o.MessageSize != 512 {
+		t.Errorf("UDP_STREAM message size %d, want 512", o.MessageSize)
+	}
+	if o := tcp.Options.(*engine.Options); o.MessageSize != 0 {
+		t.Errorf("TCP_STREAM message size %d, want the engine's default", o.MessageSize)
+	}
+	if p, _ := (Options{Profile: "quick"}).Resolve(); p.UDPMessageSize != 0 {
+		t.Errorf("quick: UDP message size %d, want the engine's", p.UDPMessageSize)
+	}
+	for _, bad := range []int{-1, 10, 70000} {
+		_, err := Options{UDPMessageSize: bad}.Resolve()
+		if err == nil || !strings.Contains(err.Error(), "--msg-size must be 32 to 65000 bytes") {
+			t.Errorf("--msg-size %d: %v", bad, err)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/datapath/sweep"
 	"github.com/cnibench/cnibench/results"
 )
 
@@ -33,6 +34,45 @@ type Profile struct {
 	// are lab scenarios: the cluster fills the column that models its
 	// datapath (OnCluster, profile_cluster.go).
 	OnCluster bool
+	// Scale: the report has rows at Service counts (tke), which the lab
+	// sweeps after the rounds, in the same run (ScaleRows); nil for none.
+	Scale *ScaleRows
+}
+
+// ScaleRows are a profile's rows at Service counts: after its rounds, the
+// Service-scale sweep of Tests on Scenarios over Steps dummy Services of
+// Endpoints endpoints each (step 0 is the rounds' own measurement).
+type ScaleRows struct {
+	Steps     []int
+	Endpoints int
+	Tests     []string
+	Scenarios []string
+	// MaxStepTime is --max-step-time unless given: a datapath whose next
+	// step's programming is predicted to take longer stops there, its
+	// rows saying so, so the profile keeps the time it states.
+	MaxStepTime time.Duration
+}
+
+// After is the schedule that measures first, then sweeps the rows
+// (sweep.Options as the sweep's flags resolve them).
+func (s *ScaleRows) After(first Schedule, o sweep.Options) Sequence {
+	return Sequence{first, s.sweep(o)}
+}
+
+func (s *ScaleRows) sweep(o sweep.Options) *ServiceScale {
+	return &ServiceScale{Sweep: o, Tests: s.Tests, Scenarios: s.Scenarios, AfterRounds: true}
+}
+
+// StepsFromZero are the sweep's steps: 0 (the rounds' state, programmed
+// and recorded, not measured again), then Steps.
+func (s *ScaleRows) StepsFromZero() []int {
+	return append([]int{0}, s.Steps...)
+}
+
+// Estimate is the sweep's measuring time on the named scenarios after p's
+// rounds (programming left out).
+func (s *ScaleRows) Estimate(p *Plan, scenarios []string) time.Duration {
+	return s.sweep(sweep.Options{Steps: s.StepsFromZero()}).Estimate(p, scenarios)
 }
 
 // Rhythm is how long and how often a profile measures each cell.
@@ -44,6 +84,9 @@ type Rhythm struct {
 	// Pairs is the client→server pairs each sample runs at once unless
 	// --pairs says otherwise (0: one).
 	Pairs int
+	// UDPMessageSize is the UDP stream tests' datagram size unless
+	// --msg-size says otherwise (0: the engine's, 1,400 bytes).
+	UDPMessageSize int
 }
 
 // interleaved is the lab profiles' rhythm: 5 interleaved rounds (the

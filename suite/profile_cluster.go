@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/stats"
 )
 
 // OnCluster fits the plan of a published report's profile whose columns
@@ -23,11 +24,11 @@ func OnCluster(p *Plan, model, datapath string) error {
 	column := ""
 	var columns []string
 	for _, c := range p.Reproduces.Cells {
-		if c.Scenario == "" || c.Change || slices.Contains(columns, c.Column+" ("+c.Scenario+")") {
+		if c.Scenario == "" || c.Change || c.Services > 0 || slices.Contains(columns, c.Column+" ("+c.Scenario+")") {
 			continue
 		}
 		columns = append(columns, c.Column+" ("+c.Scenario+")")
-		if c.Scenario == model {
+		if clusterModel(c.Scenario) == model {
 			column = c.Column
 		}
 	}
@@ -43,7 +44,9 @@ func OnCluster(p *Plan, model, datapath string) error {
 		case c.NoEquivalent != "" || c.Scenario == "":
 		case c.Change:
 			c = noEquivalent(c.Row, c.Column, "a part added to the datapath: on a cluster, --profile security measures what it costs, as twins of the cluster (docs/k8s.md)")
-		case c.Scenario == model:
+		case c.Services > 0:
+			c = noEquivalent(c.Row, c.Column, fmt.Sprintf("a row at %s Services, which run sweeps on the lab only: on a cluster, cnibench sweep --target k8s --profile %s creates the dummy Services (docs/service-scale.md)", stats.Thousands(c.Services), p.Profile))
+		case clusterModel(c.Scenario) == model:
 			c.Scenario = "" // the run's one scenario: the cluster
 		default:
 			c = noEquivalent(c.Row, c.Column, fmt.Sprintf("this cluster runs %s, the report's %s column; %s needs a cluster whose datapath the lab's %s models", datapath, column, c.Column, c.Scenario))
@@ -52,4 +55,12 @@ func OnCluster(p *Plan, model, datapath string) error {
 	}
 	p.Reproduces, p.Questions, p.ScenarioTests = rep, nil, nil
 	return nil
+}
+
+// clusterModel is the cluster datapath (k8starget.LabModel) a lab
+// scenario stands for: kube-proxy's iptables mode is "iptables" whichever
+// backend its nodes' iptables writes, so the lab's iptables-legacy
+// column is a kube-proxy iptables cluster's too.
+func clusterModel(scenario string) string {
+	return strings.ReplaceAll(scenario, "iptables-legacy", "iptables")
 }

@@ -1,7 +1,13 @@
 package suite
 
 import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/cnibench/cnibench/published"
 	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/stats"
 )
 
 // The eks profile reproduces AWS's EKS benchmark of VPC CNI against
@@ -75,10 +81,41 @@ func eksShapes() []results.Shape {
 		shape("UDP loss, D ÷ A", "UDP loss (iperf3)", a, "UDP loss (iperf3)", d))
 	// The report printed 8.75–10.92 ms and 4,000–4,200 req/s over its
 	// five scenarios: any two lie within the range's width of each other.
-	http := shape("HTTP p99 at 1,000 QPS, E ÷ A, within the published band (8.75–10.92 ms: ±25%)", "HTTP p99 at 1,000 QPS (fortio)", a, "HTTP p99 at 1,000 QPS (fortio)", e)
-	http.EvenWithinPct = 25
-	maxQPS := shape("HTTP max QPS, E ÷ A, within the published band (≈ 4,000–4,200 req/s: ±5%)", "HTTP max QPS (fortio)", a, "HTTP max QPS (fortio)", e)
-	return append(out, http, maxQPS)
+	return append(out, bandShape("eks", "HTTP p99 at 1,000 QPS, E ÷ A", "HTTP p99 at 1,000 QPS (fortio)", a, e),
+		bandShape("eks", "HTTP max QPS, E ÷ A", "HTTP max QPS (fortio)", a, e))
+}
+
+// bandShape is "about even" between two columns of a row the report
+// printed as one range over its columns (published.Cell Low, High): any
+// two lie within the range's width, High ÷ Low, of each other. The band
+// and the words come from the data file; a row without a range keeps
+// the ±5% of one round.
+func bandShape(report, ask, row, colA, colB string) results.Shape {
+	s := shape(ask, row, colA, row, colB)
+	pub, err := published.Lookup(report)
+	if err != nil {
+		return s
+	}
+	c, ok := pub.Cell(row, colA)
+	if !ok || !c.Ranged() || c.Low <= 0 {
+		return s
+	}
+	s.EvenWithinPct = math.Ceil(100*(c.High/c.Low-1) - 1e-9)
+	approx := ""
+	if c.Approx {
+		approx = "≈ "
+	}
+	s.Ask = fmt.Sprintf("%s, within the published band (%s%s–%s %s: ±%g%%)", ask, approx, figure(c.Low), figure(c.High), c.Unit, s.EvenWithinPct)
+	return s
+}
+
+// figure writes a published figure as the report did: whole numbers with
+// thousands separators (4,000), others as they are (8.75).
+func figure(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return stats.Thousands(int(v))
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // eksProfile runs the EKS report's tests in its five scenarios.

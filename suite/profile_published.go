@@ -3,10 +3,10 @@ package suite
 import (
 	"fmt"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/results"
+	"github.com/cnibench/cnibench/stats"
 )
 
 // Profiles named after a published report run the report's tests with
@@ -117,7 +117,13 @@ func columnScenarios(cols []reportColumn) []string {
 
 // tkeColumns are TKE's columns as lab scenarios: kube-proxy iptables on
 // native routing, Cilium's eBPF Services natively routed and over VXLAN.
-var tkeColumns = []reportColumn{{"iptables", "iptables"}, {"Cilium native", "ebpf"}, {"Cilium overlay", "vxlan+ebpf"}}
+// The iptables column writes through the x_tables (legacy) backend: the
+// nft backend's restore of TKE's Service-scale steps takes minutes per
+// step here (5,000 Services × 4 in 40 s, 10,000 not done in 2 min;
+// legacy: 3 s and 30,000 in 16 s), and the rows at scale are the
+// report's point. A cluster's kube-proxy iptables mode fills it whichever
+// backend its nodes use (clusterModel).
+var tkeColumns = []reportColumn{{"iptables", "iptables-legacy"}, {"Cilium native", "ebpf"}, {"Cilium overlay", "vxlan+ebpf"}}
 
 // tkeParts are TKE's overhead rows: a part added to Cilium's two columns
 // (TKE has none on iptables), each measured against the same datapath
@@ -154,8 +160,9 @@ func tkeScenarioTests() map[string][]string {
 }
 
 // tkeReproduction maps TKE's table: the rows with a test here on every
-// column, the overhead rows as a part added to Cilium's two; the
-// map-memory and Service-scale rows are `sweep`'s and said so.
+// column, the overhead rows as a part added to Cilium's two, and the
+// Service-scale and map-memory rows at the steps of the sweep that
+// follows the rounds (Profile.Scale).
 func tkeReproduction() *results.Reproduction {
 	rep := &results.Reproduction{Report: "tke"}
 	measured := []struct{ row, test, placement, metric string }{
@@ -180,19 +187,18 @@ func tkeReproduction() *results.Reproduction {
 			rep.Cells = append(rep.Cells, pc)
 		}
 	}
-	other := []struct{ row, why string }{
-		{"BPF map memory per node (LB map 1.02M)", "not in this profile's run yet: the lab reports the datapath's memory at the Service counts of `cnibench sweep`"},
+	largest := tkeScaleSteps[len(tkeScaleSteps)-1]
+	// TKE has no iptables cell ("–"): kube-proxy has no BPF maps.
+	for _, c := range tkeColumns[1:] {
+		mc := cell(tkeMapMemoryRow, c.column, "", "", c.scenario, results.MetricMapMemory)
+		mc.Services = largest
+		rep.Cells = append(rep.Cells, mc)
 	}
-	for _, s := range []string{"5,000", "10,000", "20,000", "30,000"} {
-		other = append(other, struct{ row, why string }{"Service scale " + s + ": short-connection RPS",
-			"not in this profile's run yet: `cnibench sweep` measures short-connection RPS against the Service count (docs/service-scale.md)"})
-	}
-	for _, o := range other {
+	for _, n := range tkeScaleSteps {
 		for _, c := range tkeColumns {
-			if c.column == "iptables" && strings.HasPrefix(o.row, "BPF map memory") {
-				continue // TKE has none ("–"): kube-proxy has no BPF maps
-			}
-			rep.Cells = append(rep.Cells, noEquivalent(o.row, c.column, o.why))
+			sc := cell(tkeScaleRow(n), c.column, tkeScaleTest, PodToServiceOtherNode, c.scenario, "request rate")
+			sc.Services = n
+			rep.Cells = append(rep.Cells, sc)
 		}
 	}
 	for _, s := range []struct{ ask, row string }{
@@ -215,8 +221,45 @@ func tkeReproduction() *results.Reproduction {
 			rep.Shapes = append(rep.Shapes, s)
 		}
 	}
+	// At scale: the crossover TKE saw (Cilium ahead at 30,000), each
+	// column's fall from no dummy Services to 30,000, and iptables' fall
+	// at 10,000 too (halfway down its curve).
+	top := tkeScaleRow(largest)
+	rep.Shapes = append(rep.Shapes, shape("short-connection HTTP at "+stats.Thousands(largest)+" Services, Cilium native ÷ iptables", top, "iptables", top, "Cilium native"))
+	fall := func(n int, column string) results.Shape {
+		return shape("short-connection HTTP, "+stats.Thousands(n)+" Services ÷ none, "+column, "HTTP RPS short connection, c64", column, tkeScaleRow(n), column)
+	}
+	rep.Shapes = append(rep.Shapes, fall(10000, "iptables"))
+	for _, c := range tkeColumns {
+		rep.Shapes = append(rep.Shapes, fall(largest, c.column))
+	}
 	return rep
 }
+
+// tkeMapMemoryRow is TKE's BPF map memory row (its LB map sized to 1.02M
+// entries; ours to the largest step, as --auto-size grows it).
+const tkeMapMemoryRow = "BPF map memory per node (LB map 1.02M)"
+
+// tkeScaleRow is TKE's row at n Services.
+func tkeScaleRow(n int) string {
+	return "Service scale " + stats.Thousands(n) + ": short-connection RPS"
+}
+
+// tkeScaleSteps are TKE's SVC_SCALE_STEPS, each Service with 4 endpoints
+// (SVC_ENDPOINTS); a datapath whose next step would take longer than
+// tkeMaxStepTime stops there, saying so in its rows.
+var tkeScaleSteps = []int{5000, 10000, 20000, 30000}
+
+// tkeMaxStepTime keeps the rows at scale within the profile's time: a
+// datapath stops where its next step is predicted to take longer, and
+// its rows beyond say so (iptables-legacy programs 30,000 Services × 4 in
+// about 16 s here, eBPF in a tenth of a second; iptables through the nft
+// backend, --scenarios iptables, would stop after 5,000).
+const tkeMaxStepTime = 2 * time.Minute
+
+// tkeScaleTest measures TKE's rows at scale: short-connection RPS at
+// c64 through the Service, with fortio's client as TKE's.
+const tkeScaleTest = "FORTIO_RPS_SHORT_C64"
 
 // tkeQuestions are the shapes between scenarios as the profile's
 // questions: answered first, held to a false-discovery rate among
@@ -243,7 +286,9 @@ func tkeQuestions() []results.Question {
 		}
 		a, okA := scenario(s.A)
 		b, okB := scenario(s.B)
-		if okA && okB && a.Test == b.Test && a.Placement == b.Placement {
+		// A question compares two scenarios without dummy Services: the
+		// shapes at scale are judged in the report only.
+		if okA && okB && a.Test == b.Test && a.Placement == b.Placement && a.Services == 0 && b.Services == 0 {
 			qs = append(qs, results.Question{Ask: s.Ask, Test: b.Test, Placement: b.Placement, Metric: b.Metric, A: a.Scenario, B: b.Scenario})
 		}
 	}
@@ -273,7 +318,8 @@ func publishedProfiles() []Profile {
 				"5 rounds (cilium-cli's one sample gives no interval); about 20 min on 2 cores; opens with its table beside the published example",
 			Tests:      []string{"TCP_CRR", "TCP_RR", "UDP_RR", "TCP_STREAM", "UDP_STREAM", "TCP_STREAM_MULTI", "UDP_STREAM_MULTI"},
 			Placements: AllPlacements,
-			Rhythm:     Rhythm{Duration: 10 * time.Second, Warmup: 1 * time.Second, Rounds: 5, Streams: 4},
+			// cilium-cli's defaults: 10 s per test, --msg-size 1024 for UDP.
+			Rhythm:     Rhythm{Duration: 10 * time.Second, Warmup: 1 * time.Second, Rounds: 5, Streams: 4, UDPMessageSize: 1024},
 			Reproduces: connectivityPerfReproduction(),
 		},
 		{
@@ -292,11 +338,12 @@ func publishedProfiles() []Profile {
 		},
 		{
 			Name: "tke",
-			About: "Tencent's TKE benchmark: kube-proxy iptables, eBPF natively routed and eBPF over VXLAN; pod-to-pod TCP_STREAM_MULTI (8 flows), " +
+			About: "Tencent's TKE benchmark: kube-proxy iptables (legacy backend), eBPF natively routed and eBPF over VXLAN; pod-to-pod TCP_STREAM_MULTI (8 flows), " +
 				"HTTP keep-alive and short-connection RPS at c64 and p99 at 1,000 QPS through a Service with fortio's client as TKE's (FORTIO_RPS_C64, " +
 				"FORTIO_RPS_SHORT_C64, FORTIO_QPS_1000), TCP_RR and TCP_CRR latency; L3/L4 policy, L7 policy and the flow log added to both eBPF " +
-				"columns, each on keep-alive HTTP against the same datapath without it; 5 interleaved rounds of 2 s; about 11 min on 2 cores; " +
-				"opens with TKE's table and its shapes (eBPF ÷ iptables, overlay ÷ native, each part's overhead) judged here",
+				"columns, each on keep-alive HTTP against the same datapath without it; 5 interleaved rounds of 2 s; then, on the lab, short-connection " +
+				"RPS at TKE's 5,000 to 30,000 Services × 4 endpoints and the eBPF maps' memory; about 14 min on 2 cores; " +
+				"opens with TKE's table and its shapes (eBPF ÷ iptables, overlay ÷ native, each part's overhead, the fall and crossover at scale) judged here",
 			Tests:         []string{"TCP_STREAM_MULTI", "FORTIO_RPS_C64", "FORTIO_RPS_SHORT_C64", "TCP_RR", "TCP_CRR", "FORTIO_QPS_1000"},
 			Placements:    []string{PodToPodOtherNode, PodToServiceOtherNode},
 			Rhythm:        interleaved(8),
@@ -306,6 +353,8 @@ func publishedProfiles() []Profile {
 			Questions:     tkeQuestions(),
 			Reproduces:    tkeReproduction(),
 			OnCluster:     true,
+			Scale: &ScaleRows{Steps: tkeScaleSteps, Endpoints: 4, Tests: []string{tkeScaleTest}, Scenarios: columnScenarios(tkeColumns),
+				MaxStepTime: tkeMaxStepTime},
 		},
 		eksProfile(),
 		istioProfile(),

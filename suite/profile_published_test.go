@@ -21,7 +21,7 @@ func TestEveryProfileResolves(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if p.Samples() == 0 {
+		if p.SamplesOn([]string{""}) == 0 {
 			t.Errorf("%s: resolves to no sample", name)
 		}
 	}
@@ -58,6 +58,12 @@ func TestPublishedProfilesMapTheirReport(t *testing.T) {
 			if c.NoEquivalent != "" {
 				continue
 			}
+			if c.Services > 0 && (prof.Scale == nil || !slices.Contains(prof.Scale.Steps, c.Services) || !slices.Contains(prof.Scale.Scenarios, c.Scenario)) {
+				t.Errorf("%s: at %d Services, not a step of the profile's rows at scale %+v", where, c.Services, prof.Scale)
+			}
+			if c.Metric == results.MetricMapMemory {
+				continue // read from the sweep's step, not a test
+			}
 			if !slices.Contains(plan.Tests, c.Test) || !slices.Contains(plan.Placements, c.Placement) || c.Metric == "" {
 				t.Errorf("%s: %s on %s (%q) is not in the profile's plan", where, c.Test, c.Placement, c.Metric)
 			}
@@ -83,14 +89,21 @@ func TestPublishedProfilesMapTheirReport(t *testing.T) {
 	}
 }
 
-// TKE's shapes between scenarios are the profile's questions.
+// TKE's shapes between scenarios without dummy Services are the
+// profile's questions; those at scale are judged in the report only.
 func TestTKEShapesAreQuestions(t *testing.T) {
 	prof, _ := LookupProfile("tke")
-	if len(prof.Questions) != len(prof.Reproduces.Shapes) {
-		t.Fatalf("%d questions for %d shapes", len(prof.Questions), len(prof.Reproduces.Shapes))
+	atScale := 0
+	for _, s := range prof.Reproduces.Shapes {
+		if strings.Contains(s.A.Row+s.B.Row, "Service scale") {
+			atScale++
+		}
+	}
+	if atScale != 5 || len(prof.Questions) != len(prof.Reproduces.Shapes)-atScale {
+		t.Fatalf("%d questions for %d shapes, %d of them at scale (want 5)", len(prof.Questions), len(prof.Reproduces.Shapes), atScale)
 	}
 	q := prof.Questions[0]
-	if q.Test != "FORTIO_RPS_SHORT_C64" || q.Placement != PodToServiceOtherNode || q.A != "iptables" || q.B != "ebpf" || q.Metric != "request rate" {
+	if q.Test != "FORTIO_RPS_SHORT_C64" || q.Placement != PodToServiceOtherNode || q.A != "iptables-legacy" || q.B != "ebpf" || q.Metric != "request rate" {
 		t.Errorf("first question %+v, want short-connection HTTP, ebpf vs iptables", q)
 	}
 	// An overhead shape asks for the part's scenario against its column's
@@ -153,5 +166,30 @@ func TestConnectivityPerfRunReproduces(t *testing.T) {
 	}
 	if !regexp.MustCompile(`- TCP_CRR ÷ TCP_RR transaction rate, pod-to-pod same-node: published 0.325× .* here .* → (holds|does not hold|not shown)`).MatchString(page) {
 		t.Errorf("the shape is not judged on 5 measured rounds:\n%s", page)
+	}
+}
+
+// The EKS report's bands (one range printed over its five columns) are
+// read from the data file: the tolerance is the range's width, the ask
+// quotes it; a row without a range keeps one round's ±5%.
+func TestEKSBandsFromTheDataFile(t *testing.T) {
+	want := map[string]float64{
+		"HTTP p99 at 1,000 QPS, E ÷ A, within the published band (8.75–10.92 ms: ±25%)": 25,
+		"HTTP max QPS, E ÷ A, within the published band (≈ 4,000–4,200 req/s: ±5%)":     5,
+	}
+	found := 0
+	for _, s := range eksShapes() {
+		if w, ok := want[s.Ask]; ok {
+			found++
+			if s.EvenWithinPct != w {
+				t.Errorf("%s: ±%g%%, want ±%g%%", s.Ask, s.EvenWithinPct, w)
+			}
+		}
+	}
+	if found != len(want) {
+		t.Errorf("%d of the %d band shapes found: %+v", found, len(want), eksShapes())
+	}
+	if s := bandShape("eks", "UDP loss", "UDP loss (iperf3)", eksColumns[0].column, eksColumns[4].column); s.EvenWithinPct != evenWithinPct || s.Ask != "UDP loss" {
+		t.Errorf("a row without a range: %+v", s)
 	}
 }

@@ -284,7 +284,7 @@ func (p *Plan) newResult(spec TestSpec, pl results.Placement, scenario string) r
 // kindPlan is what a kind's options take from the plan on placement pl.
 func (p *Plan) kindPlan(pl results.Placement) kinds.Plan {
 	return kinds.Plan{Duration: time.Duration(p.Duration), Warmup: time.Duration(p.Warmup),
-		Streams: p.Streams, Mode: string(p.Mode), PortShare: p.portShare(pl), Ports: p.Ports}
+		Streams: p.Streams, UDPMessageSize: p.UDPMessageSize, Mode: string(p.Mode), PortShare: p.portShare(pl), Ports: p.Ports}
 }
 
 // sampleBound is the longest one sample of res may take: its options'

@@ -39,6 +39,10 @@ type Reprogramming struct {
 	// Live: the Services change during the samples, so every change is
 	// timed as it is held (a cluster then verifies on the nodes).
 	Live bool
+	// KeepPlacements: the run also measures the plan's placements in
+	// rounds (a Sequence), so the targets keep them all instead of the
+	// one the reprogramming measures on.
+	KeepPlacements bool
 }
 
 // Reprogrammer is a Schedule that reprograms the Service datapath.
@@ -55,6 +59,9 @@ type Expander interface {
 // ReprogrammingOf is what s asks of the scenarios' Service datapaths; nil
 // when s does not reprogram them.
 func ReprogrammingOf(s Schedule) *Reprogramming {
+	if q, ok := s.(Sequence); ok && !q.reprograms() {
+		return nil
+	}
 	if rp, ok := s.(Reprogrammer); ok {
 		r := rp.Reprograms()
 		return &r

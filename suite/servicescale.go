@@ -53,6 +53,15 @@ type ScaleTarget interface {
 // alike.
 type ServiceScale struct {
 	Sweep sweep.Options
+	// Tests and Scenarios narrow the sweep to some of the plan's tests and
+	// the run's scenarios (nil: all): a profile sweeps only the rows its
+	// report has at scale.
+	Tests, Scenarios []string
+	// AfterRounds: the sweep follows the plan's rounds in a Sequence, so
+	// the run keeps the plan's placements and step 0 (the test Services
+	// alone) is not measured again: the rounds measured that state,
+	// interleaved with every scenario (results.Sweep.AfterRounds).
+	AfterRounds bool
 
 	states []*scaleState
 	start  time.Time
@@ -63,8 +72,9 @@ type scaleState struct {
 	sc        Scenario
 	tgt       ScaleTarget
 	sw        *sweep.Sweeper
-	rec       int    // index in Run.Sweeps
-	placement string // ScalePlacement
+	rec       int        // index in Run.Sweeps
+	placement string     // ScalePlacement
+	specs     []TestSpec // the tests measured at every step
 }
 
 // Reprograms implements Reprogrammer: up to the largest step's dummies.
@@ -79,7 +89,50 @@ func (s *ServiceScale) Reprograms() Reprogramming {
 // Estimate implements Schedule: the rounds of every scenario at every
 // step (a datapath stopped early by --max-step-time takes less).
 func (s *ServiceScale) Estimate(p *Plan, scenarios []string) time.Duration {
-	return reprogramEstimate(p, len(scenarios), len(s.Sweep.Steps))
+	n := 0
+	for _, sc := range scenarios {
+		if s.sweeps(sc) {
+			n++
+		}
+	}
+	tests := len(p.Specs)
+	if s.Tests != nil {
+		tests = len(s.Tests)
+	}
+	return time.Duration(p.Rounds*tests*n*s.measuredSteps()) * time.Duration(p.Duration+p.Warmup)
+}
+
+// sweeps tells whether the sweep reprograms scenario name.
+func (s *ServiceScale) sweeps(name string) bool {
+	return s.Scenarios == nil || slices.Contains(s.Scenarios, name)
+}
+
+// measuredSteps is how many steps take samples (step 0 not after rounds).
+func (s *ServiceScale) measuredSteps() int {
+	n := 0
+	for _, st := range s.Sweep.Steps {
+		if st != 0 || !s.AfterRounds {
+			n++
+		}
+	}
+	return n
+}
+
+// specs are the plan's tests the sweep measures at every step, in the
+// plan's order; an asked test the plan lacks is an error.
+func (s *ServiceScale) specs(p *Plan) ([]TestSpec, error) {
+	if s.Tests == nil {
+		return p.Specs, nil
+	}
+	var out []TestSpec
+	for _, t := range s.Tests {
+		i := slices.IndexFunc(p.Specs, func(sp TestSpec) bool { return sp.Name == t })
+		if i < 0 {
+			return nil, fmt.Errorf("the Service-scale sweep measures %s, which the plan does not have (--tests)", t)
+		}
+		out = append(out, p.Specs[i])
+	}
+	return out, nil
 }
 
 // ScalePlan resolves the sweep's plan: ScaleTests on one pod-to-service
@@ -99,11 +152,20 @@ func (s *ServiceScale) Prepare(ctx context.Context, r *Runner) (int, error) {
 	if err := s.Sweep.Validate(); err != nil {
 		return 0, err
 	}
+	specs, err := s.specs(r.Plan)
+	if err != nil {
+		return 0, err
+	}
 	run := r.run
-	run.Plan.Placements = nil // the placements the targets sweep on, below
+	if !s.AfterRounds {
+		run.Plan.Placements = nil // the placements the targets sweep on, below
+	}
 	s.states, s.start = nil, time.Now()
 	for _, sc := range r.Scenarios {
-		st, rec, err := s.prepare(ctx, r, sc)
+		if !s.sweeps(sc.Name) {
+			continue
+		}
+		st, rec, err := s.prepare(ctx, r, sc, specs)
 		if err != nil {
 			return 0, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
@@ -112,17 +174,26 @@ func (s *ServiceScale) Prepare(ctx context.Context, r *Runner) (int, error) {
 		run.Sweeps = append(run.Sweeps, rec)
 		s.states = append(s.states, st)
 	}
-	return len(s.Sweep.Steps) * len(s.states) * len(r.Plan.Specs) * r.Plan.Rounds, nil
+	if len(s.states) == 0 && s.AfterRounds {
+		// A profile's rows at scale with none of their scenarios asked
+		// (--scenarios): the rounds stand, the rows say why.
+		run.Notes = append(run.Notes, fmt.Sprintf("the Service-scale rows were not measured: none of their scenarios (%s) is in this run", strings.Join(s.Scenarios, ", ")))
+		return 0, nil
+	}
+	if len(s.states) == 0 {
+		return 0, fmt.Errorf("the Service-scale sweep has none of its scenarios (%s) in the run (--scenarios)", strings.Join(s.Scenarios, ", "))
+	}
+	return s.measuredSteps() * len(s.states) * len(specs) * r.Plan.Rounds, nil
 }
 
 // prepare checks one scenario and makes its sweeper and sweep record.
-func (s *ServiceScale) prepare(ctx context.Context, r *Runner, sc Scenario) (*scaleState, results.Sweep, error) {
+func (s *ServiceScale) prepare(ctx context.Context, r *Runner, sc Scenario, specs []TestSpec) (*scaleState, results.Sweep, error) {
 	tgt, dp, test, placement, err := reprogrammable(sc, "run a Service-scale sweep")
 	if err != nil {
 		return nil, results.Sweep{}, err
 	}
-	rec := results.Sweep{Scenario: sc.Name, Datapath: dp.Name(), Placement: placement, Options: s.Sweep}
-	if rec.ConntrackExpected, rec.ConntrackMax, err = conntrackPreflight(ctx, r.Plan, tgt, dp.Name()); unknown(err) {
+	rec := results.Sweep{Scenario: sc.Name, Datapath: dp.Name(), Placement: placement, Options: s.Sweep, AfterRounds: s.AfterRounds}
+	if rec.ConntrackExpected, rec.ConntrackMax, err = conntrackPreflight(ctx, specs, tgt, dp.Name()); unknown(err) {
 		// A target that cannot read the table (a cluster) must not
 		// fail the sweep: the check is skipped and says so.
 		note := "conntrack preflight skipped: " + err.Error()
@@ -136,7 +207,7 @@ func (s *ServiceScale) prepare(ctx context.Context, r *Runner, sc Scenario) (*sc
 		return nil, rec, err
 	}
 	rec.Options = sw.Options()
-	return &scaleState{sc: sc, tgt: tgt, sw: sw, placement: placement}, rec, nil
+	return &scaleState{sc: sc, tgt: tgt, sw: sw, placement: placement, specs: specs}, rec, nil
 }
 
 // Measure programs each step on every datapath still sweeping, measures
@@ -150,6 +221,12 @@ func (s *ServiceScale) Measure(ctx context.Context, r *Runner) error {
 			return err
 		}
 		if len(measured) == 0 {
+			continue
+		}
+		if n == 0 && s.AfterRounds {
+			// The rounds measured this state: programmed and verified
+			// (its counts and memory recorded), not measured again.
+			r.progress("[%s] step %d/%d (0 Services): measured by the rounds before\n", fmtElapsed(time.Since(s.start)), k+1, len(s.Sweep.Steps))
 			continue
 		}
 		if err := s.measureStep(ctx, r, measured, k, n); err != nil {
@@ -198,8 +275,9 @@ func (s *ServiceScale) program(ctx context.Context, r *Runner, failed *[]error) 
 // measureStep makes one Result per (test, scenario) at step k (n
 // Services) and takes the plan's rounds of them.
 func (s *ServiceScale) measureStep(ctx context.Context, r *Runner, measured []*scaleState, k, n int) error {
-	index := make([]int, 0, len(r.Plan.Specs)*len(measured)) // (test, scenario), in loop order
-	for _, spec := range r.Plan.Specs {
+	specs := measured[0].specs                        // one list for every scenario
+	index := make([]int, 0, len(specs)*len(measured)) // (test, scenario), in loop order
+	for _, spec := range specs {
 		for _, st := range measured {
 			pl, err := st.tgt.Placement(st.placement)
 			if err != nil {
@@ -211,10 +289,10 @@ func (s *ServiceScale) measureStep(ctx context.Context, r *Runner, measured []*s
 		}
 	}
 	r.progress("[%s] step %d/%d (%d Services): measuring %d tests × %d rounds on %s\n", fmtElapsed(time.Since(s.start)),
-		k+1, len(s.Sweep.Steps), n, len(r.Plan.Specs), r.Plan.Rounds, scenarioNames(measured))
+		k+1, len(s.Sweep.Steps), n, len(specs), r.Plan.Rounds, scenarioNames(measured))
 	for round := 1; round <= r.Plan.Rounds; round++ {
 		i := 0
-		for _, spec := range r.Plan.Specs {
+		for _, spec := range specs {
 			for _, st := range measured {
 				label := fmt.Sprintf("%d Services round %d %-18s %-16s ", n, round, spec.Name, st.sc.Name)
 				if err := r.take(ctx, st.sc, index[i], round, label); err != nil {
@@ -279,16 +357,16 @@ func unknown(err error) bool {
 }
 
 // newConnPorts are the test Service ports the new-connection tests dial.
-var newConnPorts = map[string]string{"TCP_CRR": "tcp-crr", "HTTP_RPS_SHORT_C64": "http"}
+var newConnPorts = map[string]string{"TCP_CRR": "tcp-crr", "HTTP_RPS_SHORT_C64": "http", "FORTIO_RPS_SHORT_C64": "http"}
 
 // conntrackPreflight checks, for the datapaths that translate through
 // netfilter, that node0's conntrack table can hold every connection the
 // new-connection tests may leave behind: one per ephemeral port and
 // Service port (TIME_WAIT entries outlive the sample). The table size is a
 // host-wide sysctl, so --auto-size cannot raise it: it is an error.
-func conntrackPreflight(ctx context.Context, plan *Plan, tgt ScaleTarget, dp string) (expected, max int, err error) {
+func conntrackPreflight(ctx context.Context, specs []TestSpec, tgt ScaleTarget, dp string) (expected, max int, err error) {
 	ports := map[string]bool{}
-	for _, s := range plan.Specs {
+	for _, s := range specs {
 		if p, ok := newConnPorts[s.Name]; ok && (s.HTTP == nil || !s.HTTP.KeepAlive) {
 			ports[p] = true
 		}

@@ -55,6 +55,13 @@ const (
 // (kinds.Duration, which every kind's options use).
 type Duration = kinds.Duration
 
+// MinUDPStreamSize and MaxUDPStreamSize bound a UDP_STREAM datagram: room
+// for the engine's header, and one datagram.
+const (
+	MinUDPStreamSize = 32
+	MaxUDPStreamSize = 65000
+)
+
 // MaxUDPRRSize keeps a UDP_RR request (and its setup probe, one byte
 // longer) within one UDP datagram.
 const MaxUDPRRSize = 65000
@@ -187,8 +194,8 @@ func (o *Options) Validate() error {
 			o.MessageSize = 1
 		}
 	}
-	if o.Test == UDPStream && (o.MessageSize < 32 || o.MessageSize > 65000) {
-		return fmt.Errorf("UDP_STREAM: message size %d out of range 32..65000", o.MessageSize)
+	if o.Test == UDPStream && (o.MessageSize < MinUDPStreamSize || o.MessageSize > MaxUDPStreamSize) {
+		return fmt.Errorf("UDP_STREAM: message size %d out of range %d..%d", o.MessageSize, MinUDPStreamSize, MaxUDPStreamSize)
 	}
 	if o.Test == UDPRR && o.MessageSize > MaxUDPRRSize {
 		return fmt.Errorf("UDP_RR: message size %d out of range 1..%d", o.MessageSize, MaxUDPRRSize)

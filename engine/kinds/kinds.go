@@ -83,8 +83,11 @@ type Kind struct {
 // Plan is what a test's options take from the suite's plan.
 type Plan struct {
 	Duration, Warmup time.Duration
-	Streams          int    // flows of Multi tests
-	Mode             string // request/response: "blocking" or "busy-poll"
+	Streams          int // flows of Multi tests
+	// UDPMessageSize is the UDP stream tests' datagram size in bytes (0:
+	// the engine's own default).
+	UDPMessageSize int
+	Mode           string // request/response: "blocking" or "busy-poll"
 	// PortShare is the placement's share of the client's ephemeral ports
 	// for kinds that open many connections (nil: the whole range).
 	PortShare *PortShare

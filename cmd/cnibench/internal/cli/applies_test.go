@@ -26,11 +26,12 @@ func TestFlagApplies(t *testing.T) {
 		{[]string{"sweep", "--streams", "2"}, "--streams does not apply to the Service-scale sweep"},
 		{[]string{"run", "--tests", "service-scale", "--streams", "2"}, "--streams does not apply to the Service-scale sweep"},
 		{[]string{"sweep", "--service-datapath", "iptables"}, "--service-datapath does not apply to the Service-scale sweep"},
-		{[]string{"run", "--scale-steps", "0,10"}, "--scale-steps applies to the Service-scale sweep only"},
+		{[]string{"run", "--scale-steps", "0,10"}, "--scale-steps on run sets a profile's Service-scale rows, and --profile quick has none (tke)"},
+		{[]string{"run", "--profile", "tke", "--target", "k8s", "--dry-run", "--endpoints-per-service", "2"}, "--endpoints-per-service: --profile tke sweeps its Service-scale rows on the lab only"},
 		{[]string{"run", "--target", "k8s", "--dry-run", "--sync-verify", "api"}, "--sync-verify applies to the Service-scale sweep and the churn schedule only"},
 		{[]string{"run", "--auto-size"}, "--auto-size applies to the Service-scale sweep and the churn schedule only"},
 		{[]string{"run", "--churn-rate", "5"}, "--churn-rate applies to the churn schedule only (cnibench churn, or run --tests churn)"},
-		{[]string{"run", "--tests", "churn", "--scale-steps", "0,10"}, "--scale-steps applies to the Service-scale sweep only"},
+		{[]string{"run", "--tests", "churn", "--scale-steps", "0,10"}, "--scale-steps does not apply to the churn schedule"},
 		{[]string{"sweep", "--tests", "TCP_RR"}, "unknown flag: --tests"},
 		{[]string{"sweep", "--target", "vm"}, `--target "vm": want lab or k8s`},
 		{[]string{"sweep", "--target", "k8s", "--dry-run", "--placements", "pod-to-pod/same-node"}, "measures pod-to-service/other-node or pod-to-service/same-node, not pod-to-pod/same-node"},
@@ -84,7 +85,7 @@ func TestHelpGroupsFlags(t *testing.T) {
 		cmd           string
 		shown, unseen []string
 	}{
-		{"run", []string{"--tests", "--streams", "--service-datapath"}, []string{"--scale-steps", "--auto-size", "--sync-verify"}},
+		{"run", []string{"--tests", "--streams", "--service-datapath", "--scale-steps"}, []string{"--auto-size", "--sync-verify", "--service-position"}},
 		{"sweep", []string{"--scale-steps", "--auto-size"}, []string{"--tests", "--streams", "--service-datapath", "--churn-rate"}},
 		{"churn", []string{"--churn-services", "--churn-endpoints", "--churn-rate", "--min-sync-interval", "--auto-size", "--rounds"}, []string{"--tests", "--streams", "--service-datapath", "--scale-steps"}},
 	} {

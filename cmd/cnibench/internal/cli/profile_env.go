@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +61,9 @@ func applyProfileEnv(fs *pflag.FlagSet, profile, target, schedule string, getenv
 		case fl == nil || flagApplies(fl, target, schedule) != nil:
 			notes = append(notes, fmt.Sprintf("%s not used: --%s does not apply to %s", k.name, k.flag, knobWhere(target, schedule)))
 			continue
+		case schedule == scheduleRounds && target != defaultTarget && slices.Contains(profileScaleFlags, k.flag):
+			notes = append(notes, fmt.Sprintf("%s not used: run sweeps --profile %s's Service-scale rows on the lab only (on --target %s: cnibench sweep --target %s --profile %s)", k.name, profile, target, target, profile))
+			continue
 		case fl.Changed:
 			notes = append(notes, fmt.Sprintf("%s not used: --%s given", k.name, k.flag))
 			continue
@@ -85,9 +89,6 @@ func applyProfileEnv(fs *pflag.FlagSet, profile, target, schedule string, getenv
 
 // knobWhere names the run a knob did not apply to.
 func knobWhere(target, schedule string) string {
-	if schedule == scheduleRounds {
-		return "run (the sweep's knobs: cnibench sweep --profile tke)"
-	}
 	return scheduleNames([]string{schedule}) + " on --target " + target
 }
 

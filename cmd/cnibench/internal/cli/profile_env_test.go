@@ -24,27 +24,44 @@ func runFlags(t *testing.T, use string, args ...string) *pflag.FlagSet {
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 // TKE's knobs set the flags they map onto: one duration for both tools
-// (the longer), the sweep's knobs named as not for run.
+// (the longer); on run the Service knobs set its rows at scale on the
+// lab, and API writers are named as not for run.
 func TestTKEKnobsFromTheEnvironment(t *testing.T) {
 	fs := runFlags(t, "run", "--profile", "tke")
 	line, err := applyProfileEnv(fs, "tke", "lab", scheduleRounds, env(map[string]string{
-		"ROUNDS": "3", "IPERF_DURATION": "30", "FORTIO_DURATION": "60", "SVC_ENDPOINTS": "4"}))
+		"ROUNDS": "3", "IPERF_DURATION": "30", "FORTIO_DURATION": "60", "SVC_ENDPOINTS": "2", "SVC_CREATE_PARALLEL": "8"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for flag, want := range map[string]string{"rounds": "3", "duration": "1m0s"} {
+	for flag, want := range map[string]string{"rounds": "3", "duration": "1m0s", "endpoints-per-service": "2"} {
 		if got := fs.Lookup(flag).Value.String(); got != want {
 			t.Errorf("--%s = %s, want %s", flag, got, want)
 		}
 	}
 	for _, want := range []string{"tke knobs from the environment: ROUNDS=3 → --rounds 3", "IPERF_DURATION=30, FORTIO_DURATION=60 → --duration 1m0s",
-		"SVC_ENDPOINTS not used: --endpoints-per-service does not apply to run (the sweep's knobs: cnibench sweep --profile tke)"} {
+		"SVC_ENDPOINTS=2 → --endpoints-per-service 2", "SVC_CREATE_PARALLEL not used: --api-workers does not apply to plain runs on --target lab"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("line %q lacks %q", line, want)
 		}
 	}
 	if strings.Contains(line, "\n") {
 		t.Errorf("more than one line: %q", line)
+	}
+}
+
+// On a cluster run's rows at scale are not swept: the knobs say so
+// instead of setting a flag the run would refuse.
+func TestTKEScaleKnobsOnAClusterRun(t *testing.T) {
+	fs := runFlags(t, "run", "--profile", "tke", "--target", "k8s")
+	line, err := applyProfileEnv(fs, "tke", "k8s", scheduleRounds, env(map[string]string{"SVC_SCALE_STEPS": "0,5000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs.Lookup("scale-steps").Changed {
+		t.Error("--scale-steps set on a cluster run")
+	}
+	if want := "SVC_SCALE_STEPS not used: run sweeps --profile tke's Service-scale rows on the lab only (on --target k8s: cnibench sweep --target k8s --profile tke)"; !strings.Contains(line, want) {
+		t.Errorf("line %q lacks %q", line, want)
 	}
 }
 

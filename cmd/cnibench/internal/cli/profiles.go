@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cnibench/cnibench/published"
+	"github.com/cnibench/cnibench/stats"
 	"github.com/cnibench/cnibench/suite"
 )
 
@@ -43,9 +44,9 @@ func writeProfiles(w io.Writer) error {
 			names = []string{""} // the target's one
 		}
 		fmt.Fprintf(w, "%s\n  answers:   %s\n", p.Name, p.About)
-		fmt.Fprintf(w, "  measures:  %s: %s of %s on %s in %s, %s + %s warm-up each; plus the lab's setup\n",
-			roundedDuration(plan.EstimateOn(names)), count(plan.Rounds, "round"), count(len(plan.Tests), "test"),
-			count(len(plan.Placements), "placement"), count(len(names), "scenario")+narrowed(p), time.Duration(plan.Duration), time.Duration(plan.Warmup))
+		fmt.Fprintf(w, "  measures:  %s: %s of %s on %s in %s, %s + %s warm-up each%s; plus the lab's setup\n",
+			roundedDuration(plan.EstimateOn(names)+scaleEstimate(p, plan, names)), count(plan.Rounds, "round"), count(len(plan.Tests), "test"),
+			count(len(plan.Placements), "placement"), count(len(names), "scenario")+narrowed(p), time.Duration(plan.Duration), time.Duration(plan.Warmup), scaleMeasures(p, plan, names))
 		fmt.Fprintf(w, "  targets:   %s\n", profileTargets(p))
 		if id := p.ReproducedReport(); id != "" {
 			r, err := published.Lookup(id)
@@ -57,6 +58,37 @@ func writeProfiles(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// scaleEstimate is the measuring time of a profile's rows at scale (0
+// for none).
+func scaleEstimate(p suite.Profile, plan *suite.Plan, names []string) time.Duration {
+	if p.Scale == nil {
+		return 0
+	}
+	return p.Scale.Estimate(plan, names)
+}
+
+// scaleMeasures says what a profile's rows at scale add to its rounds.
+func scaleMeasures(p suite.Profile, plan *suite.Plan, names []string) string {
+	if p.Scale == nil {
+		return ""
+	}
+	s := fmt.Sprintf("; then (lab) %s of the Service-scale sweep: %s at %s dummy Services × %d endpoints on %s, the same rounds, plus programming",
+		roundedDuration(scaleEstimate(p, plan, names)), strings.Join(p.Scale.Tests, ", "), joinInts(p.Scale.Steps), p.Scale.Endpoints, strings.Join(p.Scale.Scenarios, ", "))
+	if p.Scale.MaxStepTime > 0 {
+		s += fmt.Sprintf(" (a datapath stops where its next step would take over %s to program)", p.Scale.MaxStepTime)
+	}
+	return s
+}
+
+// joinInts writes 5000,10000 as "5,000, 10,000".
+func joinInts(ns []int) string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, stats.Thousands(n))
+	}
+	return strings.Join(out, ", ")
 }
 
 // profileTargets says where a profile runs: one comparing lab scenarios
@@ -79,7 +111,7 @@ func profileTargets(p suite.Profile) string {
 // reproducedRows says how many of the original's cells the profile
 // measures, on which targets, and which rows it cannot.
 func reproducedRows(p suite.Profile) string {
-	var none, labOnly []string
+	var none, labOnly, scaled []string
 	seen := map[string]bool{}
 	measured := 0
 	for _, c := range p.Reproduces.Cells {
@@ -93,6 +125,11 @@ func reproducedRows(p suite.Profile) string {
 			measured++
 			if !slices.Contains(labOnly, c.Row) {
 				labOnly = append(labOnly, c.Row)
+			}
+		case c.Services > 0:
+			measured++
+			if !slices.Contains(scaled, c.Row) {
+				scaled = append(scaled, c.Row)
 			}
 		default:
 			measured++
@@ -108,6 +145,9 @@ func reproducedRows(p suite.Profile) string {
 	s := fmt.Sprintf("%d of the original's %d cells measured, on %s", measured, len(p.Reproduces.Cells), on)
 	if len(labOnly) > 0 {
 		s += "; on the lab only (a part added to a datapath; on k8s --profile security): " + strings.Join(labOnly, "; ")
+	}
+	if len(scaled) > 0 {
+		s += "; on the lab only (the Service-scale sweep after the rounds; on k8s cnibench sweep): " + strings.Join(scaled, "; ")
 	}
 	if len(none) > 0 {
 		s += "; rows without an equivalent here (the report says why): " + strings.Join(none, "; ")

@@ -39,9 +39,11 @@ func TestProfilesCommandListsEveryProfile(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"tke\n", "reproduces: TKE network benchmark", "targets:   lab (it compares lab scenarios: iptables, ebpf, vxlan+ebpf, ebpf+policy, ",
+		"tke\n", "reproduces: TKE network benchmark", "targets:   lab (it compares lab scenarios: iptables-legacy, ebpf, vxlan+ebpf, ebpf+policy, ",
 		// The added-part scenarios run one test each, and the time says so.
-		"measures:  10m0s: 5 rounds of 6 tests on 2 placements in 9 scenarios (6 of them only FORTIO_RPS_C64), 2s + 500ms warm-up each",
+		"measures:  12m30s: 5 rounds of 6 tests on 2 placements in 9 scenarios (6 of them only FORTIO_RPS_C64), 2s + 500ms warm-up each; " +
+			"then (lab) 2m30s of the Service-scale sweep: FORTIO_RPS_SHORT_C64 at 5,000, 10,000, 20,000, 30,000 dummy Services × 4 endpoints on iptables-legacy, ebpf, vxlan+ebpf",
+		"on the lab only (the Service-scale sweep after the rounds; on k8s cnibench sweep): BPF map memory per node (LB map 1.02M); Service scale 5,000: short-connection RPS;",
 		"on the lab only (a part added to a datapath; on k8s --profile security): L3/L4 policy overhead; L7 policy overhead; Hubble overhead;",
 		"connectivity-perf\n", "measures:  19m15s: 5 rounds of 7 tests on 3 placements in 1 scenario, 10s + 1s warm-up each",
 		"rows:      75 of the original's 100 cells measured, on the lab and k8s; rows without an equivalent here (the report says why): host-to-host same-node TCP_CRR;",

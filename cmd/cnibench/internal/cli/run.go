@@ -70,6 +70,7 @@ func newMeasureCmd(g *globals, own scheduleEntry) *cobra.Command {
 		annotateNew(f, before, annTarget, name)
 	}
 	reprogramsSchedules(f)
+	annotateProfileScale(f)
 	// A flag of another schedule is hidden from --help; run still takes
 	// them all (run --tests churn churns).
 	f.VisitAll(func(fl *pflag.Flag) {
@@ -105,6 +106,8 @@ func (mf *measureFlags) register(f *pflag.FlagSet, own scheduleEntry) {
 	f.Var(roundsFlag{&mf.o.Rounds, &mf.o.AutoRounds, own.autoRounds}, "samples", "cilium connectivity perf's name for --rounds")
 	f.Lookup("samples").Hidden = true
 	f.StringVar(&mf.mode, "mode", "", "RR/CRR wait mode: blocking (netperf semantics, default) or busy-poll")
+	f.IntVar(&mf.o.UDPMessageSize, "msg-size", 0, "UDP_STREAM datagram bytes (cilium connectivity perf's name; default: the profile's, 1400, or 1024 for connectivity-perf as cilium-cli)")
+	appliesTo(f, annSchedule, []string{scheduleRounds}, "msg-size") // only rounds run UDP_STREAM
 	f.StringVar(&mf.out, "out", "", "results directory (default cnibench-results/<run id>)")
 }
 
@@ -145,6 +148,11 @@ func (mf *measureFlags) request(cmd *cobra.Command, own scheduleEntry) (*runRequ
 		return nil, err
 	}
 	req.entry, req.schedule, req.plan, req.about = own, sched, plan, kind.about()
+	if own.name == scheduleRounds {
+		if req.schedule, req.about, err = mf.profileScale(flags, plan, sched); err != nil {
+			return nil, err
+		}
+	}
 	if req.out == "" {
 		req.out = filepath.Join("cnibench-results", req.runID)
 	}

@@ -53,10 +53,7 @@ type headerTarget struct{}
 
 func (headerTarget) register(*pflag.FlagSet) {}
 func (headerTarget) open(_ context.Context, req *runRequest) ([]suite.Scenario, error) {
-	var names []string
-	for _, n := range suite.ExpandScenarios(req.schedule, []results.ScenarioName{{"a"}}) {
-		names = append(names, n.String())
-	}
+	names := scenarioStrings(suite.ExpandScenarios(req.schedule, []results.ScenarioName{{"a"}}))
 	rp := req.reprogramming()
 	fmt.Fprintf(req.progress, "%s on %s, %d Services, %d rounds: about %s\n", req.about, strings.Join(names, ", "), rp.Services, req.plan.Rounds, req.estimate(names))
 	return nil, nil

@@ -51,7 +51,7 @@ type scaleFlags struct {
 }
 
 func (f *scaleFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.steps, "scale-steps", "0,1000,5000,10000,20000,30000", "cumulative dummy Service counts, increasing")
+	fs.StringVar(&f.steps, "scale-steps", "0,1000,5000,10000,20000,30000", "cumulative dummy Service counts, increasing (run: the Service-scale rows of a profile that has them, tke, whose steps are the default there)")
 	fs.IntVar(&f.endpoints, "endpoints-per-service", sweep.DefaultEndpoints, "endpoints of each dummy Service")
 	fs.StringVar(&f.position, "service-position", "random", "the test Service among the dummies: random, first or last")
 	fs.Uint64Var(&f.seed, "scale-seed", 0, "seed of the random test Service position (0: draw one; the header and results record it)")

@@ -91,6 +91,14 @@ func (r *runRequest) reprogramming() *suite.Reprogramming { return suite.Reprogr
 // pod-to-service placement.
 func (r *runRequest) reprograms() bool { return r.reprogramming() != nil }
 
+// onePlacement tells whether the run measures only the one pod-to-service
+// placement the reprogramming needs (the sweep, the churn), not also the
+// plan's placements in rounds (a profile's rows at scale after them).
+func (r *runRequest) onePlacement() bool {
+	rp := r.reprogramming()
+	return rp != nil && !rp.KeepPlacements
+}
+
 // estimate is the schedule's measuring time on the named scenarios.
 func (r *runRequest) estimate(scenarios []string) time.Duration {
 	return r.schedule.Estimate(r.plan, scenarios).Round(time.Second)

@@ -70,7 +70,7 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 	if err != nil {
 		return nil, err
 	}
-	if !req.reprograms() && len(req.opts.Placements) == 0 && anyServiceDatapath(labs) && !hasServicePlacement(req.plan.Placements) {
+	if !req.onePlacement() && len(req.opts.Placements) == 0 && anyServiceDatapath(labs) && !hasServicePlacement(req.plan.Placements) {
 		// pod-to-service joins the default placements when a lab has a
 		// Service datapath (asked for, or in a running lab's state),
 		// unless the profile already chose its Service placements.
@@ -116,9 +116,13 @@ func (k *labKind) open(ctx context.Context, req *runRequest) (scs []suite.Scenar
 	for _, l := range labs {
 		cfg := labtarget.Config{Lab: l.cfg, Parts: l.parts, Placements: req.plan.Placements, RunID: req.runID, Progress: req.progress,
 			HTTPResponseSize: k.hs.responseSize, HTTPWork: k.hs.work, CPUPinning: k.pinning, Pairs: req.plan.PairCount()}
-		if req.reprograms() {
+		if req.onePlacement() {
 			cfg.Placements = []string{scalePlacement(req.plan.Placements, l)}
-			cfg.EBPF = ebpf.Options{AutoSize: k.autoSize, LBMapMax: k.bpfMapMax}
+		}
+		if req.reprograms() {
+			// A profile's rows at scale grow the maps as TKE's
+			// AUTO_FIX_LB_MAP did (--auto-size is the sweep's flag).
+			cfg.EBPF = ebpf.Options{AutoSize: k.autoSize || !req.onePlacement(), LBMapMax: k.bpfMapMax}
 		}
 		tgt, err := labtarget.Open(ctx, cfg)
 		if err != nil {
@@ -199,9 +203,14 @@ func (k *labKind) scenarioLab(req *runRequest, n results.ScenarioName, labCfg la
 // header prints the run's first line: what it measures and for how long.
 func (k *labKind) header(req *runRequest, labs []namedLab) {
 	names, plan := scenarioNames(labs), req.plan
-	if req.reprograms() {
+	if req.onePlacement() {
 		fmt.Fprintf(req.progress, "cnibench run %s: %s on %s, %s, %d rounds: about %s of measurement plus programming\n",
 			req.runID, req.about, strings.Join(names, ", "), strings.Join(plan.Tests, ", "), plan.Rounds, req.estimate(names))
+		return
+	}
+	if req.about != "" { // a profile's rows at scale after its rounds
+		fmt.Fprintf(req.progress, "cnibench run %s: profile %s, %d scenario(s), %d samples in rounds, %s: about %s of measurement plus programming\n",
+			req.runID, plan.Profile, len(names), plan.SamplesOn(names), req.about, req.estimate(names))
 		return
 	}
 	fmt.Fprintf(req.progress, "cnibench run %s: profile %s, %d scenario(s), %d samples, about %s of measurement\n",

@@ -28,6 +28,7 @@ func TestFlagApplies(t *testing.T) {
 		{[]string{"sweep", "--service-datapath", "iptables"}, "--service-datapath does not apply to the Service-scale sweep"},
 		{[]string{"run", "--scale-steps", "0,10"}, "--scale-steps on run sets a profile's Service-scale rows, and --profile quick has none (tke)"},
 		{[]string{"run", "--profile", "tke", "--target", "k8s", "--dry-run", "--endpoints-per-service", "2"}, "--endpoints-per-service: --profile tke sweeps its Service-scale rows on the lab only"},
+		{[]string{"run", "--profile", "datapaths", "--max-step-time", "1m"}, "--max-step-time on run sets a profile's Service-scale rows, and --profile datapaths has none (tke)"},
 		{[]string{"run", "--target", "k8s", "--dry-run", "--sync-verify", "api"}, "--sync-verify applies to the Service-scale sweep and the churn schedule only"},
 		{[]string{"run", "--auto-size"}, "--auto-size applies to the Service-scale sweep and the churn schedule only"},
 		{[]string{"run", "--churn-rate", "5"}, "--churn-rate applies to the churn schedule only (cnibench churn, or run --tests churn)"},

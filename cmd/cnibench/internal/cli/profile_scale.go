@@ -18,8 +18,9 @@ import (
 // SVC_ENDPOINTS) say otherwise; on a cluster the rows say how to sweep.
 
 // profileScaleFlags are the sweep's flags that run also takes for a
-// profile's rows at scale.
-var profileScaleFlags = []string{"scale-steps", "endpoints-per-service"}
+// profile's rows at scale (--max-step-time: a patient user lets a slow
+// datapath finish every step).
+var profileScaleFlags = []string{"scale-steps", "endpoints-per-service", "max-step-time"}
 
 // annotateProfileScale lets run take profileScaleFlags.
 func annotateProfileScale(fs *pflag.FlagSet) {
